@@ -1,0 +1,87 @@
+//===- OpClassification.h - What kind of op a linalg op is -------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Fusion planning sees a model graph as a sequence of ops of a few kinds. This
+// file names those kinds and decides, for any operation, which kind it is, or
+// why kopt leaves it alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_ANALYSIS_OPCLASSIFICATION_H
+#define KOPT_ANALYSIS_OPCLASSIFICATION_H
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace mlir::kopt {
+
+/// The role an operation plays in fusion planning.
+enum class OpKind {
+  /// Every loop parallel, indexing maps projected permutations: named
+  /// elementwise ops, linalg.generic maps, broadcasts, transposes, copies,
+  /// non-constant fills.
+  Elementwise,
+  /// At least one reduction loop and projected-permutation maps
+  /// (linalg.reduce, reducing linalg.generic).
+  Reduction,
+  /// `linalg.softmax`.
+  Softmax,
+  /// matmul, batch_matmul and contraction-like generics.
+  Contraction,
+  /// 2-D convolution in NCHW/FCHW or NHWC/HWCF layout.
+  Convolution,
+  /// 2-D max or sum pooling in NCHW or NHWC layout.
+  Pooling,
+  /// `tensor.expand_shape` / `tensor.collapse_shape`: free in row-major
+  /// layout. A reshape joins the group of its producer when a member of that
+  /// group consumes it; it never starts a group.
+  Reshape,
+  /// A linalg op kopt does not fuse; `reason` says why.
+  Unsupported,
+  /// Not a linalg op (constants, tensor.empty, reshapes, calls): never a
+  /// group member.
+  Other,
+};
+
+/// Returns a lower-case name for `kind`, as used in attributes and reports.
+llvm::StringRef stringifyOpKind(OpKind kind);
+
+/// The classification of one operation.
+struct OpClassification {
+  OpKind kind = OpKind::Other;
+  /// Why the op is `Unsupported`; empty otherwise.
+  std::string reason;
+  /// Static sizes of the op's iteration space (loop ranges), outermost first.
+  llvm::SmallVector<int64_t> domain;
+  /// For reductions and softmax: the sizes of the parallel (row) dimensions,
+  /// in loop order. Empty for other kinds.
+  llvm::SmallVector<int64_t> rowDomain;
+  /// For reductions and softmax: which loops reduce (true) or run in
+  /// parallel (false).
+  llvm::SmallVector<bool> reducedLoops;
+};
+
+/// Classifies `op`. Ops other than linalg ops and reshapes are `Other`.
+OpClassification classifyOp(Operation *op);
+
+/// Returns true if `op` is cheap to recompute and so is cloned into every
+/// group that uses it instead of becoming a group input: scalar or splat
+/// constants, `tensor.empty`, and `linalg.fill` of such a constant into such
+/// an empty tensor.
+bool isCheapToClone(Operation *op);
+
+/// Returns a short human-readable description of `op` for reports, such as
+/// `linalg.matmul` or `linalg.generic{arith.addf,math.exp}`.
+std::string describeOp(Operation *op);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_ANALYSIS_OPCLASSIFICATION_H

@@ -1,0 +1,52 @@
+//===- ModelLoader.h - Read and prepare a model graph ------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Every kopt command starts the same way: read a file, parse it with
+// diagnostics that point at file:line:col, refuse what cannot be worked on,
+// lower TOSA to linalg, and plan fusion groups.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_SUPPORT_MODELLOADER_H
+#define KOPT_SUPPORT_MODELLOADER_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/SourceMgr.h"
+
+namespace mlir::kopt {
+
+/// Reads `path` into `sourceMgr` and parses it as a module. Returns an error
+/// for a missing, unreadable or directory path, or an empty file; parse and
+/// verification errors are reported through the diagnostic handler of
+/// `context` (with file:line:col) and returned as an error too.
+llvm::Expected<OwningOpRef<ModuleOp>>
+loadModelGraph(llvm::StringRef path, MLIRContext &context,
+               llvm::SourceMgr &sourceMgr);
+
+/// Returns true if `module` holds any TOSA op.
+bool containsTosa(ModuleOp module);
+
+/// Adds the upstream TOSA-to-linalg lowering kopt uses: tosa-to-linalg-named
+/// (preferring the NHWC/HWCF convolution layout), tosa-to-linalg,
+/// tosa-to-tensor, tosa-to-arith and a canonicalisation.
+void addTosaLoweringPasses(OpPassManager &pm);
+
+/// Adds fusion planning: kopt-form-fusion-groups on each function, then
+/// kopt-outline-fusion-groups.
+void addFusionPlanningPasses(OpPassManager &pm);
+
+/// Lowers TOSA when present and plans fusion groups in place. Errors are
+/// reported through the context's diagnostics and returned as failure.
+LogicalResult prepareModelGraph(ModuleOp module);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_SUPPORT_MODELLOADER_H

@@ -1,0 +1,402 @@
+//===- FusionPlanner.cpp - Partition a function into fusion groups ---*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Greedy partitioning in three phases over the ops of one block (see
+// docs/FusionGroups.md):
+//
+//   1. contractions and convolutions anchor groups and absorb their
+//      elementwise epilogues (and, for convolutions, one pooling op and what
+//      follows it on the pooled shape);
+//   2. reductions and softmax anchor groups and absorb elementwise producers
+//      and consumers and further reductions over the same rows;
+//   3. the remaining elementwise ops form connected chains.
+//
+// Every op joins at most one group, so nothing is recomputed. Before an op
+// joins, a reachability check makes sure no path leaves the grown group and
+// comes back into it through an outside op, which would make the outlined
+// group depend on its own result.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Analysis/FusionPlanner.h"
+
+#include "mlir/IR/Operation.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+namespace {
+
+/// `shape` without its unit dimensions: `[4, 128, 1]` and `[4, 128]` iterate
+/// the same points, which is what fusion compatibility is about.
+SmallVector<int64_t> dropUnitDims(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> result;
+  for (int64_t size : shape)
+    if (size != 1)
+      result.push_back(size);
+  return result;
+}
+
+int64_t countPoints(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+/// Per-op state of the planner.
+struct Node {
+  Operation *op = nullptr;
+  OpClassification info;
+  /// Position in the block, for reachability bounds.
+  unsigned position = 0;
+  /// Index of the group the op joined, or -1.
+  int group = -1;
+};
+
+/// A group being grown.
+struct Draft {
+  OpKind kind;
+  llvm::SetVector<Operation *> members;
+  /// Contraction/convolution groups: the shape an epilogue op must iterate.
+  SmallVector<int64_t> epilogueDomain;
+  /// Convolution groups: whether the one pooling op was absorbed.
+  bool hasPooling = false;
+  /// Reduction groups: the full and row iteration spaces and reduced loops.
+  SmallVector<int64_t> fullDomain;
+  SmallVector<int64_t> rowDomain;
+  SmallVector<bool> reducedLoops;
+};
+
+class Planner {
+public:
+  explicit Planner(Block &block) {
+    for (Operation &op : block) {
+      Node node;
+      node.op = &op;
+      node.info = classifyOp(&op);
+      node.position = nodes.size();
+      index[&op] = nodes.size();
+      nodes.push_back(std::move(node));
+    }
+  }
+
+  FusionPlan run();
+
+private:
+  Node *lookup(Operation *op) {
+    auto it = index.find(op);
+    return it == index.end() ? nullptr : &nodes[it->second];
+  }
+
+  /// Returns the op of this block that contains `op` (or `op` itself).
+  Node *lookupInBlock(Operation *op) {
+    while (op) {
+      if (Node *node = lookup(op))
+        return node;
+      op = op->getParentOp();
+    }
+    return nullptr;
+  }
+
+  bool isFree(Node *node, OpKind kind) {
+    return node && node->group < 0 && node->info.kind == kind;
+  }
+
+  bool createsCycle(const Draft &draft, Operation *candidate);
+  bool tryAdd(Draft &draft, Operation *op);
+  void pruneDanglingReshapes(Draft &draft);
+  void commit(Draft &draft);
+
+  void growAnchor(Draft &draft);
+  void growReduction(Draft &draft);
+  void growElementwise(Draft &draft);
+
+  /// Producers (in this block) of the operands of `op`, including values
+  /// captured by its regions.
+  SmallVector<Node *> producersOf(Operation *op);
+  /// Users (in this block) of the results of `op`.
+  SmallVector<Node *> usersOf(Operation *op);
+
+  std::vector<Node> nodes;
+  llvm::DenseMap<Operation *, unsigned> index;
+  std::vector<Draft> groups;
+};
+
+} // namespace
+
+SmallVector<Node *> Planner::producersOf(Operation *op) {
+  SmallVector<Node *> result;
+  auto addValue = [&](Value value) {
+    if (Operation *def = value.getDefiningOp())
+      if (Node *node = lookupInBlock(def))
+        if (!llvm::is_contained(result, node))
+          result.push_back(node);
+  };
+  for (Value operand : op->getOperands())
+    addValue(operand);
+  op->walk([&](Operation *inner) {
+    if (inner == op)
+      return;
+    for (Value operand : inner->getOperands())
+      if (!op->isAncestor(operand.getParentBlock()->getParentOp()))
+        addValue(operand);
+  });
+  return result;
+}
+
+SmallVector<Node *> Planner::usersOf(Operation *op) {
+  SmallVector<Node *> result;
+  for (Operation *user : op->getUsers())
+    if (Node *node = lookupInBlock(user))
+      if (!llvm::is_contained(result, node))
+        result.push_back(node);
+  return result;
+}
+
+bool Planner::createsCycle(const Draft &draft, Operation *candidate) {
+  // Walk forward from the grown group through outside ops only. Ops are in
+  // topological order, so nothing past the last member can lead back in.
+  llvm::DenseSet<Operation *> grown(draft.members.begin(),
+                                    draft.members.end());
+  grown.insert(candidate);
+  unsigned last = 0;
+  for (Operation *member : grown)
+    last = std::max(last, lookup(member)->position);
+
+  SmallVector<Node *> worklist;
+  llvm::DenseSet<Node *> seen;
+  for (Operation *member : grown)
+    for (Node *user : usersOf(member))
+      if (!grown.contains(user->op) && user->position < last &&
+          seen.insert(user).second)
+        worklist.push_back(user);
+  while (!worklist.empty()) {
+    Node *node = worklist.pop_back_val();
+    for (Node *user : usersOf(node->op)) {
+      if (grown.contains(user->op))
+        return true;
+      if (user->position < last && seen.insert(user).second)
+        worklist.push_back(user);
+    }
+  }
+  return false;
+}
+
+bool Planner::tryAdd(Draft &draft, Operation *op) {
+  if (draft.members.contains(op) || createsCycle(draft, op))
+    return false;
+  draft.members.insert(op);
+  lookup(op)->group = groups.size(); // Reserved; released if not committed.
+  return true;
+}
+
+void Planner::pruneDanglingReshapes(Draft &draft) {
+  // A reshape that feeds no member is left out: outside the group it is as
+  // free as inside, and the group's output keeps the producer's shape.
+  bool dropped = true;
+  while (dropped) {
+    dropped = false;
+    for (Operation *member : SmallVector<Operation *>(draft.members.begin(),
+                                                      draft.members.end())) {
+      Node *node = lookup(member);
+      if (node->info.kind != OpKind::Reshape)
+        continue;
+      bool feedsMember = llvm::any_of(usersOf(member), [&](Node *user) {
+        return draft.members.contains(user->op);
+      });
+      if (!feedsMember) {
+        draft.members.remove(member);
+        node->group = -1;
+        dropped = true;
+      }
+    }
+  }
+}
+
+void Planner::commit(Draft &draft) {
+  pruneDanglingReshapes(draft);
+  // Keep members in block order.
+  SmallVector<Operation *> sorted(draft.members.begin(), draft.members.end());
+  llvm::sort(sorted, [&](Operation *a, Operation *b) {
+    return lookup(a)->position < lookup(b)->position;
+  });
+  draft.members = llvm::SetVector<Operation *>(sorted.begin(), sorted.end());
+  groups.push_back(std::move(draft));
+}
+
+void Planner::growAnchor(Draft &draft) {
+  // Absorb elementwise consumers over the anchor's output shape; a
+  // convolution also takes one pooling op and the elementwise ops after it.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation *member : SmallVector<Operation *>(draft.members.begin(),
+                                                      draft.members.end())) {
+      for (Node *user : usersOf(member)) {
+        if (user->group >= 0)
+          continue;
+        // An epilogue iterates as many points as the anchor's output; the
+        // shapes may differ by a reshape or a transpose.
+        if ((user->info.kind == OpKind::Elementwise &&
+             countPoints(user->info.domain) ==
+                 countPoints(draft.epilogueDomain)) ||
+            user->info.kind == OpKind::Reshape) {
+          changed |= tryAdd(draft, user->op);
+        } else if (user->info.kind == OpKind::Pooling &&
+                   draft.kind == OpKind::Convolution && !draft.hasPooling) {
+          if (tryAdd(draft, user->op)) {
+            draft.hasPooling = changed = true;
+            auto type = cast<ShapedType>(user->op->getResult(0).getType());
+            draft.epilogueDomain.assign(type.getShape().begin(),
+                                        type.getShape().end());
+          }
+        }
+      }
+    }
+  }
+}
+
+void Planner::growReduction(Draft &draft) {
+  // Ops fit when they iterate the group's rows or its whole domain, unit
+  // dimensions aside (keepdim reductions and their broadcasts).
+  SmallVector<int64_t> full = dropUnitDims(draft.fullDomain);
+  SmallVector<int64_t> rows = dropUnitDims(draft.rowDomain);
+  auto fits = [&](Node *node) {
+    const OpClassification &info = node->info;
+    if (info.kind == OpKind::Elementwise) {
+      SmallVector<int64_t> domain = dropUnitDims(info.domain);
+      return domain == full || domain == rows;
+    }
+    if (info.kind == OpKind::Reshape) {
+      auto type = cast<ShapedType>(node->op->getResult(0).getType());
+      SmallVector<int64_t> shape = dropUnitDims(type.getShape());
+      return shape == full || shape == rows;
+    }
+    if (info.kind == OpKind::Reduction || info.kind == OpKind::Softmax)
+      return dropUnitDims(info.domain) == full &&
+             dropUnitDims(info.rowDomain) == rows;
+    return false;
+  };
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation *member : SmallVector<Operation *>(draft.members.begin(),
+                                                      draft.members.end())) {
+      for (Node *user : usersOf(member))
+        if (user->group < 0 && fits(user))
+          changed |= tryAdd(draft, user->op);
+      // Producers join when they fit too: a reduction over other rows
+      // anchors its own group.
+      for (Node *producer : producersOf(member))
+        if (producer->group < 0 && fits(producer))
+          changed |= tryAdd(draft, producer->op);
+    }
+  }
+}
+
+void Planner::growElementwise(Draft &draft) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation *member : SmallVector<Operation *>(draft.members.begin(),
+                                                      draft.members.end())) {
+      for (Node *user : usersOf(member))
+        if (isFree(user, OpKind::Elementwise) ||
+            isFree(user, OpKind::Reshape))
+          changed |= tryAdd(draft, user->op);
+      for (Node *producer : producersOf(member))
+        if (isFree(producer, OpKind::Elementwise))
+          changed |= tryAdd(draft, producer->op);
+    }
+  }
+}
+
+FusionPlan Planner::run() {
+  // Phase 1: contractions and convolutions with their epilogues.
+  for (Node &node : nodes) {
+    if (node.group >= 0 || (node.info.kind != OpKind::Contraction &&
+                            node.info.kind != OpKind::Convolution))
+      continue;
+    Draft draft{node.info.kind, {}, {}, false, {}, {}, {}};
+    auto type = cast<ShapedType>(node.op->getResult(0).getType());
+    draft.epilogueDomain.assign(type.getShape().begin(),
+                                type.getShape().end());
+    tryAdd(draft, node.op);
+    growAnchor(draft);
+    commit(draft);
+  }
+
+  // Phase 2: reductions and softmax with their producers and consumers.
+  for (Node &node : nodes) {
+    if (node.group >= 0 || (node.info.kind != OpKind::Reduction &&
+                            node.info.kind != OpKind::Softmax))
+      continue;
+    Draft draft{node.info.kind, {}, {}, false, node.info.domain,
+                node.info.rowDomain, node.info.reducedLoops};
+    tryAdd(draft, node.op);
+    growReduction(draft);
+    // A group of several ops around a reduction is a reduction group, even
+    // when it is anchored on a linalg.softmax.
+    if (draft.members.size() > 1)
+      draft.kind = OpKind::Reduction;
+    commit(draft);
+  }
+
+  // Phase 3: elementwise chains; pooling alone.
+  for (Node &node : nodes) {
+    if (node.group >= 0)
+      continue;
+    if (node.info.kind == OpKind::Pooling) {
+      Draft draft{OpKind::Pooling, {}, {}, false, {}, {}, {}};
+      tryAdd(draft, node.op);
+      commit(draft);
+      continue;
+    }
+    if (node.info.kind != OpKind::Elementwise)
+      continue;
+    Draft draft{OpKind::Elementwise, {}, {}, false, {}, {}, {}};
+    tryAdd(draft, node.op);
+    growElementwise(draft);
+    pruneDanglingReshapes(draft);
+    unsigned computeOps = llvm::count_if(draft.members, [&](Operation *op) {
+      return lookup(op)->info.kind != OpKind::Reshape;
+    });
+    if (computeOps < 2) {
+      // A lone cheap op gains nothing from tuning: release the draft.
+      for (Operation *member : draft.members)
+        lookup(member)->group = -1;
+      continue;
+    }
+    commit(draft);
+  }
+
+  // Renumber groups in block order of their first member.
+  llvm::sort(groups, [&](const Draft &a, const Draft &b) {
+    return lookup(a.members.front())->position <
+           lookup(b.members.front())->position;
+  });
+  FusionPlan plan;
+  for (Draft &draft : groups) {
+    FusionGroup group;
+    group.kind = draft.kind;
+    group.ops.assign(draft.members.begin(), draft.members.end());
+    plan.groups.push_back(std::move(group));
+  }
+  for (Node &node : nodes)
+    if (node.info.kind == OpKind::Unsupported)
+      plan.skipped.push_back({node.op, node.info.reason});
+  return plan;
+}
+
+FusionPlan mlir::kopt::planFusionGroups(Block &block) {
+  return Planner(block).run();
+}

@@ -1,0 +1,258 @@
+//===- OpClassification.cpp - What kind of op a linalg op is -----*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Analysis/OpClassification.h"
+
+#include "mlir/Support/DebugStringHelper.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+StringRef mlir::kopt::stringifyOpKind(OpKind kind) {
+  switch (kind) {
+  case OpKind::Elementwise:
+    return "elementwise";
+  case OpKind::Reduction:
+    return "reduction";
+  case OpKind::Softmax:
+    return "softmax";
+  case OpKind::Contraction:
+    return "contraction";
+  case OpKind::Convolution:
+    return "convolution";
+  case OpKind::Pooling:
+    return "pooling";
+  case OpKind::Reshape:
+    return "reshape";
+  case OpKind::Unsupported:
+    return "unsupported";
+  case OpKind::Other:
+    return "other";
+  }
+  llvm_unreachable("unknown OpKind");
+}
+
+/// Element types the code generators handle.
+static bool isSupportedElementType(Type type) {
+  if (isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(type))
+    return true;
+  if (auto intType = dyn_cast<IntegerType>(type))
+    return llvm::is_contained({1u, 8u, 16u, 32u, 64u}, intType.getWidth());
+  return isa<IndexType>(type);
+}
+
+/// Checks the tensor operands and results of `op`: static shapes and
+/// supported element types. Returns the reason for refusal, or "".
+static std::string checkTensorTypes(Operation *op) {
+  auto check = [&](Type type) -> std::string {
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!shaped)
+      return isSupportedElementType(type)
+                 ? ""
+                 : "unsupported scalar type " + debugString(type);
+    if (!isa<RankedTensorType>(shaped))
+      return "operand is not a ranked tensor: " + debugString(type);
+    if (!shaped.hasStaticShape())
+      return "dynamic shape " + debugString(type) +
+             " (only static shapes are tuned)";
+    if (!isSupportedElementType(shaped.getElementType()))
+      return "unsupported element type in " + debugString(type);
+    return "";
+  };
+  for (Type type : op->getOperandTypes())
+    if (std::string why = check(type); !why.empty())
+      return why;
+  for (Type type : op->getResultTypes())
+    if (std::string why = check(type); !why.empty())
+      return why;
+  return "";
+}
+
+/// Returns the first op in the body of `op` that the code generators cannot
+/// translate, or nullptr.
+static Operation *findUnsupportedBodyOp(Operation *op) {
+  Operation *bad = nullptr;
+  for (Region &region : op->getRegions())
+    region.walk([&](Operation *inner) {
+      if (bad)
+        return;
+      Dialect *dialect = inner->getDialect();
+      bool ok = isa<linalg::YieldOp, linalg::IndexOp>(inner) ||
+                (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect));
+      if (!ok)
+        bad = inner;
+    });
+  return bad;
+}
+
+/// Returns true if every indexing map of `op` is a projected permutation,
+/// allowing a constant 0 for an operand dimension of size 1 (the unit
+/// broadcasts TOSA's lowering emits, such as `(d0, d1, d2) -> (d0, 0, d2)`).
+static bool hasOnlyPermutationsAndUnitBroadcasts(linalg::LinalgOp op) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    auto type = dyn_cast<ShapedType>(operand.get().getType());
+    llvm::SmallDenseSet<unsigned> seen;
+    for (auto [index, expr] : llvm::enumerate(map.getResults())) {
+      if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+        if (!seen.insert(dim.getPosition()).second)
+          return false;
+        continue;
+      }
+      auto constant = dyn_cast<AffineConstantExpr>(expr);
+      if (!constant || constant.getValue() != 0 || !type ||
+          type.getDimSize(index) != 1)
+        return false;
+    }
+  }
+  return true;
+}
+
+static bool isSupportedConvolution(Operation *op) {
+  return isa<linalg::Conv2DNchwFchwOp, linalg::Conv2DNhwcHwcfOp>(op);
+}
+
+static bool isSupportedPooling(Operation *op) {
+  return isa<linalg::PoolingNchwMaxOp, linalg::PoolingNhwcMaxOp,
+             linalg::PoolingNchwSumOp, linalg::PoolingNhwcSumOp>(op);
+}
+
+OpClassification mlir::kopt::classifyOp(Operation *op) {
+  OpClassification result;
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)) {
+    if (checkTensorTypes(op).empty())
+      result.kind = OpKind::Reshape;
+    return result;
+  }
+  if (!op->getDialect() || !isa<linalg::LinalgDialect>(op->getDialect()))
+    return result;
+
+  auto refuse = [&](std::string reason) {
+    result.kind = OpKind::Unsupported;
+    result.reason = std::move(reason);
+    return result;
+  };
+  if (std::string why = checkTensorTypes(op); !why.empty())
+    return refuse(why);
+
+  if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op)) {
+    auto type = cast<RankedTensorType>(softmax.getInput().getType());
+    result.kind = OpKind::Softmax;
+    result.domain.assign(type.getShape().begin(), type.getShape().end());
+    for (auto [dim, size] : llvm::enumerate(type.getShape())) {
+      bool reduced = dim == softmax.getDimension();
+      result.reducedLoops.push_back(reduced);
+      if (!reduced)
+        result.rowDomain.push_back(size);
+    }
+    return result;
+  }
+
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+  if (!linalgOp)
+    return refuse("'" + op->getName().getStringRef().str() +
+                  "' is not a structured linalg op kopt can fuse");
+  if (!linalgOp.hasPureTensorSemantics())
+    return refuse("operates on buffers; kopt tunes tensor programs");
+  if (Operation *bad = findUnsupportedBodyOp(op))
+    return refuse("its body uses '" + bad->getName().getStringRef().str() +
+                  "', which kopt cannot generate code for");
+
+  result.domain = linalgOp.getStaticLoopRanges();
+
+  if (isSupportedConvolution(op)) {
+    result.kind = OpKind::Convolution;
+    return result;
+  }
+  if (isSupportedPooling(op)) {
+    result.kind = OpKind::Pooling;
+    return result;
+  }
+  if (linalg::isaConvolutionOpInterface(linalgOp))
+    return refuse("convolution '" + op->getName().getStringRef().str() +
+                  "' is not a supported form (2-D NCHW/FCHW or NHWC/HWCF)");
+  if (!hasOnlyPermutationsAndUnitBroadcasts(linalgOp))
+    return refuse("an indexing map is neither a projected permutation nor a "
+                  "unit broadcast");
+  if (isa<linalg::FillOp>(op) && isCheapToClone(op))
+    return result; // Rematerialised in each group that uses it.
+  if (linalg::isaContractionOpInterface(linalgOp)) {
+    result.kind = OpKind::Contraction;
+    return result;
+  }
+  if (linalgOp.getNumReductionLoops() == 0) {
+    result.kind = OpKind::Elementwise;
+    return result;
+  }
+  result.kind = OpKind::Reduction;
+  for (auto [size, iterator] :
+       llvm::zip(result.domain, linalgOp.getIteratorTypesArray())) {
+    bool reduced = iterator == utils::IteratorType::reduction;
+    result.reducedLoops.push_back(reduced);
+    if (!reduced)
+      result.rowDomain.push_back(size);
+  }
+  return result;
+}
+
+/// Returns true if `value` is a scalar constant or a splat tensor constant.
+static bool isCheapConstant(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || !def->hasTrait<OpTrait::ConstantLike>())
+    return false;
+  if (!isa<ShapedType>(value.getType()))
+    return true;
+  Attribute attr;
+  if (!matchPattern(value, m_Constant(&attr)))
+    return false;
+  auto elements = dyn_cast<DenseElementsAttr>(attr);
+  return elements && elements.isSplat();
+}
+
+bool mlir::kopt::isCheapToClone(Operation *op) {
+  if (isa<tensor::EmptyOp>(op))
+    return true;
+  if (op->hasTrait<OpTrait::ConstantLike>() && op->getNumResults() == 1)
+    return isCheapConstant(op->getResult(0));
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    if (!fill.hasPureTensorSemantics())
+      return false;
+    Operation *init = fill.getOutputs()[0].getDefiningOp();
+    return isCheapConstant(fill.getInputs()[0]) && init &&
+           isCheapToClone(init);
+  }
+  return false;
+}
+
+std::string mlir::kopt::describeOp(Operation *op) {
+  std::string text = op->getName().getStringRef().str();
+  if (!isa<linalg::GenericOp, linalg::MapOp, linalg::ReduceOp>(op))
+    return text;
+  llvm::SmallVector<std::string> bodyOps;
+  op->getRegion(0).walk([&](Operation *inner) {
+    if (isa<linalg::YieldOp, linalg::IndexOp, arith::ConstantOp>(inner))
+      return;
+    std::string name = inner->getName().getStringRef().str();
+    if (!llvm::is_contained(bodyOps, name))
+      bodyOps.push_back(name);
+  });
+  if (bodyOps.empty())
+    return text;
+  text += "{";
+  llvm::raw_string_ostream os(text);
+  llvm::interleave(bodyOps, os, ",");
+  os << "}";
+  return text;
+}

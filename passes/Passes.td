@@ -1,0 +1,89 @@
+//===- Passes.td - kopt pass declarations ------------------------*- tablegen -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_PASSES_TD
+#define KOPT_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def FormFusionGroupsPass
+    : Pass<"kopt-form-fusion-groups", "mlir::func::FuncOp"> {
+  let summary = "Partition linalg ops into fusion groups worth tuning";
+  let description = [{
+    Classifies every linalg op of the function (elementwise, reduction,
+    contraction, convolution, pooling, softmax) and partitions them into
+    fusion groups, tagging each member with `kopt.group_id` and
+    `kopt.group_kind`. Groups are formed greedily in this order:
+
+    1. a contraction (matmul, batch_matmul) or a 2-D convolution anchors a
+       group and absorbs its elementwise epilogue (bias, scale, activation,
+       residual add); a convolution group also absorbs one pooling op and the
+       elementwise ops after it;
+    2. a reduction or `linalg.softmax` anchors a group and absorbs its
+       elementwise producers and consumers and further reductions over the
+       same rows (softmax, layernorm, rmsnorm, logsumexp forms);
+    3. the remaining elementwise ops (with broadcasts and transposes) form
+       connected chains;
+    4. a heavy op left alone (a reduction, softmax, pooling, contraction)
+       is a group of one; a lone cheap op is left ungrouped.
+
+    No op is duplicated: every op belongs to at most one group, and a value
+    used outside its group becomes a group output. No merge may create a
+    cycle between groups. An op with a dynamic shape or an unsupported form
+    is left to the default lowering with a remark that says why.
+
+    Before:
+    ```mlir
+    %0 = linalg.matmul ins(%a, %b : ...) outs(%fill : ...) -> tensor<8x64xf32>
+    %1 = linalg.generic {...} ins(%0, %bias : ...) { arith.addf } -> ...
+    ```
+    After:
+    ```mlir
+    %0 = linalg.matmul {kopt.group_id = 0 : i64,
+                        kopt.group_kind = "contraction"} ...
+    %1 = linalg.generic {kopt.group_id = 0 : i64,
+                         kopt.group_kind = "contraction", ...} ...
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect"];
+  let options = [
+    Option<"emitRemarks", "emit-remarks", "bool", /*default=*/"true",
+           "Emit a remark for every op left out of fusion and why">
+  ];
+}
+
+def OutlineFusionGroupsPass
+    : Pass<"kopt-outline-fusion-groups", "mlir::ModuleOp"> {
+  let summary = "Outline each fusion group into a private function";
+  let description = [{
+    Moves the members of every fusion group formed by
+    `kopt-form-fusion-groups` into a private `func.func` named
+    `@<parent>_kopt_g<id>_<kind>` and replaces them with a `func.call`.
+    Values defined outside the group become arguments; values used outside
+    the group become results. Cheap constants (scalars, splats,
+    `tensor.empty` and fills of constants) are cloned into the function
+    rather than passed. The function is put in canonical form (operations,
+    arguments and results in a canonical order) and both the function and
+    the call are tagged with the group's SHA-256 key (`kopt.key`) and its
+    description (`kopt.fusion_group`). The outlined body keeps its linalg
+    ops, so any compiler can still lower it.
+
+    After:
+    ```mlir
+    %r = func.call @mlp_kopt_g0_contraction(%a, %b, %bias)
+        {kopt.fusion_group = 0 : i64, kopt.key = "3f1c..."} : (...) -> ...
+    func.func private @mlp_kopt_g0_contraction(...) -> ...
+        attributes {kopt.fusion_group = {id = 0 : i64, kind = "contraction",
+                                         parent = "mlp"},
+                    kopt.key = "3f1c..."} { ... }
+    ```
+  }];
+  let dependentDialects = ["mlir::func::FuncDialect"];
+}
+
+#endif // KOPT_PASSES_TD

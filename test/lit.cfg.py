@@ -1,0 +1,38 @@
+# ===- lit.cfg.py - kopt lit configuration ---------------------*- Python -*-===#
+#
+# Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+# See LICENSE for license information.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#
+# ===----------------------------------------------------------------------===#
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "kopt"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.kopt_obj_root, "test")
+config.excludes = ["Inputs", "unit", "CMakeLists.txt", "lit.cfg.py",
+                   "lit.site.cfg.py"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%kopt_src_root", config.kopt_src_root))
+config.substitutions.append(
+    ("%examples", os.path.join(config.kopt_src_root, "examples")))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.kopt_tools_dir, config.llvm_tools_dir]
+tools = ["kopt", "kopt-opt"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# GPU tests carry `REQUIRES: cuda`; the feature is set only when a device
+# answers, so machines without one skip them cleanly.
+if os.path.exists("/dev/nvidia0") or os.environ.get("KOPT_TEST_CUDA") == "1":
+    config.available_features.add("cuda")

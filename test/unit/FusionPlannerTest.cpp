@@ -1,0 +1,110 @@
+//===- FusionPlannerTest.cpp - Tests of fusion group formation ---*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtils.h"
+
+#include "kopt/Analysis/FusionPlanner.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+using namespace mlir::kopt::testing;
+
+namespace {
+
+FusionPlan planFirstFunction(ModuleOp module) {
+  return planFusionGroups(firstFunction(module).getBody().front());
+}
+
+TEST(FusionPlannerTest, MatmulAbsorbsElementwiseEpilogue) {
+  auto context = makeContext();
+  auto module = parse(*context, R"mlir(
+func.func @f(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bias: tensor<8x32xf32>) -> tensor<8x32xf32> {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<8x32xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x32xf32>) outs(%fill : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %add = linalg.add ins(%mm, %bias : tensor<8x32xf32>, tensor<8x32xf32>) outs(%init : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %relu = linalg.max ins(%add, %fill : tensor<8x32xf32>, tensor<8x32xf32>) outs(%init : tensor<8x32xf32>) -> tensor<8x32xf32>
+  return %relu : tensor<8x32xf32>
+}
+)mlir");
+  ASSERT_TRUE(module);
+  FusionPlan plan = planFirstFunction(*module);
+  ASSERT_EQ(plan.groups.size(), 1u);
+  EXPECT_EQ(plan.groups[0].kind, OpKind::Contraction);
+  ASSERT_EQ(plan.groups[0].ops.size(), 3u);
+  EXPECT_EQ(plan.groups[0].ops[0]->getName().getStringRef(), "linalg.matmul");
+  EXPECT_EQ(plan.groups[0].ops[2]->getName().getStringRef(), "linalg.max");
+}
+
+TEST(FusionPlannerTest, RefusesMergeThatWouldCreateCycle) {
+  // %e1 -> (reduction outside the chain) -> %e3, and %e1 -> %e3 directly:
+  // putting %e1 and %e3 in one group would make it depend on itself
+  // through the reduction, so the reduction's group must not swallow both
+  // ends unless it is one group with them.
+  auto context = makeContext();
+  auto module = parse(*context, R"mlir(
+func.func @f(%x: tensor<4x8xf32>, %y: tensor<8x16xf32>) -> tensor<4x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %init = tensor.empty() : tensor<4x8xf32>
+  %initmm = tensor.empty() : tensor<4x16xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%initmm : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e1 = linalg.exp ins(%x : tensor<4x8xf32>) outs(%init : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %mm = linalg.matmul ins(%e1, %y : tensor<4x8xf32>, tensor<8x16xf32>) outs(%fill : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e2 = linalg.negf ins(%e1 : tensor<4x8xf32>) outs(%init : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %mm2 = linalg.matmul ins(%e2, %y : tensor<4x8xf32>, tensor<8x16xf32>) outs(%mm : tensor<4x16xf32>) -> tensor<4x16xf32>
+  return %mm2 : tensor<4x16xf32>
+}
+)mlir");
+  ASSERT_TRUE(module);
+  FusionPlan plan = planFirstFunction(*module);
+  // Each matmul is a group; %e1 and %e2 chain together; no group holds
+  // both matmuls (the second reads the first as its accumulator, which is
+  // fine) or an elementwise op and a matmul that sandwich another group.
+  for (const FusionGroup &group : plan.groups) {
+    unsigned matmuls = llvm::count_if(group.ops, [](Operation *op) {
+      return op->getName().getStringRef() == "linalg.matmul";
+    });
+    EXPECT_LE(matmuls, 1u);
+  }
+  bool chained = llvm::any_of(plan.groups, [](const FusionGroup &group) {
+    return group.kind == OpKind::Elementwise && group.ops.size() == 2;
+  });
+  EXPECT_TRUE(chained);
+}
+
+TEST(FusionPlannerTest, SkipsDynamicShapesWithReason) {
+  auto context = makeContext();
+  auto module = parse(*context, R"mlir(
+func.func @f(%x: tensor<?x8xf32>, %init: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  %e = linalg.exp ins(%x : tensor<?x8xf32>) outs(%init : tensor<?x8xf32>) -> tensor<?x8xf32>
+  %n = linalg.negf ins(%e : tensor<?x8xf32>) outs(%init : tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %n : tensor<?x8xf32>
+}
+)mlir");
+  ASSERT_TRUE(module);
+  FusionPlan plan = planFirstFunction(*module);
+  EXPECT_TRUE(plan.groups.empty());
+  ASSERT_EQ(plan.skipped.size(), 2u);
+  EXPECT_NE(plan.skipped[0].reason.find("dynamic shape"), std::string::npos);
+}
+
+TEST(FusionPlannerTest, LoneElementwiseOpIsNotAGroup) {
+  auto context = makeContext();
+  auto module = parse(*context, R"mlir(
+func.func @f(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %init = tensor.empty() : tensor<8xf32>
+  %e = linalg.exp ins(%x : tensor<8xf32>) outs(%init : tensor<8xf32>) -> tensor<8xf32>
+  return %e : tensor<8xf32>
+}
+)mlir");
+  ASSERT_TRUE(module);
+  EXPECT_TRUE(planFirstFunction(*module).groups.empty());
+}
+
+} // namespace

@@ -1,0 +1,26 @@
+//===- Commands.h - The kopt driver's subcommands ----------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Each subcommand lives in its own file, which declares its llvm::cl
+// SubCommand and options next to its implementation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_TOOLS_KOPT_COMMANDS_H
+#define KOPT_TOOLS_KOPT_COMMANDS_H
+
+namespace mlir::kopt {
+
+/// True when `kopt analyze` was given on the command line.
+bool isAnalyzeCommandSelected();
+/// Runs `kopt analyze`; returns the process exit code.
+int runAnalyzeCommand();
+
+} // namespace mlir::kopt
+
+#endif // KOPT_TOOLS_KOPT_COMMANDS_H

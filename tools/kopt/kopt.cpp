@@ -1,0 +1,33 @@
+//===- kopt.cpp - The kopt driver --------------------------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The user-facing driver. `kopt analyze` finds fusion groups and reports what
+// fusing them can gain; later commands tune, compile and manage the kernel
+// database.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/WithColor.h"
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  llvm::cl::ParseCommandLineOptions(
+      argc, argv,
+      "kopt: a compiler-integrated kernel autotuner\n\n"
+      "  kopt analyze FILE... [--json]   find fusion groups and their cost\n\n"
+      "Run 'kopt <command> --help' for a command's options.\n");
+  if (mlir::kopt::isAnalyzeCommandSelected())
+    return mlir::kopt::runAnalyzeCommand();
+  llvm::WithColor::error(llvm::errs(), "kopt")
+      << "no command given; try 'kopt --help'\n";
+  return 2;
+}
