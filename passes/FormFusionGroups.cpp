@@ -1,4 +1,4 @@
-//===- FormFusionGroups.cpp - Partition linalg ops into fusion groups ---*- C++ -*-===//
+//===- FormFusionGroups.cpp - Tag fusion groups -----------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- OutlineFusionGroups.cpp - Outline fusion groups into functions ---*- C++ -*-===//
+//===- OutlineFusionGroups.cpp - Outline fusion groups ----------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -52,8 +52,7 @@ struct GroupInterface {
 
 /// Values `op` reads, including those its regions capture.
 static SmallVector<Value> getReadValues(Operation *op) {
-  SmallVector<Value> values(op->getOperands().begin(),
-                            op->getOperands().end());
+  SmallVector<Value> values(op->getOperands().begin(), op->getOperands().end());
   llvm::SetVector<Value> captured;
   getUsedValuesDefinedAbove(op->getRegions(), captured);
   values.append(captured.begin(), captured.end());
@@ -98,13 +97,11 @@ static GroupInterface analyzeGroup(ArrayRef<Operation *> members) {
 
 /// Outlines one group of `parent`; returns the call that replaced it.
 static void outlineGroup(func::FuncOp parent, int64_t id,
-                         ArrayRef<Operation *> members,
-                         SymbolTable &symbols) {
+                         ArrayRef<Operation *> members, SymbolTable &symbols) {
   GroupInterface group = analyzeGroup(members);
   MLIRContext *ctx = parent.getContext();
   StringRef kind =
-      cast<StringAttr>(members.front()->getAttr(kGroupKindAttrName))
-          .getValue();
+      cast<StringAttr>(members.front()->getAttr(kGroupKindAttrName)).getValue();
   Location loc = members.front()->getLoc();
 
   SmallVector<Type> inputTypes, outputTypes;
@@ -115,11 +112,10 @@ static void outlineGroup(func::FuncOp parent, int64_t id,
 
   OpBuilder builder(ctx);
   builder.setInsertionPoint(parent);
-  std::string name = (parent.getSymName() + "_kopt_g" + Twine(id) + "_" + kind)
-                         .str();
-  auto func = func::FuncOp::create(builder, loc, name,
-                                   builder.getFunctionType(inputTypes,
-                                                           outputTypes));
+  std::string name =
+      (parent.getSymName() + "_kopt_g" + Twine(id) + "_" + kind).str();
+  auto func = func::FuncOp::create(
+      builder, loc, name, builder.getFunctionType(inputTypes, outputTypes));
   func.setPrivate();
   symbols.insert(func); // Renames on a clash.
 
@@ -145,12 +141,13 @@ static void outlineGroup(func::FuncOp parent, int64_t id,
 
   GroupPermutation permutation = canonicalizeGroupFunction(func);
   std::string key = computeGroupKey(func);
-  func->setAttr(kFusionGroupAttrName,
-                builder.getDictionaryAttr(
-                    {builder.getNamedAttr("id", builder.getI64IntegerAttr(id)),
-                     builder.getNamedAttr("kind", builder.getStringAttr(kind)),
-                     builder.getNamedAttr(
-                         "parent", builder.getStringAttr(parent.getSymName()))}));
+  func->setAttr(
+      kFusionGroupAttrName,
+      builder.getDictionaryAttr(
+          {builder.getNamedAttr("id", builder.getI64IntegerAttr(id)),
+           builder.getNamedAttr("kind", builder.getStringAttr(kind)),
+           builder.getNamedAttr("parent",
+                                builder.getStringAttr(parent.getSymName()))}));
   func->setAttr(kKeyAttrName, builder.getStringAttr(key));
 
   // The call goes after the last member; the block is re-sorted below.
@@ -162,8 +159,8 @@ static void outlineGroup(func::FuncOp parent, int64_t id,
   call->setAttr(kFusionGroupAttrName, builder.getI64IntegerAttr(id));
   call->setAttr(kKeyAttrName, builder.getStringAttr(key));
   for (auto [newIndex, oldIndex] : llvm::enumerate(permutation.resultOrder))
-    Value(group.outputs[oldIndex]).replaceUsesWithIf(
-        call.getResult(newIndex), [&](OpOperand &use) {
+    Value(group.outputs[oldIndex])
+        .replaceUsesWithIf(call.getResult(newIndex), [&](OpOperand &use) {
           return !isInside(use.getOwner(), group.members);
         });
 

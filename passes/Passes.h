@@ -1,4 +1,4 @@
-//===- Passes.h - kopt pass declarations -------------------------*- C++ -*-===//
+//===- Passes.h - kopt pass declarations ------------------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

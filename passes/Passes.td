@@ -1,4 +1,4 @@
-//===- Passes.td - kopt pass declarations ------------------------*- tablegen -*-===//
+//===- Passes.td - kopt pass declarations ------------------*- tablegen -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- InitAll.h - Register what kopt's tools need ---------------*- C++ -*-===//
+//===- InitAll.h - Register what kopt's tools need --------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- FusionPlanner.cpp - Partition a function into fusion groups ---*- C++ -*-===//
+//===- FusionPlanner.cpp - Form fusion groups -------------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -165,8 +165,7 @@ SmallVector<Node *> Planner::usersOf(Operation *op) {
 bool Planner::createsCycle(const Draft &draft, Operation *candidate) {
   // Walk forward from the grown group through outside ops only. Ops are in
   // topological order, so nothing past the last member can lead back in.
-  llvm::DenseSet<Operation *> grown(draft.members.begin(),
-                                    draft.members.end());
+  llvm::DenseSet<Operation *> grown(draft.members.begin(), draft.members.end());
   grown.insert(candidate);
   unsigned last = 0;
   for (Operation *member : grown)
@@ -205,8 +204,8 @@ void Planner::pruneDanglingReshapes(Draft &draft) {
   bool dropped = true;
   while (dropped) {
     dropped = false;
-    for (Operation *member : SmallVector<Operation *>(draft.members.begin(),
-                                                      draft.members.end())) {
+    for (Operation *member :
+         SmallVector<Operation *>(draft.members.begin(), draft.members.end())) {
       Node *node = lookup(member);
       if (node->info.kind != OpKind::Reshape)
         continue;
@@ -239,8 +238,8 @@ void Planner::growAnchor(Draft &draft) {
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Operation *member : SmallVector<Operation *>(draft.members.begin(),
-                                                      draft.members.end())) {
+    for (Operation *member :
+         SmallVector<Operation *>(draft.members.begin(), draft.members.end())) {
       for (Node *user : usersOf(member)) {
         if (user->group >= 0)
           continue;
@@ -289,8 +288,8 @@ void Planner::growReduction(Draft &draft) {
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Operation *member : SmallVector<Operation *>(draft.members.begin(),
-                                                      draft.members.end())) {
+    for (Operation *member :
+         SmallVector<Operation *>(draft.members.begin(), draft.members.end())) {
       for (Node *user : usersOf(member))
         if (user->group < 0 && fits(user))
           changed |= tryAdd(draft, user->op);
@@ -307,11 +306,10 @@ void Planner::growElementwise(Draft &draft) {
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Operation *member : SmallVector<Operation *>(draft.members.begin(),
-                                                      draft.members.end())) {
+    for (Operation *member :
+         SmallVector<Operation *>(draft.members.begin(), draft.members.end())) {
       for (Node *user : usersOf(member))
-        if (isFree(user, OpKind::Elementwise) ||
-            isFree(user, OpKind::Reshape))
+        if (isFree(user, OpKind::Elementwise) || isFree(user, OpKind::Reshape))
           changed |= tryAdd(draft, user->op);
       for (Node *producer : producersOf(member))
         if (isFree(producer, OpKind::Elementwise))
@@ -328,8 +326,7 @@ FusionPlan Planner::run() {
       continue;
     Draft draft{node.info.kind, {}, {}, false, {}, {}, {}};
     auto type = cast<ShapedType>(node.op->getResult(0).getType());
-    draft.epilogueDomain.assign(type.getShape().begin(),
-                                type.getShape().end());
+    draft.epilogueDomain.assign(type.getShape().begin(), type.getShape().end());
     tryAdd(draft, node.op);
     growAnchor(draft);
     commit(draft);
@@ -340,8 +337,13 @@ FusionPlan Planner::run() {
     if (node.group >= 0 || (node.info.kind != OpKind::Reduction &&
                             node.info.kind != OpKind::Softmax))
       continue;
-    Draft draft{node.info.kind, {}, {}, false, node.info.domain,
-                node.info.rowDomain, node.info.reducedLoops};
+    Draft draft{node.info.kind,
+                {},
+                {},
+                false,
+                node.info.domain,
+                node.info.rowDomain,
+                node.info.reducedLoops};
     tryAdd(draft, node.op);
     growReduction(draft);
     // A group of several ops around a reduction is a reduction group, even

@@ -1,4 +1,4 @@
-//===- GroupCost.cpp - FLOPs, bytes and roofline of a fusion group ---*- C++ -*-===//
+//===- GroupCost.cpp - Cost of a fusion group -------------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -44,8 +44,9 @@ static int64_t countBodyFlops(Operation *op) {
   for (Region &region : op->getRegions())
     region.walk([&](Operation *inner) {
       Dialect *dialect = inner->getDialect();
-      if (!dialect || isa<arith::ConstantOp, arith::IndexCastOp,
-                          arith::IndexCastUIOp>(inner))
+      if (!dialect ||
+          isa<arith::ConstantOp, arith::IndexCastOp, arith::IndexCastUIOp>(
+              inner))
         return;
       if (isa<arith::ArithDialect, math::MathDialect>(dialect))
         ++count;
@@ -78,8 +79,8 @@ GroupCost mlir::kopt::computeGroupCost(func::FuncOp func,
     double opFlops = 0;
     if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op)) {
       // max, subtract, exp, sum, divide per element.
-      opFlops = 5.0 * cast<ShapedType>(softmax.getInput().getType())
-                          .getNumElements();
+      opFlops =
+          5.0 * cast<ShapedType>(softmax.getInput().getType()).getNumElements();
     } else if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
       double iterations = 1;
       for (int64_t size : linalgOp.getStaticLoopRanges())
@@ -100,18 +101,15 @@ GroupCost mlir::kopt::computeGroupCost(func::FuncOp func,
   cost.bytesUnfused = cost.bytesFused + 2 * intermediateBytes;
 
   double scalarFlops = cost.flops - cost.tensorFlops;
-  double computeSeconds = scalarFlops / device.fp32Flops +
-                          (device.tensorFlops16 > 0
-                               ? cost.tensorFlops / device.tensorFlops16
-                               : 0);
+  double computeSeconds =
+      scalarFlops / device.fp32Flops +
+      (device.tensorFlops16 > 0 ? cost.tensorFlops / device.tensorFlops16 : 0);
   cost.secondsFused =
       std::max(cost.bytesFused / device.memoryBandwidth, computeSeconds);
   cost.secondsUnfused =
       std::max(cost.bytesUnfused / device.memoryBandwidth, computeSeconds);
-  cost.computeBound =
-      computeSeconds > cost.bytesFused / device.memoryBandwidth;
-  cost.speedupBound = cost.secondsFused > 0
-                          ? cost.secondsUnfused / cost.secondsFused
-                          : 1.0;
+  cost.computeBound = computeSeconds > cost.bytesFused / device.memoryBandwidth;
+  cost.speedupBound =
+      cost.secondsFused > 0 ? cost.secondsUnfused / cost.secondsFused : 1.0;
   return cost;
 }

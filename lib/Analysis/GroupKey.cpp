@@ -1,4 +1,4 @@
-//===- GroupKey.cpp - Canonical form and key of a fusion group ---*- C++ -*-===//
+//===- GroupKey.cpp - Canonical form and key of a fusion group --*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -19,8 +19,8 @@
 
 #include "kopt/Analysis/GroupKey.h"
 
-#include "mlir/Support/DebugStringHelper.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/Support/DebugStringHelper.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
@@ -33,8 +33,7 @@ using namespace mlir::kopt;
 
 /// All values `op` reads: its operands and values its regions capture.
 static SmallVector<Value> getReadValues(Operation *op) {
-  SmallVector<Value> values(op->getOperands().begin(),
-                            op->getOperands().end());
+  SmallVector<Value> values(op->getOperands().begin(), op->getOperands().end());
   llvm::SetVector<Value> captured;
   getUsedValuesDefinedAbove(op->getRegions(), captured);
   values.append(captured.begin(), captured.end());
@@ -135,12 +134,12 @@ GroupPermutation mlir::kopt::canonicalizeGroupFunction(func::FuncOp func) {
   auto rank = [&](unsigned i) {
     Value value = terminator->getOperand(i);
     if (auto arg = dyn_cast<BlockArgument>(value))
-      return std::make_pair(
-          0u, unsigned(llvm::find(argOrder, arg.getArgNumber()) -
-                       argOrder.begin()));
+      return std::make_pair(0u,
+                            unsigned(llvm::find(argOrder, arg.getArgNumber()) -
+                                     argOrder.begin()));
     auto result = cast<OpResult>(value);
-    unsigned position = llvm::find(schedule, result.getOwner()) -
-                        schedule.begin();
+    unsigned position =
+        llvm::find(schedule, result.getOwner()) - schedule.begin();
     return std::make_pair(1u + position, result.getResultNumber());
   };
   llvm::stable_sort(resultOrder,

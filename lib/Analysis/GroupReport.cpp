@@ -1,4 +1,4 @@
-//===- GroupReport.cpp - Per-group facts for reports -------------*- C++ -*-===//
+//===- GroupReport.cpp - Per-group facts for reports ------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -10,9 +10,9 @@
 
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Analysis/OpClassification.h"
-#include "mlir/Support/DebugStringHelper.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Support/DebugStringHelper.h"
 #include "llvm/Support/Format.h"
 
 #include <cmath>
@@ -22,8 +22,8 @@ using namespace mlir::kopt;
 
 std::string mlir::kopt::formatLocation(Location loc) {
   if (auto fileLoc = dyn_cast<FileLineColLoc>(loc))
-    return (fileLoc.getFilename().getValue() + ":" +
-            Twine(fileLoc.getLine()) + ":" + Twine(fileLoc.getColumn()))
+    return (fileLoc.getFilename().getValue() + ":" + Twine(fileLoc.getLine()) +
+            ":" + Twine(fileLoc.getColumn()))
         .str();
   if (auto nameLoc = dyn_cast<NameLoc>(loc))
     return formatLocation(nameLoc.getChildLoc());
@@ -169,8 +169,8 @@ mlir::kopt::groupReportToJson(llvm::StringRef path,
   for (const GroupSummary &group : groups) {
     llvm::json::Array ops;
     for (const OpSummary &op : group.ops)
-      ops.push_back(
-          llvm::json::Object{{"op", op.description}, {"location", op.location}});
+      ops.push_back(llvm::json::Object{{"op", op.description},
+                                       {"location", op.location}});
     const GroupCost &cost = group.cost;
     groupArray.push_back(llvm::json::Object{
         {"id", group.id},

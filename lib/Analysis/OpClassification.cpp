@@ -1,4 +1,4 @@
-//===- OpClassification.cpp - What kind of op a linalg op is -----*- C++ -*-===//
+//===- OpClassification.cpp - What kind of op a linalg op is ----*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -8,13 +8,13 @@
 
 #include "kopt/Analysis/OpClassification.h"
 
-#include "mlir/Support/DebugStringHelper.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/Support/DebugStringHelper.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -89,8 +89,9 @@ static Operation *findUnsupportedBodyOp(Operation *op) {
       if (bad)
         return;
       Dialect *dialect = inner->getDialect();
-      bool ok = isa<linalg::YieldOp, linalg::IndexOp>(inner) ||
-                (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect));
+      bool ok =
+          isa<linalg::YieldOp, linalg::IndexOp>(inner) ||
+          (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect));
       if (!ok)
         bad = inner;
     });
@@ -230,8 +231,7 @@ bool mlir::kopt::isCheapToClone(Operation *op) {
     if (!fill.hasPureTensorSemantics())
       return false;
     Operation *init = fill.getOutputs()[0].getDefiningOp();
-    return isCheapConstant(fill.getInputs()[0]) && init &&
-           isCheapToClone(init);
+    return isCheapConstant(fill.getInputs()[0]) && init && isCheapToClone(init);
   }
   return false;
 }

@@ -1,4 +1,4 @@
-//===- InitAll.cpp - Register what kopt's tools need -------------*- C++ -*-===//
+//===- InitAll.cpp - Register what kopt's tools need ------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -29,9 +29,8 @@
 
 void mlir::kopt::registerAllDialects(DialectRegistry &registry) {
   registry.insert<affine::AffineDialect, arith::ArithDialect,
-                  bufferization::BufferizationDialect,
-                  complex::ComplexDialect, func::FuncDialect,
-                  linalg::LinalgDialect, math::MathDialect,
+                  bufferization::BufferizationDialect, complex::ComplexDialect,
+                  func::FuncDialect, linalg::LinalgDialect, math::MathDialect,
                   ml_program::MLProgramDialect, scf::SCFDialect,
                   tensor::TensorDialect, tosa::TosaDialect>();
 }

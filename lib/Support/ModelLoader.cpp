@@ -1,4 +1,4 @@
-//===- ModelLoader.cpp - Read and prepare a model graph ----------*- C++ -*-===//
+//===- ModelLoader.cpp - Read and prepare a model graph ---------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -32,8 +32,7 @@ mlir::kopt::loadModelGraph(llvm::StringRef path, MLIRContext &context,
   auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (std::error_code error = buffer.getError())
     return llvm::createStringError(error, "cannot read '%s': %s",
-                                   path.str().c_str(),
-                                   error.message().c_str());
+                                   path.str().c_str(), error.message().c_str());
   if ((*buffer)->getBuffer().trim().empty())
     return llvm::createStringError("'%s' is empty: nothing to work on",
                                    path.str().c_str());

@@ -1,4 +1,4 @@
-//===- FusionPlannerTest.cpp - Tests of fusion group formation ---*- C++ -*-===//
+//===- FusionPlannerTest.cpp - Tests of fusion group formation --*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- GroupCostTest.cpp - Tests of the group cost model ---------*- C++ -*-===//
+//===- GroupCostTest.cpp - Tests of the group cost model --------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- GroupKeyTest.cpp - Tests of the canonical group key -------*- C++ -*-===//
+//===- GroupKeyTest.cpp - Tests of the canonical group key ------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- TestUtils.h - Helpers shared by kopt's unit tests ---------*- C++ -*-===//
+//===- TestUtils.h - Helpers shared by kopt's unit tests --------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

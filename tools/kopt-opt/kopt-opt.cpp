@@ -1,4 +1,4 @@
-//===- kopt-opt.cpp - mlir-opt with kopt's passes ----------------*- C++ -*-===//
+//===- kopt-opt.cpp - mlir-opt with kopt's passes ---------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

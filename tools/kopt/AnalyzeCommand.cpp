@@ -1,4 +1,4 @@
-//===- AnalyzeCommand.cpp - kopt analyze -------------------------*- C++ -*-===//
+//===- AnalyzeCommand.cpp - kopt analyze ------------------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -137,10 +137,10 @@ int mlir::kopt::runAnalyzeCommand() {
     }
   }
   if (emitJson) {
-    llvm::json::Value document = llvm::json::Object{
-        {"schema", kAnalyzeSchema},
-        {"device", deviceToJson(device)},
-        {"files", std::move(files)}};
+    llvm::json::Value document =
+        llvm::json::Object{{"schema", kAnalyzeSchema},
+                           {"device", deviceToJson(device)},
+                           {"files", std::move(files)}};
     output->os() << llvm::formatv("{0:2}", document) << "\n";
   }
   output->keep();

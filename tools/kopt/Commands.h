@@ -1,4 +1,4 @@
-//===- Commands.h - The kopt driver's subcommands ----------------*- C++ -*-===//
+//===- Commands.h - The kopt driver's subcommands ---------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- kopt.cpp - The kopt driver --------------------------------*- C++ -*-===//
+//===- kopt.cpp - The kopt driver -------------------------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

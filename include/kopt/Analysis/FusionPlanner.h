@@ -1,4 +1,4 @@
-//===- FusionPlanner.h - Partition a function into fusion groups ---*- C++ -*-===//
+//===- FusionPlanner.h - Form fusion groups ---------------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

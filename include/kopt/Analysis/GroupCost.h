@@ -1,4 +1,4 @@
-//===- GroupCost.h - FLOPs, bytes and roofline of a fusion group ---*- C++ -*-===//
+//===- GroupCost.h - Cost of a fusion group ---------------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- GroupKey.h - Canonical form and key of a fusion group -----*- C++ -*-===//
+//===- GroupKey.h - Canonical form and key of a fusion group ----*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- GroupReport.h - Per-group facts for reports ---------------*- C++ -*-===//
+//===- GroupReport.h - Per-group facts for reports --------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- OpClassification.h - What kind of op a linalg op is -------*- C++ -*-===//
+//===- OpClassification.h - What kind of op a linalg op is ------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- ModelLoader.h - Read and prepare a model graph ------------*- C++ -*-===//
+//===- ModelLoader.h - Read and prepare a model graph -----------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
