@@ -56,6 +56,9 @@ foreach(config RELWITHDEBINFO RELEASE DEBUG NOCONFIG)
     IMPORTED_LOCATION_${config} "${LLVM_LIBRARY_DIR}/libLLVMSupport.a"
     IMPORTED_SONAME_${config} "")
 endforeach()
+# zlib and zstd are linked statically too: the binaries must need libc alone.
+find_library(KOPT_ZLIB_STATIC NAMES libz.a REQUIRED)
+find_library(KOPT_ZSTD_STATIC NAMES libzstd.a REQUIRED)
 set_target_properties(LLVM PROPERTIES
   INTERFACE_LINK_LIBRARIES
-  "-Wl,--start-group;${kopt_llvm_static};-Wl,--end-group;z;zstd;${CMAKE_DL_LIBS};pthread")
+  "-Wl,--start-group;${kopt_llvm_static};-Wl,--end-group;${KOPT_ZLIB_STATIC};${KOPT_ZSTD_STATIC};${CMAKE_DL_LIBS};pthread")
