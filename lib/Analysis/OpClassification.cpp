@@ -62,6 +62,11 @@ static std::string checkTensorTypes(Operation *op) {
       return isSupportedElementType(type)
                  ? ""
                  : "unsupported scalar type " + debugString(type);
+    // Buffers get their own reason, checked here because the ranked-tensor
+    // test below would otherwise answer first with a vaguer one.
+    if (isa<BaseMemRefType>(shaped))
+      return "operates on buffers (" + debugString(type) +
+             "); kopt tunes tensor programs";
     if (!isa<RankedTensorType>(shaped))
       return "operand is not a ranked tensor: " + debugString(type);
     if (!shaped.hasStaticShape())

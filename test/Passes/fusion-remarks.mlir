@@ -1,0 +1,107 @@
+// RUN: kopt-opt %s --allow-unregistered-dialect --split-input-file --kopt-form-fusion-groups -verify-diagnostics | FileCheck %s
+// RUN: kopt-opt %s --allow-unregistered-dialect --split-input-file --kopt-form-fusion-groups=emit-remarks=false 2>&1 | FileCheck %s --check-prefix=QUIET
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+// The remark, word for word, for each op the planner leaves out, and that the
+// op is left untagged. With emit-remarks=false nothing is printed.
+// QUIET-NOT: remark: kopt
+// CHECK-NOT: kopt.group_id
+
+// A dynamic shape is left to the default lowering.
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @dynamic(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-remark @+1 {{kopt: not fused: dynamic shape tensor<?x8xf32> (only static shapes are tuned)}}
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a : tensor<?x8xf32>) outs(%b : tensor<?x8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %e = math.exp %x : f32
+    linalg.yield %e : f32
+  } -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// A 1-D convolution is not a supported convolution form: it does not anchor
+// a group with its activation.
+func.func @conv1d(%x: tensor<1x18x8xf32>, %w: tensor<3x8x16xf32>, %o: tensor<1x16x16xf32>) -> tensor<1x16x16xf32> {
+  // expected-remark @+1 {{kopt: not fused: convolution 'linalg.conv_1d_nwc_wcf' is not a supported form (2-D NCHW/FCHW or NHWC/HWCF)}}
+  %c = linalg.conv_1d_nwc_wcf {dilations = dense<1> : tensor<1xi64>, strides = dense<1> : tensor<1xi64>}
+      ins(%x, %w : tensor<1x18x8xf32>, tensor<3x8x16xf32>) outs(%o : tensor<1x16x16xf32>) -> tensor<1x16x16xf32>
+  %r = linalg.map { math.tanh } ins(%c : tensor<1x16x16xf32>) outs(%o : tensor<1x16x16xf32>)
+  return %r : tensor<1x16x16xf32>
+}
+
+// -----
+
+// Nor is a depthwise convolution.
+func.func @depthwise(%x: tensor<1x10x10x8xf32>, %w: tensor<3x3x8xf32>, %o: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
+  // expected-remark @+1 {{kopt: not fused: convolution 'linalg.depthwise_conv_2d_nhwc_hwc' is not a supported form (2-D NCHW/FCHW or NHWC/HWCF)}}
+  %c = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x10x10x8xf32>, tensor<3x3x8xf32>) outs(%o : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  return %c : tensor<1x8x8x8xf32>
+}
+
+// -----
+
+// A body op outside arith/math (a gather through tensor.extract).
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @gather_body(%ids: tensor<4x8xindex>, %table: tensor<100xf32>, %o: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-remark @+1 {{kopt: not fused: its body uses 'tensor.extract', which kopt cannot generate code for}}
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<4x8xindex>) outs(%o : tensor<4x8xf32>) {
+  ^bb0(%i: index, %out: f32):
+    %v = tensor.extract %table[%i] : tensor<100xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A strided indexing map is not a projected permutation.
+#strided = affine_map<(d0, d1) -> (d0 * 2, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func @strided_map(%x: tensor<16x8xf32>, %o: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  // expected-remark @+1 {{kopt: not fused: an indexing map is neither a projected permutation nor a unit broadcast}}
+  %0 = linalg.generic {indexing_maps = [#strided, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<16x8xf32>) outs(%o : tensor<8x8xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    linalg.yield %v : f32
+  } -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// An op on buffers.
+func.func @buffers(%a: memref<8x8xf32>, %b: memref<8x8xf32>) {
+  // expected-remark @+1 {{kopt: not fused: operates on buffers (memref<8x8xf32>); kopt tunes tensor programs}}
+  linalg.map { math.exp } ins(%a : memref<8x8xf32>) outs(%b : memref<8x8xf32>)
+  return
+}
+
+// -----
+
+// An element type the code generators do not handle.
+func.func @element_type(%a: tensor<8xi4>, %b: tensor<8xi4>) -> tensor<8xi4> {
+  // expected-remark @+1 {{kopt: not fused: unsupported element type in tensor<8xi4>}}
+  %0 = linalg.map { arith.addi } ins(%a, %a : tensor<8xi4>, tensor<8xi4>) outs(%b : tensor<8xi4>)
+  return %0 : tensor<8xi4>
+}
+
+// -----
+
+// A function with more than one block is not planned at all, so the
+// exp/tanh chain that would otherwise be a group stays untagged.
+// expected-remark @+1 {{kopt: not planned: the function has control flow (more than one block)}}
+func.func @multi_block(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
+  "test.br"()[^bb1] : () -> ()
+^bb1:
+  %0 = linalg.map { math.exp } ins(%a : tensor<8xf32>) outs(%b : tensor<8xf32>)
+  %1 = linalg.map { math.tanh } ins(%0 : tensor<8xf32>) outs(%b : tensor<8xf32>)
+  return %1 : tensor<8xf32>
+}
