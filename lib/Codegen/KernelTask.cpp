@@ -1,0 +1,391 @@
+//===- KernelTask.cpp - What a fused group computes --------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Codegen/KernelTask.h"
+
+#include "kopt/Analysis/GroupAttributes.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/Support/DebugStringHelper.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+llvm::StringRef mlir::kopt::stringifyElementType(ElementType type) {
+  switch (type) {
+  case ElementType::F16:
+    return "f16";
+  case ElementType::BF16:
+    return "bf16";
+  case ElementType::F32:
+    return "f32";
+  case ElementType::F64:
+    return "f64";
+  case ElementType::I1:
+    return "i1";
+  case ElementType::I8:
+    return "i8";
+  case ElementType::I16:
+    return "i16";
+  case ElementType::I32:
+    return "i32";
+  case ElementType::I64:
+    return "i64";
+  }
+  llvm_unreachable("unknown ElementType");
+}
+
+std::optional<ElementType> mlir::kopt::parseElementType(llvm::StringRef text) {
+  return llvm::StringSwitch<std::optional<ElementType>>(text)
+      .Case("f16", ElementType::F16)
+      .Case("bf16", ElementType::BF16)
+      .Case("f32", ElementType::F32)
+      .Case("f64", ElementType::F64)
+      .Case("i1", ElementType::I1)
+      .Case("i8", ElementType::I8)
+      .Case("i16", ElementType::I16)
+      .Case("i32", ElementType::I32)
+      .Case("i64", ElementType::I64)
+      .Default(std::nullopt);
+}
+
+std::optional<ElementType> mlir::kopt::getElementType(Type type) {
+  if (type.isF16())
+    return ElementType::F16;
+  if (type.isBF16())
+    return ElementType::BF16;
+  if (type.isF32())
+    return ElementType::F32;
+  if (type.isF64())
+    return ElementType::F64;
+  if (type.isSignlessInteger(1))
+    return ElementType::I1;
+  if (type.isSignlessInteger(8))
+    return ElementType::I8;
+  if (type.isSignlessInteger(16))
+    return ElementType::I16;
+  if (type.isSignlessInteger(32))
+    return ElementType::I32;
+  if (type.isSignlessInteger(64) || type.isIndex())
+    return ElementType::I64;
+  return std::nullopt;
+}
+
+int64_t mlir::kopt::getElementBytes(ElementType type) {
+  switch (type) {
+  case ElementType::F16:
+  case ElementType::BF16:
+  case ElementType::I16:
+    return 2;
+  case ElementType::F32:
+  case ElementType::I32:
+    return 4;
+  case ElementType::F64:
+  case ElementType::I64:
+    return 8;
+  case ElementType::I1:
+  case ElementType::I8:
+    return 1;
+  }
+  llvm_unreachable("unknown ElementType");
+}
+
+llvm::StringRef mlir::kopt::getCudaStorageType(ElementType type) {
+  switch (type) {
+  case ElementType::F16:
+    return "__half";
+  case ElementType::BF16:
+    return "__nv_bfloat16";
+  case ElementType::F32:
+    return "float";
+  case ElementType::F64:
+    return "double";
+  case ElementType::I1:
+    return "bool";
+  case ElementType::I8:
+    return "signed char";
+  case ElementType::I16:
+    return "short";
+  case ElementType::I32:
+    return "int";
+  case ElementType::I64:
+    return "long long";
+  }
+  llvm_unreachable("unknown ElementType");
+}
+
+bool mlir::kopt::isFloat(ElementType type) {
+  return type == ElementType::F16 || type == ElementType::BF16 ||
+         type == ElementType::F32 || type == ElementType::F64;
+}
+
+int64_t TensorSpec::getNumElements() const {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+int64_t TensorSpec::getBytes() const {
+  return getNumElements() * getElementBytes(elementType);
+}
+
+bool TensorSpec::operator==(const TensorSpec &other) const {
+  return name == other.name && elementType == other.elementType &&
+         shape == other.shape;
+}
+
+const TensorSpec *KernelTask::findTensor(llvm::StringRef tensorName) const {
+  for (const std::vector<TensorSpec> *list : {&inputs, &outputs})
+    for (const TensorSpec &tensor : *list)
+      if (tensor.name == tensorName)
+        return &tensor;
+  return nullptr;
+}
+
+
+Tolerance mlir::kopt::deriveTolerance(ElementType type, int64_t reductionSize,
+                                      llvm::StringRef precision) {
+  // Unit roundoff of the storage type, scaled by the error growth of a sum
+  // of `reductionSize` terms (sqrt(n) for the random-walk model most
+  // reductions follow), with a floor of a few ulps for elementwise math.
+  double unit = 0;
+  switch (type) {
+  case ElementType::F16:
+    unit = std::ldexp(1.0, -11);
+    break;
+  case ElementType::BF16:
+    unit = std::ldexp(1.0, -8);
+    break;
+  case ElementType::F32:
+    unit = std::ldexp(1.0, -24);
+    break;
+  case ElementType::F64:
+    unit = std::ldexp(1.0, -53);
+    break;
+  default:
+    return {0.0, 0.0}; // Integers must match exactly.
+  }
+  if (type == ElementType::F32 && precision == "tf32")
+    unit = std::ldexp(1.0, -11);
+  else if (type == ElementType::F32 && precision == "bf16")
+    unit = std::ldexp(1.0, -8);
+  double growth =
+      std::max(8.0, 2.0 * std::sqrt(double(std::max<int64_t>(reductionSize,
+                                                              1))));
+  Tolerance tolerance;
+  tolerance.relative = std::max(unit * growth, type == ElementType::F32
+                                                   ? 1e-5
+                                                   : unit * 8);
+  tolerance.absolute = tolerance.relative * 1e-1;
+  return tolerance;
+}
+
+/// The longest reduction of the group: the product of the reduction loop
+/// sizes of each structured op.
+static int64_t getLongestReduction(func::FuncOp func) {
+  int64_t longest = 1;
+  func.walk([&](linalg::LinalgOp op) {
+    int64_t size = 1;
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    for (auto [range, iterator] :
+         llvm::zip(ranges, op.getIteratorTypesArray()))
+      if (iterator == utils::IteratorType::reduction)
+        size *= range;
+    longest = std::max(longest, size);
+  });
+  func.walk([&](linalg::SoftmaxOp op) {
+    auto type = cast<ShapedType>(op.getInput().getType());
+    longest = std::max(longest, type.getDimSize(op.getDimension()));
+  });
+  return longest;
+}
+
+static llvm::Expected<TensorSpec> makeTensorSpec(Type type, std::string name) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return llvm::createStringError("'%s' has type %s; kopt needs statically "
+                                   "shaped tensors",
+                                   name.c_str(), debugString(type).c_str());
+  std::optional<ElementType> element = getElementType(tensor.getElementType());
+  if (!element)
+    return llvm::createStringError(
+        "'%s' has unsupported element type %s", name.c_str(),
+        debugString(tensor.getElementType()).c_str());
+  int64_t elements = tensor.getNumElements();
+  if (elements >= (int64_t(1) << 40))
+    return llvm::createStringError("'%s' (%s) is too large", name.c_str(),
+                                   debugString(type).c_str());
+  TensorSpec spec;
+  spec.name = std::move(name);
+  spec.elementType = *element;
+  spec.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  return spec;
+}
+
+llvm::Expected<KernelTask> mlir::kopt::buildKernelTask(func::FuncOp func) {
+  KernelTask task;
+  task.name = func.getSymName().str();
+  if (auto key = func->getAttrOfType<StringAttr>(kKeyAttrName))
+    task.key = key.str();
+  else
+    return llvm::createStringError("@%s has no '%s' attribute: outline it "
+                                   "with kopt-outline-fusion-groups first",
+                                   task.name.c_str(), kKeyAttrName.data());
+  if (auto group = func->getAttrOfType<DictionaryAttr>(kFusionGroupAttrName))
+    if (auto kind = group.getAs<StringAttr>("kind"))
+      task.kind = kind.str();
+
+  for (auto [index, type] : llvm::enumerate(func.getArgumentTypes())) {
+    auto spec = makeTensorSpec(type, "in" + std::to_string(index));
+    if (!spec)
+      return spec.takeError();
+    task.inputs.push_back(std::move(*spec));
+  }
+  for (auto [index, type] : llvm::enumerate(func.getResultTypes())) {
+    auto spec = makeTensorSpec(type, "out" + std::to_string(index));
+    if (!spec)
+      return spec.takeError();
+    task.outputs.push_back(std::move(*spec));
+  }
+  task.mlir = debugString(func);
+
+  // The tightest tolerance over the outputs' types.
+  int64_t reduction = getLongestReduction(func);
+  bool first = true;
+  for (const TensorSpec &output : task.outputs) {
+    Tolerance tolerance =
+        deriveTolerance(output.elementType, reduction, task.precision);
+    if (first || tolerance.relative > task.tolerance.relative)
+      task.tolerance = tolerance;
+    first = false;
+  }
+  return task;
+}
+
+//===----------------------------------------------------------------------===//
+// JSON
+//===----------------------------------------------------------------------===//
+
+llvm::json::Value mlir::kopt::toJson(const TensorSpec &tensor) {
+  llvm::json::Array shape;
+  for (int64_t size : tensor.shape)
+    shape.push_back(size);
+  return llvm::json::Object{
+      {"name", tensor.name},
+      {"element_type", stringifyElementType(tensor.elementType)},
+      {"shape", std::move(shape)}};
+}
+
+llvm::json::Value mlir::kopt::toJson(const KernelTask &task) {
+  llvm::json::Array inputs, outputs;
+  for (const TensorSpec &tensor : task.inputs)
+    inputs.push_back(toJson(tensor));
+  for (const TensorSpec &tensor : task.outputs)
+    outputs.push_back(toJson(tensor));
+  return llvm::json::Object{
+      {"schema", "kopt.task/" + std::to_string(KernelTask::kSchemaVersion)},
+      {"key", task.key},
+      {"name", task.name},
+      {"kind", task.kind},
+      {"inputs", std::move(inputs)},
+      {"outputs", std::move(outputs)},
+      {"tolerance",
+       llvm::json::Object{{"relative", task.tolerance.relative},
+                          {"absolute", task.tolerance.absolute}}},
+      {"precision", task.precision},
+      {"mlir", task.mlir}};
+}
+
+llvm::Expected<TensorSpec>
+mlir::kopt::tensorSpecFromJson(const llvm::json::Value &value) {
+  const llvm::json::Object *object = value.getAsObject();
+  if (!object)
+    return llvm::createStringError("tensor: expected an object");
+  TensorSpec tensor;
+  auto name = object->getString("name");
+  auto element = object->getString("element_type");
+  const llvm::json::Array *shape = object->getArray("shape");
+  if (!name || !element || !shape)
+    return llvm::createStringError(
+        "tensor: needs 'name', 'element_type' and 'shape'");
+  tensor.name = name->str();
+  std::optional<ElementType> type = parseElementType(*element);
+  if (!type)
+    return llvm::createStringError("tensor '%s': unknown element type '%s'",
+                                   tensor.name.c_str(),
+                                   element->str().c_str());
+  tensor.elementType = *type;
+  for (const llvm::json::Value &size : *shape) {
+    std::optional<int64_t> dim = size.getAsInteger();
+    if (!dim || *dim < 0)
+      return llvm::createStringError("tensor '%s': bad dimension",
+                                     tensor.name.c_str());
+    tensor.shape.push_back(*dim);
+  }
+  return tensor;
+}
+
+/// Checks `schema` is `<kind>/<version>` with the version this code reads.
+static llvm::Error checkSchema(const llvm::json::Object &object,
+                               llvm::StringRef kind, int64_t version) {
+  auto schema = object.getString("schema");
+  std::string expected = (kind + "/" + llvm::Twine(version)).str();
+  if (!schema)
+    return llvm::createStringError("missing 'schema' (expected '%s')",
+                                   expected.c_str());
+  if (*schema != expected)
+    return llvm::createStringError("schema '%s' is not supported (this kopt "
+                                   "reads '%s')",
+                                   schema->str().c_str(), expected.c_str());
+  return llvm::Error::success();
+}
+
+llvm::Expected<KernelTask>
+mlir::kopt::kernelTaskFromJson(const llvm::json::Value &value) {
+  const llvm::json::Object *object = value.getAsObject();
+  if (!object)
+    return llvm::createStringError("task: expected a JSON object");
+  if (llvm::Error error =
+          checkSchema(*object, "kopt.task", KernelTask::kSchemaVersion))
+    return std::move(error);
+  KernelTask task;
+  auto key = object->getString("key");
+  auto mlirText = object->getString("mlir");
+  if (!key || !mlirText)
+    return llvm::createStringError("task: needs 'key' and 'mlir'");
+  task.key = key->str();
+  task.mlir = mlirText->str();
+  if (auto name = object->getString("name"))
+    task.name = name->str();
+  if (auto kind = object->getString("kind"))
+    task.kind = kind->str();
+  if (auto precision = object->getString("precision"))
+    task.precision = precision->str();
+  for (auto [field, list] : {std::make_pair("inputs", &task.inputs),
+                             std::make_pair("outputs", &task.outputs)}) {
+    const llvm::json::Array *array = object->getArray(field);
+    if (!array)
+      return llvm::createStringError("task: needs '%s'", field);
+    for (const llvm::json::Value &entry : *array) {
+      auto tensor = tensorSpecFromJson(entry);
+      if (!tensor)
+        return tensor.takeError();
+      list->push_back(std::move(*tensor));
+    }
+  }
+  if (const llvm::json::Object *tolerance = object->getObject("tolerance")) {
+    task.tolerance.relative =
+        tolerance->getNumber("relative").value_or(task.tolerance.relative);
+    task.tolerance.absolute =
+        tolerance->getNumber("absolute").value_or(task.tolerance.absolute);
+  }
+  return task;
+}
