@@ -29,7 +29,7 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.kopt_tools_dir, config.llvm_tools_dir]
-tools = ["kopt", "kopt-opt"]
+tools = ["kopt", "kopt-opt", "not", "split-file"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # GPU tests carry `REQUIRES: cuda`; the feature is set only when a device

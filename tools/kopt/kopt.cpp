@@ -20,6 +20,11 @@
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
+  // The LLVM libraries register hundreds of backend options at the top level;
+  // keep them working but out of `kopt --help`, which then lists only the
+  // commands and the generic options.
+  llvm::cl::HideUnrelatedOptions(
+      llvm::ArrayRef<const llvm::cl::OptionCategory *>());
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "kopt: a compiler-integrated kernel autotuner\n\n"
