@@ -1,0 +1,90 @@
+//===- ReferenceInterpreter.h - fp64 reference of a group -------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The reference a candidate kernel's outputs are checked against: an
+// interpreter that evaluates an outlined group function on the CPU in double
+// precision. Every value is computed in double whatever its element type:
+// the reference is the exact math, not a simulation of rounding, so
+// arith.truncf and arith.extf are no-ops. Integer and i1 values are held
+// exactly (double holds integers up to 2^53).
+//
+// Two modes: `evaluateAll` computes every output element (small groups), and
+// `evaluatePoints` computes only the requested elements of one output, pulling
+// the producer elements each of them needs and memoising them, so a large
+// GEMM is checked at a few thousand sampled points for K multiply-adds each.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_CODEGEN_REFERENCEINTERPRETER_H
+#define KOPT_CODEGEN_REFERENCEINTERPRETER_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace mlir::kopt {
+
+/// Evaluates an outlined fusion group function in fp64.
+///
+/// The function must have a single block of linalg ops on static-shaped
+/// tensors (linalg.generic with any iterators and affine indexing maps, named
+/// linalg ops that generalise to it, linalg.fill, linalg.softmax),
+/// tensor.empty (read as zero), arith.constant (scalars and dense tensors),
+/// tensor.expand_shape, tensor.collapse_shape, tensor.cast, tensor.pad with a
+/// scalar padding value, scalar arith/math ops, and `func.return`. Tensors are
+/// row-major arrays of doubles. The MLIRContext of the function must outlive
+/// the interpreter.
+class ReferenceInterpreter {
+public:
+  /// Prepares `func`: clones it, generalises its named linalg ops on the clone
+  /// and compiles every op body. Fails with a message naming the first
+  /// unsupported op or type; `func` itself is not changed.
+  static llvm::Expected<std::unique_ptr<ReferenceInterpreter>>
+  create(func::FuncOp func);
+
+  ~ReferenceInterpreter();
+  ReferenceInterpreter(const ReferenceInterpreter &) = delete;
+  ReferenceInterpreter &operator=(const ReferenceInterpreter &) = delete;
+
+  /// Number of function arguments and results.
+  unsigned getNumInputs() const;
+  unsigned getNumOutputs() const;
+  /// Shape of argument (result) `index`.
+  llvm::ArrayRef<int64_t> getInputShape(unsigned index) const;
+  llvm::ArrayRef<int64_t> getOutputShape(unsigned index) const;
+  /// Number of elements of argument (result) `index`.
+  int64_t getInputNumElements(unsigned index) const;
+  int64_t getOutputNumElements(unsigned index) const;
+
+  /// Computes every element of every result from `inputs` (one row-major
+  /// array per argument). Fails on a wrong input count or size, or on an
+  /// out-of-bounds access in the IR.
+  llvm::Expected<std::vector<std::vector<double>>>
+  evaluateAll(llvm::ArrayRef<std::vector<double>> inputs);
+
+  /// Computes the elements of result `outputIndex` at the row-major linear
+  /// indices `linearPoints` only, evaluating the producer elements they need
+  /// lazily. Fails like `evaluateAll`, or for an index out of range.
+  llvm::Expected<std::vector<double>>
+  evaluatePoints(llvm::ArrayRef<std::vector<double>> inputs,
+                 unsigned outputIndex, llvm::ArrayRef<int64_t> linearPoints);
+
+  struct Impl;
+
+private:
+  explicit ReferenceInterpreter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+} // namespace mlir::kopt
+
+#endif // KOPT_CODEGEN_REFERENCEINTERPRETER_H
