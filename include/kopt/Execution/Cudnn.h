@@ -1,0 +1,70 @@
+//===- Cudnn.h - Convolution steps through cuDNN ----------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Runs a plan's ConvStep (an unpadded 2-D cross-correlation: kopt's linalg
+// convolutions carry padding as a separate tensor.pad) with cuDNN 9's
+// convolution API, opened with dlopen. fp32 with FMA math only: no TF32
+// tensor-core path, so results match the fp32 baseline's math.
+//
+// Where libcudnn.so.9 is found, in order: the loader's own search
+// (LD_LIBRARY_PATH, the system cache), then `$KOPT_CUDNN_DIR` and
+// `$KOPT_CUDNN_DIR/lib`, then the CUDA toolkit's library folders. On a
+// machine where cuDNN lives only inside PyTorch's Python environment, scripts
+// point KOPT_CUDNN_DIR (or LD_LIBRARY_PATH) at the folder that
+// `python3 -c "import nvidia.cudnn; print(list(nvidia.cudnn.__path__)[0])"`
+// prints; scripts/gpu-check does so.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_EXECUTION_CUDNN_H
+#define KOPT_EXECUTION_CUDNN_H
+
+#include "kopt/Codegen/KernelPlan.h"
+#include "kopt/Execution/CudaDriver.h"
+
+#include <memory>
+
+namespace mlir::kopt {
+
+/// Device pointers of one convolution call.
+struct ConvBuffers {
+  CUdeviceptr input = 0, filter = 0, output = 0;
+};
+
+/// A convolution step with its cuDNN handle, descriptors, algorithm and
+/// workspace, chosen once so that running it only enqueues work.
+class CudnnConv {
+public:
+  /// Loads cuDNN, checks `step` against its fp32 tensors `input`, `filter`
+  /// and `output` (shapes in the step's layout), and picks an algorithm.
+  static llvm::Expected<std::unique_ptr<CudnnConv>>
+  create(const CudaContext &context, const ConvStep &step,
+         const TensorSpec &input, const TensorSpec &filter,
+         const TensorSpec &output);
+  ~CudnnConv();
+
+  /// Enqueues the convolution on `stream`.
+  llvm::Error run(CUstream stream, const ConvBuffers &buffers) const;
+
+  /// Kernel launches one run makes besides cuDNN's own (1 when an HWCF filter
+  /// is transposed first, else 0).
+  unsigned getExtraLaunches() const;
+
+  struct Impl;
+
+private:
+  explicit CudnnConv(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+/// cuDNN's version (such as 91900), or an error when it cannot be loaded.
+llvm::Expected<size_t> getCudnnVersion();
+
+} // namespace mlir::kopt
+
+#endif // KOPT_EXECUTION_CUDNN_H

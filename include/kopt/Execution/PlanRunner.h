@@ -1,0 +1,116 @@
+//===- PlanRunner.h - Running a KernelPlan on a GPU -------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Executes a KernelPlan for its KernelTask on one device. Creating a runner
+// does all the preparation, in this order, before anything runs: verify the
+// plan, compile every source with NVRTC for the device's architecture, load
+// the modules, resolve the entries, prepare cuBLASLt and cuDNN steps
+// (algorithm choice, workspaces), and allocate every tensor (inputs, outputs
+// and temporaries). Running then only uploads, enqueues the steps on the
+// context's stream, synchronizes and downloads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_EXECUTION_PLANRUNNER_H
+#define KOPT_EXECUTION_PLANRUNNER_H
+
+#include "kopt/Codegen/KernelPlan.h"
+#include "kopt/Execution/CudaDriver.h"
+#include "kopt/Execution/Nvrtc.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir::kopt {
+
+/// How a runner prepares and runs a plan.
+struct PlanRunnerOptions {
+  /// Treat any NVRTC warning as a compile error.
+  bool warningsAsErrors = false;
+  /// In `run()`, synchronize after every step, so that a fault is reported
+  /// with the step that caused it. Timing never synchronizes between steps.
+  bool synchronizeEachStep = true;
+};
+
+/// Times of one plan, in microseconds, over `repetitions` timed runs.
+struct PlanTiming {
+  double medianUs = 0;
+  double minUs = 0;
+  double p10Us = 0;
+  double p90Us = 0;
+  unsigned repetitions = 0;
+  /// Untimed runs made first, to fill the warm-up time.
+  unsigned warmupRuns = 0;
+};
+
+/// Summarises `timesUs` (at least one value): median, minimum, and the 10th
+/// and 90th percentiles, interpolated linearly between the nearest ranks.
+PlanTiming summarizeTimings(llvm::ArrayRef<double> timesUs);
+
+/// A plan prepared on a device, ready to run any number of times.
+class PlanRunner {
+public:
+  /// Prepares `plan` for `task` on `context` (see the file comment). The
+  /// runner keeps references to `context`, which must outlive it. Tensors
+  /// other than inputs start filled with 0xff bytes (NaN for floats), so a
+  /// step that does not write its output is noticed.
+  static llvm::Expected<std::unique_ptr<PlanRunner>>
+  create(const CudaContext &context, const KernelTask &task,
+         const KernelPlan &plan, const PlanRunnerOptions &options = {});
+  ~PlanRunner();
+
+  /// Uploads `bytes` (row-major, in the tensor's element type, exactly the
+  /// tensor's size) into input `name`.
+  llvm::Error setInput(llvm::StringRef name, llvm::ArrayRef<uint8_t> bytes);
+  /// Uploads `inputs`, one per task input in the task's order.
+  llvm::Error setInputs(llvm::ArrayRef<std::vector<uint8_t>> inputs);
+
+  /// Runs every step once in order on the context's stream and waits for
+  /// them. Fails, naming the step, on any launch or library error, and when
+  /// an input was never set.
+  llvm::Error run();
+
+  /// Times the whole plan: untimed runs for `warmupMs` milliseconds (at
+  /// least one), then `iterations` runs, each between two CUDA events on the
+  /// stream. Before each timed run, outside the timed region, a scratch
+  /// buffer twice the L2 size is written so no run finds the previous one's
+  /// data in L2.
+  llvm::Expected<PlanTiming> timePlan(unsigned iterations, double warmupMs);
+
+  /// Downloads tensor `name` (an input, output or temporary).
+  llvm::Expected<std::vector<uint8_t>> readTensor(llvm::StringRef name) const;
+  /// Downloads every task output, in the task's order.
+  llvm::Expected<std::vector<std::vector<uint8_t>>> readOutputs() const;
+
+  /// The device address of tensor `name`, or 0 when there is none.
+  CUdeviceptr getDevicePointer(llvm::StringRef name) const;
+  /// NVRTC's output per source id.
+  const std::map<std::string, CompiledKernel> &getCompiledSources() const;
+
+  struct Impl;
+
+private:
+  explicit PlanRunner(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+/// Prepares `plan`, uploads `inputs` (one per task input, in order), runs it
+/// once and returns the outputs in the task's order.
+llvm::Expected<std::vector<std::vector<uint8_t>>>
+runPlan(const CudaContext &context, const KernelTask &task,
+        const KernelPlan &plan, llvm::ArrayRef<std::vector<uint8_t>> inputs,
+        const PlanRunnerOptions &options = {});
+
+} // namespace mlir::kopt
+
+#endif // KOPT_EXECUTION_PLANRUNNER_H

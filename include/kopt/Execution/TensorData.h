@@ -1,0 +1,57 @@
+//===- TensorData.h - Host tensor data for plan runs ------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Tensors cross the host/device boundary as raw bytes, row-major, in the
+// tensor's element type. This file converts between those bytes and doubles
+// (with f16/bf16 rounding done on the host, round to nearest even) and draws
+// deterministic pseudo-random inputs: the generator and the normal transform
+// are written here, so the same seed gives the same bytes on every machine
+// and standard library.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_EXECUTION_TENSORDATA_H
+#define KOPT_EXECUTION_TENSORDATA_H
+
+#include "kopt/Codegen/KernelTask.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mlir::kopt {
+
+/// IEEE binary16 bits of `value`, rounded to nearest even (overflow gives
+/// infinity, NaN stays a quiet NaN).
+uint16_t floatToHalf(float value);
+/// The float value of IEEE binary16 bits `bits` (exact).
+float halfToFloat(uint16_t bits);
+/// bfloat16 bits of `value`, rounded to nearest even (NaN stays NaN).
+uint16_t floatToBFloat16(float value);
+/// The float value of bfloat16 bits `bits` (exact).
+float bfloat16ToFloat(uint16_t bits);
+
+/// Encodes `values` as `type` elements (integers are rounded to nearest and
+/// wrap like a C cast of an in-range value; i1 stores `value != 0`).
+std::vector<uint8_t> encodeTensorData(ElementType type,
+                                      llvm::ArrayRef<double> values);
+/// Decodes raw `bytes` of `type` elements into doubles; the byte count must
+/// be a multiple of the element size (extra bytes are ignored).
+std::vector<double> decodeTensorData(ElementType type,
+                                     llvm::ArrayRef<uint8_t> bytes);
+
+/// Deterministic pseudo-random contents for `tensor` from `seed`: standard
+/// normal values for float types (rounded to the type), round(3 * normal)
+/// clamped to the type's range for integers, and fair coin flips for i1.
+std::vector<uint8_t> makeRandomTensorData(const TensorSpec &tensor,
+                                          uint64_t seed);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_EXECUTION_TENSORDATA_H

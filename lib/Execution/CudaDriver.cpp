@@ -1,0 +1,249 @@
+//===- CudaDriver.cpp - The CUDA driver API, loaded at run ------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Execution/CudaDriver.h"
+
+#include "DynamicLibrary.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+// Every table entry must name the symbol cuda.h maps its API name to, or we
+// would call a function through a pointer of another version's signature.
+#define KOPT_CHECK_DRIVER_SYMBOL(api, symbol)                                  \
+  static_assert(dynlib::equalNames(KOPT_EXPANDED_NAME(api), #symbol),          \
+                "cuda.h maps " #api " to another symbol than the table's");
+KOPT_CUDA_DRIVER_SYMBOLS(KOPT_CHECK_DRIVER_SYMBOL)
+#undef KOPT_CHECK_DRIVER_SYMBOL
+
+llvm::Error CudaDriver::check(CUresult result, llvm::StringRef call) const {
+  if (result == CUDA_SUCCESS)
+    return llvm::Error::success();
+  const char *name = nullptr;
+  const char *description = nullptr;
+  if (cuGetErrorName(result, &name) != CUDA_SUCCESS || !name)
+    name = "unknown CUresult";
+  if (cuGetErrorString(result, &description) != CUDA_SUCCESS || !description)
+    description = "no description";
+  return llvm::createStringError("%s failed: %s (%d: %s)", call.str().c_str(),
+                                 name, int(result), description);
+}
+
+namespace {
+/// The outcome of the one attempt to load the driver.
+struct DriverLoad {
+  std::unique_ptr<CudaDriver> driver;
+  std::string error;
+};
+} // namespace
+
+static DriverLoad loadDriverOnce() {
+  DriverLoad load;
+  auto library = dynlib::openFirstLibrary(
+      {"libcuda.so.1"},
+      "no CUDA driver (libcuda.so.1 not found): this machine has no GPU");
+  if (!library) {
+    load.error = llvm::toString(library.takeError());
+    return load;
+  }
+  auto driver = std::make_unique<CudaDriver>();
+#define KOPT_RESOLVE_DRIVER_SYMBOL(api, symbol)                                \
+  driver->symbol = reinterpret_cast<decltype(driver->symbol)>(                 \
+      dynlib::lookupSymbol(*library, #symbol));                                \
+  if (!driver->symbol) {                                                       \
+    load.error = "the CUDA driver lacks " #symbol                              \
+                 " (a driver for CUDA 13 or newer is needed)";                 \
+    return load;                                                               \
+  }
+  KOPT_CUDA_DRIVER_SYMBOLS(KOPT_RESOLVE_DRIVER_SYMBOL)
+#undef KOPT_RESOLVE_DRIVER_SYMBOL
+
+  if (llvm::Error error = driver->check(driver->cuInit(0), "cuInit")) {
+    load.error = "the CUDA driver is present but does not start: " +
+                 llvm::toString(std::move(error));
+    return load;
+  }
+  if (llvm::Error error = driver->check(
+          driver->cuDriverGetVersion(&driver->version), "cuDriverGetVersion")) {
+    load.error = llvm::toString(std::move(error));
+    return load;
+  }
+  // The library stays open for the life of the process: the table points
+  // into it.
+  load.driver = std::move(driver);
+  return load;
+}
+
+llvm::Expected<const CudaDriver *> mlir::kopt::loadCudaDriver() {
+  static const DriverLoad load = loadDriverOnce();
+  if (!load.driver)
+    return llvm::createStringError(load.error);
+  return load.driver.get();
+}
+
+//===----------------------------------------------------------------------===//
+// Device information
+//===----------------------------------------------------------------------===//
+
+std::string DeviceInfo::getArch() const {
+  return "sm_" + std::to_string(computeMajor) + std::to_string(computeMinor);
+}
+
+double DeviceInfo::getTheoreticalBandwidthGBs() const {
+  return 2.0 * double(memoryClockKHz) * 1e3 * double(memoryBusWidthBits) / 8.0 /
+         1e9;
+}
+
+llvm::Expected<DeviceInfo> mlir::kopt::queryDeviceInfo(const CudaDriver &driver,
+                                                       int ordinal) {
+  DeviceInfo info;
+  info.ordinal = ordinal;
+  CUdevice device = 0;
+  if (llvm::Error error =
+          driver.check(driver.cuDeviceGet(&device, ordinal), "cuDeviceGet"))
+    return std::move(error);
+  char name[256] = {};
+  if (llvm::Error error =
+          driver.check(driver.cuDeviceGetName(name, sizeof(name) - 1, device),
+                       "cuDeviceGetName"))
+    return std::move(error);
+  info.name = name;
+  size_t totalMemory = 0;
+  if (llvm::Error error = driver.check(
+          driver.cuDeviceTotalMem(&totalMemory, device), "cuDeviceTotalMem"))
+    return std::move(error);
+  info.totalMemoryBytes = int64_t(totalMemory);
+
+  struct Attribute {
+    CUdevice_attribute attribute;
+    const char *name;
+    int64_t *intoWide;
+    int *intoInt;
+  };
+  int64_t l2 = 0, memoryClock = 0, busWidth = 0, sharedOptin = 0;
+  Attribute attributes[] = {
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "compute capability",
+       nullptr, &info.computeMajor},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "compute capability",
+       nullptr, &info.computeMinor},
+      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count", nullptr,
+       &info.smCount},
+      {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 size", &l2, nullptr},
+      {CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, "memory clock", &memoryClock,
+       nullptr},
+      {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, "memory bus width",
+       &busWidth, nullptr},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+       "shared memory per block (opt-in)", &sharedOptin, nullptr},
+  };
+  for (const Attribute &attribute : attributes) {
+    int value = 0;
+    if (llvm::Error error = driver.check(
+            driver.cuDeviceGetAttribute(&value, attribute.attribute, device),
+            std::string("cuDeviceGetAttribute(") + attribute.name + ")"))
+      return std::move(error);
+    if (attribute.intoInt)
+      *attribute.intoInt = value;
+    else
+      *attribute.intoWide = value;
+  }
+  info.l2Bytes = l2;
+  info.memoryClockKHz = memoryClock;
+  info.memoryBusWidthBits = busWidth;
+  info.maxSharedPerBlockOptin = sharedOptin;
+  return info;
+}
+
+//===----------------------------------------------------------------------===//
+// CudaContext
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<std::unique_ptr<CudaContext>> CudaContext::create(int ordinal) {
+  auto driver = loadCudaDriver();
+  if (!driver)
+    return driver.takeError();
+  const CudaDriver &api = **driver;
+  int count = 0;
+  if (llvm::Error error =
+          api.check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"))
+    return std::move(error);
+  if (ordinal < 0 || ordinal >= count)
+    return llvm::createStringError("no CUDA device %d (the driver sees %d)",
+                                   ordinal, count);
+  std::unique_ptr<CudaContext> context(new CudaContext(api));
+  auto info = queryDeviceInfo(api, ordinal);
+  if (!info)
+    return info.takeError();
+  context->info = std::move(*info);
+  if (llvm::Error error =
+          api.check(api.cuDeviceGet(&context->device, ordinal), "cuDeviceGet"))
+    return std::move(error);
+  // cuCtxCreate is cuCtxCreate_v4 in CUDA 13 and takes creation parameters;
+  // the primary context needs none and is shared with the CUDA runtime.
+  if (llvm::Error error = api.check(
+          api.cuDevicePrimaryCtxRetain(&context->context, context->device),
+          "cuDevicePrimaryCtxRetain"))
+    return std::move(error);
+  if (llvm::Error error = context->makeCurrent())
+    return std::move(error);
+  if (llvm::Error error = api.check(
+          api.cuStreamCreate(&context->stream, CU_STREAM_NON_BLOCKING),
+          "cuStreamCreate"))
+    return std::move(error);
+  return context;
+}
+
+CudaContext::~CudaContext() {
+  if (stream)
+    llvm::consumeError(
+        driver->check(driver->cuStreamDestroy(stream), "cuStreamDestroy"));
+  if (context)
+    llvm::consumeError(driver->check(driver->cuDevicePrimaryCtxRelease(device),
+                                     "cuDevicePrimaryCtxRelease"));
+}
+
+llvm::Error CudaContext::makeCurrent() const {
+  return driver->check(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+}
+
+//===----------------------------------------------------------------------===//
+// DeviceBuffer
+//===----------------------------------------------------------------------===//
+
+llvm::Expected<DeviceBuffer> DeviceBuffer::allocate(const CudaContext &context,
+                                                    int64_t bytes) {
+  const CudaDriver &driver = context.getDriver();
+  DeviceBuffer buffer;
+  int64_t size = std::max<int64_t>(bytes, 1);
+  if (llvm::Error error =
+          driver.check(driver.cuMemAlloc(&buffer.pointer, size_t(size)),
+                       "cuMemAlloc(" + std::to_string(size) + " bytes)"))
+    return std::move(error);
+  buffer.driver = &driver;
+  buffer.bytes = bytes;
+  return buffer;
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) {
+  if (this != &other) {
+    reset();
+    driver = other.driver;
+    pointer = other.pointer;
+    bytes = other.bytes;
+    other.pointer = 0;
+    other.bytes = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::reset() {
+  if (pointer && driver)
+    llvm::consumeError(driver->check(driver->cuMemFree(pointer), "cuMemFree"));
+  pointer = 0;
+  bytes = 0;
+}
