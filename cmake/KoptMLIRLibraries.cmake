@@ -45,6 +45,7 @@ set(KOPT_MLIR_LIBS
   MLIRTransforms
   MLIRAffineDialect
   MLIRComplexDialect
+  MLIRControlFlowDialect
 )
 
 llvm_map_components_to_libnames(kopt_llvm_static

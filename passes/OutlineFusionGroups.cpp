@@ -21,8 +21,11 @@
 #include "passes/Passes.h"
 
 #include "mlir/Analysis/TopologicalSortUtils.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/CSE.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
@@ -139,6 +142,11 @@ static void outlineGroup(func::FuncOp parent, int64_t id,
     returned.push_back(mapping.lookup(value));
   func::ReturnOp::create(builder, loc, returned);
 
+  // Identical clones (two tensor.empty of one type, say) must not make
+  // equal groups differ: deduplicate before taking the canonical form.
+  IRRewriter rewriter(ctx);
+  DominanceInfo dominance(func);
+  eliminateCommonSubExpressions(rewriter, dominance, func);
   GroupPermutation permutation = canonicalizeGroupFunction(func);
   std::string key = computeGroupKey(func);
   func->setAttr(

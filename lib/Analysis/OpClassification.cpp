@@ -170,8 +170,6 @@ OpClassification mlir::kopt::classifyOp(Operation *op) {
   if (!linalgOp)
     return refuse("'" + op->getName().getStringRef().str() +
                   "' is not a structured linalg op kopt can fuse");
-  if (!linalgOp.hasPureTensorSemantics())
-    return refuse("operates on buffers; kopt tunes tensor programs");
   if (Operation *bad = findUnsupportedBodyOp(op))
     return refuse("its body uses '" + bad->getName().getStringRef().str() +
                   "', which kopt cannot generate code for");

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Complex/IR/Complex.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Passes.h"
@@ -28,11 +29,12 @@
 #include "mlir/Transforms/Passes.h"
 
 void mlir::kopt::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<affine::AffineDialect, arith::ArithDialect,
-                  bufferization::BufferizationDialect, complex::ComplexDialect,
-                  func::FuncDialect, linalg::LinalgDialect, math::MathDialect,
-                  ml_program::MLProgramDialect, scf::SCFDialect,
-                  tensor::TensorDialect, tosa::TosaDialect>();
+  registry
+      .insert<affine::AffineDialect, arith::ArithDialect,
+              bufferization::BufferizationDialect, cf::ControlFlowDialect,
+              complex::ComplexDialect, func::FuncDialect, linalg::LinalgDialect,
+              math::MathDialect, ml_program::MLProgramDialect, scf::SCFDialect,
+              tensor::TensorDialect, tosa::TosaDialect>();
 }
 
 void mlir::kopt::registerAllPasses() {

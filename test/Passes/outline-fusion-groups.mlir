@@ -136,3 +136,30 @@ func.func @third(%x: tensor<16x64xf32>, %y: tensor<16x64xf32>) -> tensor<16x64xf
   %c = linalg.map { arith.addf } ins(%a, %b : tensor<16x64xf32>, tensor<16x64xf32>) outs(%e : tensor<16x64xf32>)
   return %c : tensor<16x64xf32>
 }
+
+// -----
+
+// Equal groups get one key even when one source shares a tensor.empty between
+// its ops and the other makes one per op: identical clones are deduplicated
+// before the canonical form is taken.
+// CHECK-LABEL: func.func private @shared_empty_kopt_g0_elementwise(
+//  CHECK-SAME:     kopt.key = "[[KE:[0-9a-f]{64}]]"
+//       CHECK:   tensor.empty
+//   CHECK-NOT:   tensor.empty
+//       CHECK:   return
+// CHECK-LABEL: func.func @shared_empty(
+// CHECK-LABEL: func.func private @separate_empties_kopt_g0_elementwise(
+//  CHECK-SAME:     kopt.key = "[[KE]]"
+func.func @shared_empty(%x: tensor<32xf32>) -> tensor<32xf32> {
+  %e = tensor.empty() : tensor<32xf32>
+  %a = linalg.exp ins(%x : tensor<32xf32>) outs(%e : tensor<32xf32>) -> tensor<32xf32>
+  %b = linalg.negf ins(%a : tensor<32xf32>) outs(%e : tensor<32xf32>) -> tensor<32xf32>
+  return %b : tensor<32xf32>
+}
+func.func @separate_empties(%y: tensor<32xf32>) -> tensor<32xf32> {
+  %e1 = tensor.empty() : tensor<32xf32>
+  %a = linalg.exp ins(%y : tensor<32xf32>) outs(%e1 : tensor<32xf32>) -> tensor<32xf32>
+  %e2 = tensor.empty() : tensor<32xf32>
+  %b = linalg.negf ins(%a : tensor<32xf32>) outs(%e2 : tensor<32xf32>) -> tensor<32xf32>
+  return %b : tensor<32xf32>
+}

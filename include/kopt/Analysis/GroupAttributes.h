@@ -1,4 +1,4 @@
-//===- GroupAttributes.h - Attribute names kopt puts on the IR --*- C++ -*-===//
+//===- GroupAttributes.h - Attribute names kopt puts on the -----*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
