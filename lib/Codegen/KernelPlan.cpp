@@ -1,4 +1,4 @@
-//===- KernelPlan.cpp - How to compute a task on a GPU -----------*- C++ -*-===//
+//===- KernelPlan.cpp - How to compute a task on a GPU ----------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -44,8 +44,8 @@ public:
 
 private:
   llvm::Error fail(const std::string &why) {
-    return llvm::createStringError("in expression '%s': %s",
-                                   text.str().c_str(), why.c_str());
+    return llvm::createStringError("in expression '%s': %s", text.str().c_str(),
+                                   why.c_str());
   }
   void skipSpace() { rest = rest.ltrim(); }
   bool consume(llvm::StringRef token) {
@@ -89,8 +89,9 @@ private:
         return rhs;
       if (op != '*' && *rhs == 0)
         return fail("division by zero");
-      value = op == '*' ? value * *rhs : op == '/' ? value / *rhs
-                                                   : value % *rhs;
+      value = op == '*'   ? value * *rhs
+              : op == '/' ? value / *rhs
+                          : value % *rhs;
     }
   }
 
@@ -151,8 +152,8 @@ private:
       rest = rest.drop_front(length);
       return value;
     }
-    size_t length = rest.find_if_not(
-        [](char c) { return llvm::isAlnum(c) || c == '_'; });
+    size_t length =
+        rest.find_if_not([](char c) { return llvm::isAlnum(c) || c == '_'; });
     llvm::StringRef name = rest.take_front(length);
     rest = rest.drop_front(length);
     if (name.empty())
@@ -253,8 +254,8 @@ llvm::Error mlir::kopt::verifyPlan(const KernelPlan &plan,
     case PlanStep::Kind::Launch: {
       const LaunchStep &launch = step.launch;
       if (!sources.contains(launch.source))
-        return llvm::createStringError("%s: unknown source '%s'",
-                                       where.c_str(), launch.source.c_str());
+        return llvm::createStringError("%s: unknown source '%s'", where.c_str(),
+                                       launch.source.c_str());
       if (launch.entry.empty())
         return llvm::createStringError("%s: no entry name", where.c_str());
       int64_t threads = 1;
@@ -308,8 +309,7 @@ llvm::Error mlir::kopt::verifyPlan(const KernelPlan &plan,
             "%s: GEMM sizes do not match its tensors", where.c_str());
       if (!llvm::is_contained({"none", "relu", "gelu"}, gemm.activation))
         return llvm::createStringError("%s: unknown GEMM activation '%s'",
-                                       where.c_str(),
-                                       gemm.activation.c_str());
+                                       where.c_str(), gemm.activation.c_str());
       break;
     }
     case PlanStep::Kind::Conv: {

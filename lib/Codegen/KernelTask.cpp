@@ -1,4 +1,4 @@
-//===- KernelTask.cpp - What a fused group computes --------------*- C++ -*-===//
+//===- KernelTask.cpp - What a fused group computes -------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -150,7 +150,6 @@ const TensorSpec *KernelTask::findTensor(llvm::StringRef tensorName) const {
   return nullptr;
 }
 
-
 Tolerance mlir::kopt::deriveTolerance(ElementType type, int64_t reductionSize,
                                       llvm::StringRef precision) {
   // Unit roundoff of the storage type, scaled by the error growth of a sum
@@ -177,13 +176,11 @@ Tolerance mlir::kopt::deriveTolerance(ElementType type, int64_t reductionSize,
     unit = std::ldexp(1.0, -11);
   else if (type == ElementType::F32 && precision == "bf16")
     unit = std::ldexp(1.0, -8);
-  double growth =
-      std::max(8.0, 2.0 * std::sqrt(double(std::max<int64_t>(reductionSize,
-                                                              1))));
+  double growth = std::max(
+      8.0, 2.0 * std::sqrt(double(std::max<int64_t>(reductionSize, 1))));
   Tolerance tolerance;
-  tolerance.relative = std::max(unit * growth, type == ElementType::F32
-                                                   ? 1e-5
-                                                   : unit * 8);
+  tolerance.relative =
+      std::max(unit * growth, type == ElementType::F32 ? 1e-5 : unit * 8);
   tolerance.absolute = tolerance.relative * 1e-1;
   return tolerance;
 }
@@ -195,8 +192,7 @@ static int64_t getLongestReduction(func::FuncOp func) {
   func.walk([&](linalg::LinalgOp op) {
     int64_t size = 1;
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-    for (auto [range, iterator] :
-         llvm::zip(ranges, op.getIteratorTypesArray()))
+    for (auto [range, iterator] : llvm::zip(ranges, op.getIteratorTypesArray()))
       if (iterator == utils::IteratorType::reduction)
         size *= range;
     longest = std::max(longest, size);
@@ -297,9 +293,8 @@ llvm::json::Value mlir::kopt::toJson(const KernelTask &task) {
       {"kind", task.kind},
       {"inputs", std::move(inputs)},
       {"outputs", std::move(outputs)},
-      {"tolerance",
-       llvm::json::Object{{"relative", task.tolerance.relative},
-                          {"absolute", task.tolerance.absolute}}},
+      {"tolerance", llvm::json::Object{{"relative", task.tolerance.relative},
+                                       {"absolute", task.tolerance.absolute}}},
       {"precision", task.precision},
       {"mlir", task.mlir}};
 }
@@ -320,8 +315,7 @@ mlir::kopt::tensorSpecFromJson(const llvm::json::Value &value) {
   std::optional<ElementType> type = parseElementType(*element);
   if (!type)
     return llvm::createStringError("tensor '%s': unknown element type '%s'",
-                                   tensor.name.c_str(),
-                                   element->str().c_str());
+                                   tensor.name.c_str(), element->str().c_str());
   tensor.elementType = *type;
   for (const llvm::json::Value &size : *shape) {
     std::optional<int64_t> dim = size.getAsInteger();

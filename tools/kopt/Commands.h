@@ -21,6 +21,11 @@ bool isAnalyzeCommandSelected();
 /// Runs `kopt analyze`; returns the process exit code.
 int runAnalyzeCommand();
 
+/// True when `kopt plan` was given on the command line.
+bool isPlanCommandSelected();
+/// Runs `kopt plan`; returns the process exit code.
+int runPlanCommand();
+
 } // namespace mlir::kopt
 
 #endif // KOPT_TOOLS_KOPT_COMMANDS_H

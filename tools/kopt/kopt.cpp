@@ -28,10 +28,15 @@ int main(int argc, char **argv) {
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "kopt: a compiler-integrated kernel autotuner\n\n"
-      "  kopt analyze FILE... [--json]   find fusion groups and their cost\n\n"
+      "  kopt analyze FILE... [--json]   find fusion groups and their cost\n"
+      "  kopt plan FILE... [--emit-dir DIR] [--compile] [--run]\n"
+      "                                  generate baseline and built-in "
+      "kernel plans\n\n"
       "Run 'kopt <command> --help' for a command's options.\n");
   if (mlir::kopt::isAnalyzeCommandSelected())
     return mlir::kopt::runAnalyzeCommand();
+  if (mlir::kopt::isPlanCommandSelected())
+    return mlir::kopt::runPlanCommand();
   llvm::WithColor::error(llvm::errs(), "kopt")
       << "no command given; try 'kopt --help'\n";
   return 2;

@@ -1,4 +1,4 @@
-//===- KernelPlan.h - How to compute a task on a GPU -------------*- C++ -*-===//
+//===- KernelPlan.h - How to compute a task on a GPU ------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

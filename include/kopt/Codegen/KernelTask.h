@@ -1,4 +1,4 @@
-//===- KernelTask.h - What a fused group computes ----------------*- C++ -*-===//
+//===- KernelTask.h - What a fused group computes ---------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,0 +1,84 @@
+//===- KernelGenerator.h - Generate whole CUDA kernels ----------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Two kernel shapes cover kopt's generated code:
+//
+// - a pointwise kernel computes one or more outputs of one shape, one
+//   element (or one vector of elements) per thread in a grid-stride loop,
+//   inlining every producer it needs (reductions as sequential loops);
+// - a row kernel gives each block one row of a row-wise computation
+//   (softmax, layernorm, a reduction with its prologue and epilogue): the
+//   reductions over the row are computed cooperatively by the block, then
+//   the row's outputs are written with a block-strided loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_CODEGEN_KERNELGENERATOR_H
+#define KOPT_CODEGEN_KERNELGENERATOR_H
+
+#include "kopt/Codegen/KernelPlan.h"
+#include "kopt/Codegen/TensorEmitter.h"
+
+namespace mlir::kopt {
+
+/// A tensor a kernel writes.
+struct KernelOutput {
+  Value value;
+  /// The plan tensor (and kernel parameter) name.
+  std::string param;
+  ElementType elementType = ElementType::F32;
+  std::vector<int64_t> shape;
+};
+
+/// A generated kernel ready to become a launch step.
+struct GeneratedKernel {
+  std::string entry;
+  /// The kernel's source, without the common preamble.
+  std::string code;
+  /// Launch configuration as plan expressions.
+  std::array<std::string, 3> grid;
+  std::array<std::string, 3> block;
+  /// Parameter names in order (leaves read, then outputs written).
+  std::vector<std::string> args;
+};
+
+/// Options of a pointwise kernel.
+struct PointwiseOptions {
+  unsigned blockSize = 256;
+  /// Elements per thread along the innermost dimension (1 disables vector
+  /// accesses); lowered automatically when the shape does not allow it.
+  unsigned vectorWidth = 1;
+  /// Upper bound on the grid; the kernel loops over the rest.
+  int64_t maxBlocks = 65535;
+};
+
+/// Generates a pointwise kernel writing `outputs`, which must share one
+/// shape. `comment` names the fused ops.
+llvm::Expected<GeneratedKernel>
+generatePointwiseKernel(MLIRContext *context, llvm::StringRef entry,
+                        llvm::StringRef comment,
+                        llvm::ArrayRef<KernelOutput> outputs,
+                        const TensorEmitter::LeafFn &leafOf,
+                        const PointwiseOptions &options);
+
+/// Generates a row kernel: `numRows` blocks, each reducing over `rowLength`
+/// elements. Every output has either `numRows` elements (one per row) or
+/// `numRows * rowLength` with its row dimensions outermost.
+llvm::Expected<GeneratedKernel>
+generateRowKernel(MLIRContext *context, llvm::StringRef entry,
+                  llvm::StringRef comment, llvm::ArrayRef<KernelOutput> outputs,
+                  const TensorEmitter::LeafFn &leafOf, int64_t numRows,
+                  int64_t rowLength, unsigned blockSize);
+
+/// The widest vector (16 bytes at most) that divides `innermost` elements
+/// of `type`.
+unsigned getMaxVectorWidth(ElementType type, int64_t innermost);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_CODEGEN_KERNELGENERATOR_H

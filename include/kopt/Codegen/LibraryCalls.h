@@ -1,0 +1,38 @@
+//===- LibraryCalls.h - Steps that call cuBLASLt and cuDNN ------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_CODEGEN_LIBRARYCALLS_H
+#define KOPT_CODEGEN_LIBRARYCALLS_H
+
+#include "kopt/Codegen/PlanBuilder.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <optional>
+
+namespace mlir::kopt {
+
+/// A library-call step and the values it writes.
+struct LibraryStep {
+  PlanStep step;
+  llvm::SmallVector<Value> writes;
+};
+
+/// Returns a cuBLASLt GEMM step for a matmul or batch_matmul, or a cuDNN
+/// step for a 2-D convolution, when the op qualifies: f32 operands in the
+/// default layout, a zero accumulator, operands already in plan tensors.
+/// Returns std::nullopt otherwise (the op is then generated as a kernel).
+std::optional<LibraryStep> buildLibraryCall(Operation *op,
+                                            PlanBuilder &builder);
+
+/// A short description of `op` for comments in generated code.
+std::string describeOpForCode(Operation *op);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_CODEGEN_LIBRARYCALLS_H

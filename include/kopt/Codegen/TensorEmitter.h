@@ -1,0 +1,157 @@
+//===- TensorEmitter.h - Emit tensor values at symbolic ---------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Generated kernels compute tensors element by element. TensorEmitter emits
+// the CUDA code for "the value of tensor %t at index (e0, e1, ...)", where
+// each index is an affine expression over the kernel's index variables. It
+// inlines producers (elementwise bodies at mapped indices, reductions as
+// loops, reshapes as re-indexing, constants and fills as literals) until it
+// reaches a leaf, a tensor the kernel reads from device memory. Values are
+// memoised per index, so a producer read twice at one index is computed
+// once.
+//
+// Two kinds of reductions exist. A reduction whose index does not depend on
+// the thread-varying dimension can be computed cooperatively by the whole
+// block (strided partial sums and a block reduction); such reductions are
+// collected by a dry run and emitted up front, outside divergent loops.
+// Every other reduction becomes a sequential loop in the thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_CODEGEN_TENSOREMITTER_H
+#define KOPT_CODEGEN_TENSOREMITTER_H
+
+#include "kopt/Codegen/CudaEmitter.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Value.h"
+
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace mlir::kopt {
+
+/// A tensor the kernel reads from device memory.
+struct LeafTensor {
+  /// The kernel parameter name.
+  std::string param;
+  ElementType elementType = ElementType::F32;
+  std::vector<int64_t> shape;
+};
+
+/// A reduction the block computes cooperatively.
+struct CooperativeReduction {
+  Value result;
+  llvm::SmallVector<AffineExpr> index;
+};
+
+/// True if `op` is a single-output reduction whose body combines into its
+/// accumulator with an associative, commutative op kopt can split across
+/// threads (add, mul, min, max).
+bool hasAssociativeCombiner(Operation *op);
+
+class TensorEmitter {
+public:
+  /// Returns the leaf for `value` if the kernel reads it from memory.
+  using LeafFn = std::function<std::optional<LeafTensor>(Value)>;
+
+  /// `dimNames[i]` names kernel index dimension `i` in the code. If
+  /// `threadDim` is set, reductions whose index does not involve it are
+  /// cooperative (`cooperativeBlockSize` threads); otherwise all reductions
+  /// are sequential.
+  TensorEmitter(MLIRContext *context, CodeWriter &out,
+                std::vector<std::string> dimNames, LeafFn leafOf);
+
+  /// Enables cooperative reductions over `threadDim` in blocks of
+  /// `blockSize` threads.
+  void enableCooperativeReductions(unsigned threadDim, unsigned blockSize);
+
+  /// Enables `width`-wide vector loads along dimension `laneDim`: a leaf
+  /// read contiguous in it (and depending on no loop variable) is loaded as
+  /// one KoptVec into `prologue` and read per lane inside the lane loop,
+  /// where `laneDim` is named `laneName`; a leaf independent of it is loaded
+  /// once into `prologue`.
+  void enableVectorLanes(unsigned laneDim, unsigned width,
+                         CodeWriter &prologue, llvm::StringRef baseName,
+                         llvm::StringRef laneName);
+
+  /// Emits the value of tensor `value` at `index` and returns a scalar
+  /// expression of its compute type.
+  llvm::Expected<std::string> valueAt(Value value,
+                                      llvm::ArrayRef<AffineExpr> index);
+
+  /// Dry run: returns the cooperative reductions `valueAt(value, index)`
+  /// needs, in an order where each comes after those it uses, without
+  /// emitting anything.
+  llvm::Expected<std::vector<CooperativeReduction>>
+  collectCooperativeReductions(Value value, llvm::ArrayRef<AffineExpr> index);
+
+  /// Emits a cooperative reduction (all threads must reach this point).
+  llvm::Error emitCooperative(const CooperativeReduction &reduction);
+
+  /// Opens and closes a scope of memoised values: code emitted inside a C
+  /// block must not be referred to after it closes.
+  void pushScope() { scopes.emplace_back(); }
+  void popScope() { scopes.pop_back(); }
+
+  /// The leaves read so far, in order of first use.
+  const std::vector<LeafTensor> &getLeaves() const { return leaves; }
+
+  /// An index vector naming each dimension of `shape` from a row-major
+  /// linear index expression.
+  static llvm::SmallVector<AffineExpr>
+  delinearize(AffineExpr linear, llvm::ArrayRef<int64_t> shape);
+  /// The row-major linear index of `index` in `shape`.
+  static AffineExpr linearize(llvm::ArrayRef<AffineExpr> index,
+                              llvm::ArrayRef<int64_t> shape,
+                              MLIRContext *context);
+
+private:
+  using Key = std::pair<const void *, std::vector<const void *>>;
+
+  llvm::Expected<std::string> loadLeaf(const LeafTensor &leaf,
+                                       llvm::ArrayRef<AffineExpr> index);
+  llvm::Expected<std::string> valueOfOp(Operation *op, unsigned resultNumber,
+                                        llvm::ArrayRef<AffineExpr> index);
+  llvm::Expected<std::string> inputAt(linalg::GenericOp generic,
+                                      OpOperand *input,
+                                      llvm::ArrayRef<AffineExpr> loops);
+  llvm::Expected<std::string> emitGeneric(Operation *op, unsigned resultNumber,
+                                          llvm::ArrayRef<AffineExpr> index);
+  std::optional<std::string> lookupMemo(const Key &key) const;
+  void memoize(const Key &key, std::string expr);
+  Key makeKey(Value value, llvm::ArrayRef<AffineExpr> index) const;
+  std::string print(AffineExpr expr) const;
+  bool isCooperative(Operation *op, llvm::ArrayRef<AffineExpr> parallelIndex);
+  unsigned newLoopDim(llvm::StringRef prefix);
+
+  MLIRContext *context;
+  CodeWriter *out;
+  std::vector<std::string> dimNames;
+  unsigned numKernelDims;
+  LeafFn leafOf;
+  std::vector<LeafTensor> leaves;
+  std::vector<std::map<Key, std::string>> scopes;
+
+  std::optional<unsigned> threadDim;
+  unsigned blockSize = 256;
+  bool dryRun = false;
+  std::vector<CooperativeReduction> *collected = nullptr;
+
+  std::optional<unsigned> laneDim;
+  unsigned vectorWidth = 1;
+  CodeWriter *prologue = nullptr;
+  std::string laneBase, laneName;
+  unsigned loopDepth = 0;
+};
+
+} // namespace mlir::kopt
+
+#endif // KOPT_CODEGEN_TENSOREMITTER_H

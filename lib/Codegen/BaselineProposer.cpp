@@ -1,0 +1,121 @@
+//===- BaselineProposer.cpp - One kernel or library call per ----*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The lowering a compiler emits without kopt, and the reference every
+// candidate is checked against and timed against:
+//
+// - matmul and batch_matmul on f32 with a zero accumulator: cuBLASLt;
+// - 2-D convolutions on f32 with a zero accumulator: cuDNN;
+// - a reduction with an associative combiner: a row kernel (a block per
+//   output element, warp shuffles), as a tuned library reduction would;
+// - every other op: a pointwise kernel, vectorised to 16-byte accesses
+//   where the innermost dimension allows;
+// - linalg.softmax: decomposed, each part its own kernel, as eager
+//   frameworks without a fused softmax would run it.
+//
+// Constants, fills and reshapes are folded into their users, as any
+// compiler would.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Codegen/Proposers.h"
+
+#include "kopt/Codegen/LibraryCalls.h"
+#include "kopt/Codegen/PlanBuilder.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Support/DebugStringHelper.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+/// Emits one generic op as its own kernel.
+static llvm::Error emitGenericOp(PlanBuilder &builder, linalg::GenericOp op) {
+  MLIRContext *context = op.getContext();
+  std::vector<KernelOutput> outputs;
+  for (Value result : op->getResults())
+    outputs.push_back(builder.outputFor(result));
+  std::string description = describeOpForCode(op);
+
+  // A single-output reduction with a known combiner: one block per output
+  // element, the reduction loops spread over the block.
+  int64_t rows = 1, length = 1;
+  for (auto [range, iterator] :
+       llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
+    (iterator == utils::IteratorType::reduction ? length : rows) *= range;
+  // Short reductions (pooling windows) stay sequential in one thread.
+  if (op.getNumReductionLoops() > 0 && op.getNumResults() == 1 &&
+      length >= 32 && hasAssociativeCombiner(op)) {
+    unsigned threads = length <= 64 ? 32 : length <= 1024 ? 128 : 256;
+    auto kernel =
+        generateRowKernel(context, builder.entryName("reduce"), description,
+                          outputs, builder.leafFn(), rows, length, threads);
+    if (kernel) {
+      builder.addKernel(*kernel, description);
+      return llvm::Error::success();
+    }
+    llvm::consumeError(kernel.takeError());
+  }
+
+  // Pointwise, grouped by output shape (multi-result ops share one).
+  PointwiseOptions options;
+  options.blockSize = 256;
+  options.vectorWidth = 16;
+  auto kernel = generatePointwiseKernel(context, builder.entryName("op"),
+                                        description, outputs,
+                                        builder.leafFn(), options);
+  if (!kernel)
+    return kernel.takeError();
+  builder.addKernel(*kernel, description);
+  return llvm::Error::success();
+}
+
+llvm::Expected<KernelPlan> mlir::kopt::proposeBaseline(func::FuncOp func,
+                                                       const KernelTask &task) {
+  auto prepared = prepareGroup(func);
+  if (!prepared)
+    return prepared.takeError();
+  func::FuncOp group = prepared->func;
+  PlanBuilder builder(task, group, "baseline", "per-op");
+
+  SmallVector<Operation *> ops;
+  for (Operation &op : group.getBody().front().without_terminator())
+    ops.push_back(&op);
+  for (Operation *op : ops) {
+    if (isInlinedOp(op))
+      continue;
+    if (auto step = buildLibraryCall(op, builder)) {
+      builder.addStep(step->step, step->writes);
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic) {
+      // A named op no library call took: generate it like any other.
+      auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+      IRRewriter rewriter(op->getContext());
+      rewriter.setInsertionPoint(op);
+      FailureOr<linalg::GenericOp> generalized =
+          linalgOp ? linalg::generalizeNamedOp(rewriter, linalgOp)
+                   : FailureOr<linalg::GenericOp>(failure());
+      if (failed(generalized))
+        return llvm::createStringError(
+            "baseline: no code for '%s'",
+            op->getName().getStringRef().str().c_str());
+      generic = *generalized;
+    }
+    if (llvm::Error error = emitGenericOp(builder, generic))
+      return llvm::createStringError(
+          "baseline: %s: %s", describeOpForCode(generic).c_str(),
+          llvm::toString(std::move(error)).c_str());
+  }
+  if (llvm::Error error = builder.finishOutputs(group.getContext()))
+    return std::move(error);
+  return builder.take();
+}

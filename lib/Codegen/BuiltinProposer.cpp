@@ -1,0 +1,234 @@
+//===- BuiltinProposer.cpp - Fused kernels from templates -------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The embedded default proposer. By group kind:
+//
+// - elementwise and pooling groups: one pointwise kernel per output shape,
+//   every producer inlined, 16-byte vector accesses where the innermost
+//   dimension allows;
+// - reduction and softmax groups: one row kernel, a block per row, every
+//   reduction of the row computed by the block with warp shuffles and its
+//   prologue and epilogue inlined;
+// - contraction and convolution groups: the GEMM (cuBLASLt) or convolution
+//   (cuDNN), then one pointwise kernel for the rest of the chain (bias,
+//   activation, residual, pooling).
+//
+// Each template yields several variants (block size, vector width) for the
+// evaluator to time.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Codegen/Proposers.h"
+
+#include "kopt/Codegen/LibraryCalls.h"
+#include "kopt/Codegen/PlanBuilder.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+namespace {
+struct PointwiseVariant {
+  unsigned blockSize;
+  unsigned vectorWidth;
+  std::string name() const {
+    return "bs" + std::to_string(blockSize) + "_v" +
+           std::to_string(vectorWidth);
+  }
+};
+} // namespace
+
+/// Block sizes and vector widths worth trying for outputs of `type` whose
+/// innermost dimension is `innermost`.
+static std::vector<PointwiseVariant> pointwiseVariants(ElementType type,
+                                                       int64_t innermost) {
+  unsigned widest = getMaxVectorWidth(type, innermost);
+  std::vector<PointwiseVariant> variants;
+  for (unsigned blockSize : {128u, 256u, 512u}) {
+    variants.push_back({blockSize, widest});
+    if (widest > 1)
+      variants.push_back({blockSize, 1});
+  }
+  return variants;
+}
+
+/// Emits pointwise kernels computing `values`, one per distinct shape.
+static llvm::Error emitPointwise(PlanBuilder &builder, MLIRContext *context,
+                                 llvm::ArrayRef<Value> values,
+                                 const PointwiseVariant &variant,
+                                 llvm::StringRef comment) {
+  std::map<std::vector<int64_t>, std::vector<KernelOutput>> byShape;
+  std::vector<std::vector<int64_t>> order;
+  for (Value value : values) {
+    KernelOutput output = builder.outputFor(value);
+    if (!byShape.count(output.shape))
+      order.push_back(output.shape);
+    byShape[output.shape].push_back(output);
+  }
+  for (const std::vector<int64_t> &shape : order) {
+    PointwiseOptions options;
+    options.blockSize = variant.blockSize;
+    options.vectorWidth = variant.vectorWidth;
+    auto kernel =
+        generatePointwiseKernel(context, builder.entryName("fused"), comment,
+                                byShape[shape], builder.leafFn(), options);
+    if (!kernel)
+      return kernel.takeError();
+    builder.addKernel(*kernel, comment);
+  }
+  return llvm::Error::success();
+}
+
+/// The values the task returns, in order, without repeats.
+static SmallVector<Value> returnedValues(func::FuncOp func) {
+  SmallVector<Value> values;
+  for (Value value : func.getBody().front().getTerminator()->getOperands())
+    if (!llvm::is_contained(values, value) && !isa<BlockArgument>(value))
+      values.push_back(value);
+  return values;
+}
+
+static std::string describeGroup(func::FuncOp func) {
+  std::string text = "fused:";
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (!isInlinedOp(&op))
+      text += " " + describeOpForCode(&op);
+  return text;
+}
+
+/// Finishes, checks and adds a plan; a failure becomes a remark.
+static void addPlan(Proposal &proposal, PlanBuilder &builder,
+                    const KernelTask &task, func::FuncOp group,
+                    llvm::Error error) {
+  if (!error)
+    error = builder.finishOutputs(group.getContext());
+  KernelPlan plan = builder.take();
+  if (!error)
+    error = verifyPlan(plan, task);
+  if (error) {
+    proposal.remarks.push_back("builtin " + plan.variant + ": " +
+                               llvm::toString(std::move(error)));
+    return;
+  }
+  proposal.plans.push_back(std::move(plan));
+}
+
+static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
+                                   const KernelTask &task, Operation *anchor) {
+  MLIRContext *context = group.getContext();
+  SmallVector<Value> rest;
+  for (Value value : returnedValues(group))
+    if (value != anchor->getResult(0))
+      rest.push_back(value);
+  auto shape = cast<ShapedType>(anchor->getResult(0).getType()).getShape();
+  std::vector<PointwiseVariant> variants =
+      rest.empty() ? std::vector<PointwiseVariant>{{256, 1}}
+                   : pointwiseVariants(ElementType::F32, shape.back());
+  std::string comment = describeGroup(group);
+  for (const PointwiseVariant &variant : variants) {
+    std::string name = rest.empty() ? "library" : "library_" + variant.name();
+    PlanBuilder builder(task, group, "builtin", name);
+    std::optional<LibraryStep> library = buildLibraryCall(anchor, builder);
+    if (!library) {
+      proposal.remarks.push_back(
+          "builtin: " + describeOpForCode(anchor) +
+          " does not fit a library call (needs f32 operands in the default "
+          "layout and a zero accumulator); baseline only");
+      return;
+    }
+    builder.addStep(library->step, library->writes);
+    llvm::Error error = rest.empty()
+                            ? llvm::Error::success()
+                            : emitPointwise(builder, context, rest, variant,
+                                            comment + " (epilogue)");
+    addPlan(proposal, builder, task, group, std::move(error));
+  }
+}
+
+static void proposeRows(Proposal &proposal, func::FuncOp group,
+                        const KernelTask &task, linalg::GenericOp anchor) {
+  int64_t rows = 1, length = 1;
+  for (auto [range, iterator] : llvm::zip(anchor.getStaticLoopRanges(),
+                                          anchor.getIteratorTypesArray()))
+    (iterator == utils::IteratorType::reduction ? length : rows) *= range;
+  std::string comment = describeGroup(group);
+  for (unsigned threads : {64u, 128u, 256u, 512u, 1024u}) {
+    // More threads than twice the row leaves most of them idle.
+    if (threads > 64 && threads > 2 * length)
+      continue;
+    PlanBuilder builder(task, group, "builtin",
+                        "rows_bs" + std::to_string(threads));
+    std::vector<KernelOutput> outputs;
+    for (Value value : returnedValues(group))
+      outputs.push_back(builder.outputFor(value));
+    auto kernel = generateRowKernel(group.getContext(),
+                                    builder.entryName("rows"), comment,
+                                    outputs, builder.leafFn(), rows, length,
+                                    threads);
+    if (!kernel) {
+      addPlan(proposal, builder, task, group, kernel.takeError());
+      return;
+    }
+    builder.addKernel(*kernel, comment);
+    addPlan(proposal, builder, task, group, llvm::Error::success());
+  }
+}
+
+Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
+  Proposal proposal;
+  auto prepared = prepareGroup(func);
+  if (!prepared) {
+    proposal.remarks.push_back("builtin: " +
+                               llvm::toString(prepared.takeError()));
+    return proposal;
+  }
+  func::FuncOp group = prepared->func;
+
+  Operation *libraryAnchor = nullptr;
+  linalg::GenericOp reduction;
+  for (Operation &op : group.getBody().front().without_terminator()) {
+    if (isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp,
+            linalg::Conv2DNhwcHwcfOp>(op)) {
+      libraryAnchor = libraryAnchor ? libraryAnchor : &op;
+      continue;
+    }
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (generic && generic.getNumReductionLoops() > 0 && !reduction &&
+        hasAssociativeCombiner(generic))
+      reduction = generic;
+  }
+
+  if (libraryAnchor) {
+    proposeLibraryAnchored(proposal, group, task, libraryAnchor);
+    return proposal;
+  }
+  if ((task.kind == "reduction" || task.kind == "softmax") && reduction) {
+    proposeRows(proposal, group, task, reduction);
+    return proposal;
+  }
+  // Elementwise chains and pooling: everything inlined, pointwise.
+  SmallVector<Value> outputs = returnedValues(group);
+  if (outputs.empty())
+    return proposal;
+  auto type = cast<ShapedType>(outputs.front().getType());
+  int64_t innermost = type.getRank() ? type.getShape().back() : 1;
+  std::string comment = describeGroup(group);
+  for (const PointwiseVariant &variant : pointwiseVariants(
+           *getElementType(type.getElementType()), innermost)) {
+    PlanBuilder builder(task, group, "builtin", variant.name());
+    llvm::Error error =
+        emitPointwise(builder, group.getContext(), outputs, variant, comment);
+    addPlan(proposal, builder, task, group, std::move(error));
+  }
+  if (proposal.plans.empty() && proposal.remarks.empty())
+    proposal.remarks.push_back("builtin: no template fits this group");
+  return proposal;
+}

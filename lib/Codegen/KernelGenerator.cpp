@@ -1,0 +1,293 @@
+//===- KernelGenerator.cpp - Generate whole CUDA kernels --------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Codegen/KernelGenerator.h"
+
+#include "mlir/IR/AffineExpr.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+unsigned mlir::kopt::getMaxVectorWidth(ElementType type, int64_t innermost) {
+  unsigned width = 16 / getElementBytes(type);
+  while (width > 1 && innermost % width != 0)
+    width /= 2;
+  return width;
+}
+
+static int64_t product(llvm::ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t size : shape)
+    count *= size;
+  return count;
+}
+
+/// The kernel's parameter list: leaves as const inputs, then outputs.
+static std::string
+printSignature(llvm::StringRef entry, unsigned blockSize,
+               llvm::ArrayRef<LeafTensor> leaves,
+               llvm::ArrayRef<KernelOutput> outputs,
+               std::vector<std::string> &args) {
+  std::string signature = "extern \"C\" __global__ void __launch_bounds__(" +
+                          std::to_string(blockSize) + ") " + entry.str() + "(";
+  bool first = true;
+  for (const LeafTensor &leaf : leaves) {
+    signature += (first ? "" : ", ") + std::string("const ") +
+                 getCudaStorageType(leaf.elementType).str() +
+                 " *__restrict__ " + leaf.param;
+    args.push_back(leaf.param);
+    first = false;
+  }
+  for (const KernelOutput &output : outputs) {
+    signature += (first ? "" : ", ") +
+                 getCudaStorageType(output.elementType).str() +
+                 " *__restrict__ " + output.param;
+    args.push_back(output.param);
+    first = false;
+  }
+  return signature + ")";
+}
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const PointwiseOptions &options) {
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  std::vector<int64_t> shape = outputs.front().shape;
+  for (const KernelOutput &output : outputs)
+    if (output.shape != shape)
+      return llvm::createStringError("pointwise outputs differ in shape");
+  unsigned rank = shape.size();
+  int64_t total = product(shape);
+  unsigned width = options.vectorWidth;
+  if (rank == 0)
+    width = 1;
+  for (const KernelOutput &output : outputs)
+    width = std::min(width, getMaxVectorWidth(output.elementType,
+                                              rank ? shape.back() : 1));
+
+  // Index names: i0..i{n-1}; inside a lane loop the innermost is `iL`.
+  std::vector<std::string> names;
+  for (unsigned d = 0; d < rank; ++d)
+    names.push_back("i" + std::to_string(d));
+  std::string innermost = rank ? names.back() : "";
+  if (width > 1)
+    names.back() = "iL";
+
+  CodeWriter prologue, body;
+  TensorEmitter emitter(context, body, names, leafOf);
+  if (width > 1)
+    emitter.enableVectorLanes(rank - 1, width, prologue, innermost, "iL");
+  SmallVector<AffineExpr> index;
+  for (unsigned d = 0; d < rank; ++d)
+    index.push_back(getAffineDimExpr(d, context));
+  std::vector<std::string> values;
+  for (const KernelOutput &output : outputs) {
+    auto value = emitter.valueAt(output.value, index);
+    if (!value)
+      return value.takeError();
+    values.push_back(*value);
+  }
+
+  GeneratedKernel kernel;
+  kernel.entry = entry.str();
+  CodeWriter code;
+  code.line("// " + comment.str());
+  code.line(printSignature(entry, options.blockSize, emitter.getLeaves(),
+                           outputs, kernel.args) +
+            " {");
+  code.indent();
+  std::string count = std::to_string(total / width) + "LL";
+  code.line("for (long long t = (long long)blockIdx.x * blockDim.x + "
+            "threadIdx.x; t < " +
+            count + "; t += (long long)gridDim.x * blockDim.x) {");
+  code.indent();
+  code.line("const long long base = t * " + std::to_string(width) + ";");
+  if (rank) {
+    code.line("long long rest = base;");
+    for (int d = rank - 1; d >= 0; --d) {
+      std::string name = d == int(rank) - 1 ? innermost : names[d];
+      if (d == 0) {
+        code.line("const long long " + name + " = rest;");
+      } else {
+        code.line("const long long " + name + " = rest % " +
+                  std::to_string(shape[d]) + "LL;");
+        code.line("rest /= " + std::to_string(shape[d]) + "LL;");
+      }
+    }
+  }
+  auto appendLines = [&](const std::string &text) {
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(text).split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines)
+      code.line(line);
+  };
+  appendLines(prologue.str());
+  if (width == 1) {
+    appendLines(body.str());
+    for (auto [output, value] : llvm::zip(outputs, values))
+      code.line(output.param + "[base] = " +
+                convertFromCompute(output.elementType, value) + ";");
+  } else {
+    for (auto [index, output] : llvm::enumerate(outputs))
+      code.line("KoptVec<" + getCudaStorageType(output.elementType).str() +
+                ", " + std::to_string(width) + "> o" + std::to_string(index) +
+                ";");
+    code.line("#pragma unroll");
+    code.line("for (int lane = 0; lane < " + std::to_string(width) +
+              "; ++lane) {");
+    code.indent();
+    code.line("const long long iL = " + innermost + " + lane;");
+    code.line("(void)iL;");
+    appendLines(body.str());
+    for (auto [index, pair] : llvm::enumerate(llvm::zip(outputs, values)))
+      code.line("o" + std::to_string(index) + ".v[lane] = " +
+                convertFromCompute(std::get<0>(pair).elementType,
+                                   std::get<1>(pair)) +
+                ";");
+    code.dedent();
+    code.line("}");
+    for (auto [index, output] : llvm::enumerate(outputs))
+      code.line("*reinterpret_cast<KoptVec<" +
+                getCudaStorageType(output.elementType).str() + ", " +
+                std::to_string(width) + "> *>(" + output.param +
+                " + base) = o" + std::to_string(index) + ";");
+  }
+  code.dedent();
+  code.line("}");
+  code.dedent();
+  code.line("}");
+  kernel.code = code.str();
+  std::string threads = std::to_string(options.blockSize);
+  kernel.grid = {"min(cdiv(" + std::to_string(total / width) + ", " +
+                     threads + "), " + std::to_string(options.maxBlocks) + ")",
+                 "1", "1"};
+  kernel.block = {threads, "1", "1"};
+  return kernel;
+}
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    int64_t numRows, int64_t rowLength, unsigned blockSize) {
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  AffineExpr row = getAffineDimExpr(0, context);
+  AffineExpr col = getAffineDimExpr(1, context);
+
+  // Each output's index in terms of (row, c).
+  std::vector<SmallVector<AffineExpr>> indices;
+  std::vector<bool> perRow;
+  for (const KernelOutput &output : outputs) {
+    int64_t count = product(output.shape);
+    if (count == numRows) {
+      indices.push_back(TensorEmitter::delinearize(row, output.shape));
+      perRow.push_back(true);
+      continue;
+    }
+    if (count != numRows * rowLength)
+      return llvm::createStringError(
+          "output of %lld elements fits neither %lld rows nor rows of %lld",
+          (long long)count, (long long)numRows, (long long)rowLength);
+    // Split the shape where the row dimensions end.
+    size_t split = 0;
+    int64_t outer = 1;
+    while (split < output.shape.size() && outer < numRows)
+      outer *= output.shape[split++];
+    if (outer != numRows)
+      return llvm::createStringError(
+          "the row dimensions of an output are not outermost");
+    std::vector<int64_t> rowShape(output.shape.begin(),
+                                  output.shape.begin() + split);
+    std::vector<int64_t> colShape(output.shape.begin() + split,
+                                  output.shape.end());
+    SmallVector<AffineExpr> index = TensorEmitter::delinearize(row, rowShape);
+    SmallVector<AffineExpr> cols = TensorEmitter::delinearize(col, colShape);
+    index.append(cols.begin(), cols.end());
+    indices.push_back(index);
+    perRow.push_back(false);
+  }
+
+  CodeWriter body;
+  TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+  emitter.enableCooperativeReductions(1, blockSize);
+
+  // Reductions first, by the whole block, outside divergent code.
+  std::vector<CooperativeReduction> reductions;
+  for (auto [output, index] : llvm::zip(outputs, indices)) {
+    auto needed = emitter.collectCooperativeReductions(output.value, index);
+    if (!needed)
+      return needed.takeError();
+    for (CooperativeReduction &reduction : *needed)
+      reductions.push_back(reduction);
+  }
+  // The dry runs may list one reduction twice; emitting it twice is
+  // harmless but wasteful, so keep the first.
+  std::vector<CooperativeReduction> unique;
+  for (CooperativeReduction &reduction : reductions)
+    if (llvm::none_of(unique, [&](const CooperativeReduction &known) {
+          return known.result == reduction.result &&
+                 known.index == reduction.index;
+        }))
+      unique.push_back(reduction);
+  for (const CooperativeReduction &reduction : unique)
+    if (llvm::Error error = emitter.emitCooperative(reduction))
+      return std::move(error);
+
+  for (auto [i, output] : llvm::enumerate(outputs)) {
+    if (perRow[i]) {
+      body.line("if (threadIdx.x == 0) {");
+      body.indent();
+      emitter.pushScope();
+      auto value = emitter.valueAt(output.value, indices[i]);
+      if (!value)
+        return value.takeError();
+      body.line(output.param + "[row] = " +
+                convertFromCompute(output.elementType, *value) + ";");
+      emitter.popScope();
+      body.dedent();
+      body.line("}");
+      continue;
+    }
+    body.line("for (long long c = threadIdx.x; c < " +
+              std::to_string(rowLength) + "LL; c += " +
+              std::to_string(blockSize) + ") {");
+    body.indent();
+    emitter.pushScope();
+    auto value = emitter.valueAt(output.value, indices[i]);
+    if (!value)
+      return value.takeError();
+    body.line(output.param + "[row * " + std::to_string(rowLength) +
+              "LL + c] = " + convertFromCompute(output.elementType, *value) +
+              ";");
+    emitter.popScope();
+    body.dedent();
+    body.line("}");
+  }
+
+  GeneratedKernel kernel;
+  kernel.entry = entry.str();
+  CodeWriter code;
+  code.line("// " + comment.str());
+  code.line(printSignature(entry, blockSize, emitter.getLeaves(), outputs,
+                           kernel.args) +
+            " {");
+  code.indent();
+  code.line("const long long row = blockIdx.x;");
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(body.str()).split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines)
+    code.line(line);
+  code.dedent();
+  code.line("}");
+  kernel.code = code.str();
+  kernel.grid = {std::to_string(numRows), "1", "1"};
+  kernel.block = {std::to_string(blockSize), "1", "1"};
+  return kernel;
+}

@@ -1,0 +1,610 @@
+//===- TensorEmitter.cpp - Emit tensor values at symbolic -------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Codegen/TensorEmitter.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Support/DebugStringHelper.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+TensorEmitter::TensorEmitter(MLIRContext *context, CodeWriter &out,
+                             std::vector<std::string> dimNames, LeafFn leafOf)
+    : context(context), out(&out), dimNames(std::move(dimNames)),
+      numKernelDims(this->dimNames.size()), leafOf(std::move(leafOf)) {
+  scopes.emplace_back();
+}
+
+void TensorEmitter::enableCooperativeReductions(unsigned dim,
+                                                unsigned threads) {
+  threadDim = dim;
+  blockSize = threads;
+}
+
+void TensorEmitter::enableVectorLanes(unsigned dim, unsigned width,
+                                      CodeWriter &prologueWriter,
+                                      llvm::StringRef baseName,
+                                      llvm::StringRef lane) {
+  laneDim = dim;
+  vectorWidth = width;
+  prologue = &prologueWriter;
+  laneBase = baseName.str();
+  laneName = lane.str();
+}
+
+SmallVector<AffineExpr>
+TensorEmitter::delinearize(AffineExpr linear, llvm::ArrayRef<int64_t> shape) {
+  SmallVector<AffineExpr> index(shape.size());
+  int64_t stride = 1;
+  for (int i = int(shape.size()) - 1; i >= 0; --i) {
+    AffineExpr value = stride == 1 ? linear : linear.floorDiv(stride);
+    index[i] = i == 0 ? value : value % shape[i];
+    stride *= shape[i];
+  }
+  return index;
+}
+
+AffineExpr TensorEmitter::linearize(llvm::ArrayRef<AffineExpr> index,
+                                    llvm::ArrayRef<int64_t> shape,
+                                    MLIRContext *context) {
+  AffineExpr linear = getAffineConstantExpr(0, context);
+  for (auto [expr, size] : llvm::zip(index, shape))
+    linear = linear * size + expr;
+  return linear;
+}
+
+std::string TensorEmitter::print(AffineExpr expr) const {
+  expr = simplifyAffineExpr(expr, dimNames.size(), 0);
+  return printAffineExpr(expr,
+                         [&](unsigned position) { return dimNames[position]; });
+}
+
+TensorEmitter::Key TensorEmitter::makeKey(Value value,
+                                          llvm::ArrayRef<AffineExpr> index)
+    const {
+  Key key;
+  key.first = value.getAsOpaquePointer();
+  for (AffineExpr expr : index)
+    key.second.push_back(
+        simplifyAffineExpr(expr, dimNames.size(), 0).getAsOpaquePointer());
+  return key;
+}
+
+std::optional<std::string> TensorEmitter::lookupMemo(const Key &key) const {
+  for (auto scope = scopes.rbegin(); scope != scopes.rend(); ++scope) {
+    auto it = scope->find(key);
+    if (it != scope->end())
+      return it->second;
+  }
+  return std::nullopt;
+}
+
+void TensorEmitter::memoize(const Key &key, std::string expr) {
+  scopes.back()[key] = std::move(expr);
+}
+
+unsigned TensorEmitter::newLoopDim(llvm::StringRef prefix) {
+  dimNames.push_back(out->fresh(prefix));
+  return dimNames.size() - 1;
+}
+
+llvm::Expected<std::string>
+TensorEmitter::valueAt(Value value, llvm::ArrayRef<AffineExpr> index) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!type || type.getRank() != int64_t(index.size()))
+    return llvm::createStringError("index of rank %zu for %s", index.size(),
+                                   debugString(value.getType()).c_str());
+  Key key = makeKey(value, index);
+  if (std::optional<std::string> known = lookupMemo(key))
+    return *known;
+
+  std::string expr;
+  if (std::optional<LeafTensor> leaf = leafOf(value)) {
+    auto loaded = loadLeaf(*leaf, index);
+    if (!loaded)
+      return loaded.takeError();
+    expr = *loaded;
+  } else if (Operation *op = value.getDefiningOp()) {
+    auto computed =
+        valueOfOp(op, cast<OpResult>(value).getResultNumber(), index);
+    if (!computed)
+      return computed.takeError();
+    expr = *computed;
+  } else {
+    return llvm::createStringError("no data for block argument %s",
+                                   debugString(value).c_str());
+  }
+  memoize(key, expr);
+  return expr;
+}
+
+llvm::Expected<std::string>
+TensorEmitter::loadLeaf(const LeafTensor &leaf,
+                        llvm::ArrayRef<AffineExpr> index) {
+  // Record the leaf as a kernel parameter.
+  if (llvm::none_of(leaves, [&](const LeafTensor &known) {
+        return known.param == leaf.param;
+      }))
+    leaves.push_back(leaf);
+
+  AffineExpr linear = simplifyAffineExpr(
+      linearize(index, leaf.shape, context), dimNames.size(), 0);
+  std::string storage = getCudaStorageType(leaf.elementType).str();
+  std::string computeType = getCudaComputeType(leaf.elementType).str();
+
+  bool usesLoopVars = false;
+  for (unsigned dim = numKernelDims; dim < dimNames.size(); ++dim)
+    usesLoopVars |= linear.isFunctionOfDim(dim);
+
+  if (laneDim && !usesLoopVars && loopDepth == 0) {
+    // Vector lanes: hoist what does not vary per lane, and read contiguous
+    // leaves with one aligned access per thread.
+    auto printAtBase = [&](AffineExpr expr) {
+      expr = simplifyAffineExpr(expr, dimNames.size(), 0);
+      return printAffineExpr(expr, [&](unsigned position) {
+        return position == *laneDim ? laneBase : dimNames[position];
+      });
+    };
+    if (!linear.isFunctionOfDim(*laneDim)) {
+      std::string name = out->fresh("x");
+      prologue->line("const " + computeType + " " + name + " = " +
+                     convertToCompute(leaf.elementType,
+                                      leaf.param + "[" + printAtBase(linear) +
+                                          "]") +
+                     ";");
+      return name;
+    }
+    AffineExpr laneExpr = getAffineDimExpr(*laneDim, context);
+    if (!index.empty() && index.back() == laneExpr && !leaf.shape.empty() &&
+        leaf.shape.back() % vectorWidth == 0) {
+      std::string name = out->fresh("xv");
+      std::string vecType = "KoptVec<" + storage + ", " +
+                            std::to_string(vectorWidth) + ">";
+      prologue->line("const " + vecType + " " + name + " = *reinterpret_cast<"
+                     "const " + vecType + " *>(" + leaf.param + " + " +
+                     printAtBase(linear) + ");");
+      return convertToCompute(leaf.elementType, name + ".v[lane]");
+    }
+  }
+  std::string name = out->fresh("x");
+  out->line("const " + computeType + " " + name + " = " +
+            convertToCompute(leaf.elementType,
+                             leaf.param + "[" + print(linear) + "]") +
+            ";");
+  return name;
+}
+
+llvm::Expected<std::string>
+TensorEmitter::valueOfOp(Operation *op, unsigned resultNumber,
+                         llvm::ArrayRef<AffineExpr> index) {
+  if (auto constant = dyn_cast<arith::ConstantOp>(op))
+    return BodyEmitter::printConstant(
+        constant.getValue(),
+        cast<ShapedType>(constant.getType()).getElementType());
+  if (auto fill = dyn_cast<linalg::FillOp>(op)) {
+    Value scalar = fill.getInputs()[0];
+    Attribute attr;
+    if (!matchPattern(scalar, m_Constant(&attr)))
+      return llvm::createStringError("linalg.fill of a non-constant");
+    return BodyEmitter::printConstant(attr, scalar.getType());
+  }
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)) {
+    Value source = op->getOperand(0);
+    auto resultShape = cast<ShapedType>(op->getResult(0).getType()).getShape();
+    auto sourceShape = cast<ShapedType>(source.getType()).getShape();
+    AffineExpr linear = linearize(index, resultShape, context);
+    return valueAt(source, delinearize(linear, sourceShape));
+  }
+  if (isa<tensor::EmptyOp>(op))
+    return llvm::createStringError("reads an uninitialised tensor.empty");
+  if (isa<linalg::GenericOp>(op))
+    return emitGeneric(op, resultNumber, index);
+  return llvm::createStringError(
+      "no code generation for '%s' here",
+      op->getName().getStringRef().str().c_str());
+}
+
+namespace {
+/// A reduction body of the form `yield(combine(f, acc))`.
+struct Combiner {
+  Operation *op = nullptr;
+  std::string identity;
+  /// Combines two partial results: a C expression over %0 and %1.
+  std::string pattern;
+};
+} // namespace
+
+/// Recognises an associative, commutative combiner in a single-output
+/// reduction body whose accumulator is used only by that combiner.
+static std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
+  if (op.getNumDpsInits() != 1 || op.getNumResults() != 1)
+    return std::nullopt;
+  Block &body = op.getRegion().front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  Operation *combine = yield.getValues()[0].getDefiningOp();
+  BlockArgument acc = body.getArguments().back();
+  if (!combine || !acc.hasOneUse() || combine->getNumOperands() != 2 ||
+      !llvm::is_contained(combine->getOperands(), Value(acc)))
+    return std::nullopt;
+  Type type = acc.getType();
+  bool isDouble = type.isF64();
+  std::string inf = isDouble ? "KOPT_INF_D" : "KOPT_INF_F";
+  Combiner c;
+  c.op = combine;
+  if (isa<arith::AddFOp>(combine))
+    c = {combine, isDouble ? "0.0" : "0.0f", "(%0 + %1)"};
+  else if (isa<arith::MulFOp>(combine))
+    c = {combine, isDouble ? "1.0" : "1.0f", "(%0 * %1)"};
+  else if (isa<arith::MaximumFOp>(combine))
+    c = {combine, "(-" + inf + ")", "kopt_maximumf(%0, %1)"};
+  else if (isa<arith::MinimumFOp>(combine))
+    c = {combine, inf, "kopt_minimumf(%0, %1)"};
+  else if (isa<arith::MaxNumFOp>(combine))
+    c = {combine, "(-" + inf + ")", isDouble ? "fmax(%0, %1)" : "fmaxf(%0, %1)"};
+  else if (isa<arith::MinNumFOp>(combine))
+    c = {combine, inf, isDouble ? "fmin(%0, %1)" : "fminf(%0, %1)"};
+  else if (isa<arith::AddIOp>(combine))
+    c = {combine, "0", "(%0 + %1)"};
+  else if (isa<arith::MaxSIOp>(combine) && type.isInteger(32))
+    c = {combine, "(-2147483647 - 1)", "max(%0, %1)"};
+  else if (isa<arith::MinSIOp>(combine) && type.isInteger(32))
+    c = {combine, "2147483647", "min(%0, %1)"};
+  else
+    return std::nullopt;
+  // Shuffles need 32- or 64-bit values.
+  if (!(type.isF32() || type.isF64() || type.isF16() || type.isBF16() ||
+        type.isInteger(32) || type.isInteger(64)))
+    return std::nullopt;
+  return c;
+}
+
+bool mlir::kopt::hasAssociativeCombiner(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  return generic && matchCombiner(generic).has_value();
+}
+
+static std::string applyPattern(llvm::StringRef pattern, llvm::StringRef a,
+                                llvm::StringRef b) {
+  std::string result;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size()) {
+      result += pattern[i + 1] == '0' ? a.str() : b.str();
+      ++i;
+    } else {
+      result += pattern[i];
+    }
+  }
+  return result;
+}
+
+bool TensorEmitter::isCooperative(Operation *op,
+                                  llvm::ArrayRef<AffineExpr> parallelIndex) {
+  if (!threadDim)
+    return false;
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || !matchCombiner(generic))
+    return false;
+  // The index must be the same for every thread of the block and defined
+  // at the kernel's top level.
+  for (AffineExpr expr : parallelIndex) {
+    if (!expr)
+      continue;
+    if (expr.isFunctionOfDim(*threadDim))
+      return false;
+    for (unsigned dim = numKernelDims; dim < dimNames.size(); ++dim)
+      if (expr.isFunctionOfDim(dim))
+        return false;
+  }
+  return true;
+}
+
+/// Applies `map` to loop index expressions `loops`.
+static SmallVector<AffineExpr> applyMap(AffineMap map,
+                                        llvm::ArrayRef<AffineExpr> loops) {
+  SmallVector<AffineExpr> result;
+  for (AffineExpr expr : map.getResults())
+    result.push_back(expr.replaceDims(loops));
+  return result;
+}
+
+llvm::Expected<std::string>
+TensorEmitter::inputAt(linalg::GenericOp generic, OpOperand *input,
+                       llvm::ArrayRef<AffineExpr> loops) {
+  // An input the body never reads (a pooling window, say) is not loaded.
+  if (!generic.payloadUsesValueFromOperand(input)) {
+    auto type = getCudaScalarType(getElementTypeOrSelf(input->get().getType()));
+    if (!type)
+      return type.takeError();
+    return "(" + *type + ")0";
+  }
+  return valueAt(input->get(),
+                 applyMap(generic.getMatchingIndexingMap(input), loops));
+}
+
+llvm::Expected<std::string>
+TensorEmitter::emitGeneric(Operation *op, unsigned resultNumber,
+                           llvm::ArrayRef<AffineExpr> index) {
+  auto generic = cast<linalg::GenericOp>(op);
+  unsigned numLoops = generic.getNumLoops();
+  SmallVector<AffineExpr> loops(numLoops);
+  AffineMap outMap = generic.getIndexingMapMatchingResult(
+      cast<OpResult>(op->getResult(resultNumber)));
+  for (auto [position, expr] : llvm::enumerate(outMap.getResults())) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+      loops[dim.getPosition()] = index[position];
+      continue;
+    }
+    auto constant = dyn_cast<AffineConstantExpr>(expr);
+    if (!constant || constant.getValue() != 0)
+      return llvm::createStringError("output map %s is not invertible",
+                                     debugString(outMap).c_str());
+  }
+  SmallVector<utils::IteratorType> iterators =
+      generic.getIteratorTypesArray();
+  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+  for (unsigned loop = 0; loop < numLoops; ++loop) {
+    bool reduction = iterators[loop] == utils::IteratorType::reduction;
+    if (!reduction && !loops[loop]) {
+      if (ranges[loop] != 1)
+        return llvm::createStringError(
+            "parallel loop %u is not indexed by the output", loop);
+      loops[loop] = getAffineConstantExpr(0, context);
+    }
+  }
+  SmallVector<AffineExpr> parallel = loops;
+
+  Block &body = generic.getRegion().front();
+  auto indexOf = [&](unsigned dim) { return print(loops[dim]); };
+  auto memoResults = [&](llvm::ArrayRef<std::string> values) {
+    for (OpResult result : op->getResults()) {
+      AffineMap map = generic.getIndexingMapMatchingResult(result);
+      memoize(makeKey(result, applyMap(map, parallel)),
+              values[result.getResultNumber()]);
+    }
+  };
+  auto emitBody = [&](llvm::ArrayRef<std::string> outArgs)
+      -> llvm::Expected<SmallVector<std::string>> {
+    SmallVector<std::string> args;
+    for (OpOperand *input : generic.getDpsInputOperands()) {
+      auto value = inputAt(generic, input, loops);
+      if (!value)
+        return value.takeError();
+      args.push_back(*value);
+    }
+    args.append(outArgs.begin(), outArgs.end());
+    BodyEmitter emitter(*out);
+    return emitter.emit(body, args, indexOf);
+  };
+  auto initOf = [&](OpOperand &init) -> llvm::Expected<std::string> {
+    if (!generic.payloadUsesValueFromOperand(&init)) {
+      auto type = getCudaScalarType(getElementTypeOrSelf(init.get().getType()));
+      if (!type)
+        return type.takeError();
+      return "(" + *type + ")0";
+    }
+    return valueAt(init.get(),
+                   applyMap(generic.getMatchingIndexingMap(&init), parallel));
+  };
+
+  if (generic.getNumReductionLoops() == 0) {
+    SmallVector<std::string> outArgs;
+    for (OpOperand &init : generic.getDpsInitsMutable()) {
+      auto value = initOf(init);
+      if (!value)
+        return value.takeError();
+      outArgs.push_back(*value);
+    }
+    auto yielded = emitBody(outArgs);
+    if (!yielded)
+      return yielded.takeError();
+    memoResults(*yielded);
+    return (*yielded)[resultNumber];
+  }
+
+  if (isCooperative(op, parallel)) {
+    if (!dryRun)
+      return llvm::createStringError(
+          "internal: cooperative reduction used before it was emitted");
+    CooperativeReduction reduction{op->getResult(0), {}};
+    reduction.index.append(index.begin(), index.end());
+    if (!llvm::any_of(*collected, [&](const CooperativeReduction &known) {
+          return makeKey(known.result, known.index) ==
+                 makeKey(reduction.result, reduction.index);
+        })) {
+      // Its element expression first: reductions it needs come before it.
+      if (llvm::Error error = emitCooperative(reduction))
+        return std::move(error);
+      collected->push_back(reduction);
+    }
+    return std::string("0");
+  }
+
+  // A sequential reduction in this thread.
+  SmallVector<std::string> accumulators;
+  for (OpOperand &init : generic.getDpsInitsMutable()) {
+    auto value = initOf(init);
+    if (!value)
+      return value.takeError();
+    auto type = getCudaScalarType(getElementTypeOrSelf(init.get().getType()));
+    if (!type)
+      return type.takeError();
+    std::string name = out->fresh("acc");
+    out->line(*type + " " + name + " = " + *value + ";");
+    accumulators.push_back(name);
+  }
+  unsigned opened = 0;
+  for (unsigned loop = 0; loop < numLoops; ++loop) {
+    if (iterators[loop] != utils::IteratorType::reduction)
+      continue;
+    unsigned dim = newLoopDim("r");
+    loops[loop] = getAffineDimExpr(dim, context);
+    out->line("for (long long " + dimNames[dim] + " = 0; " + dimNames[dim] +
+              " < " + std::to_string(ranges[loop]) + "LL; ++" +
+              dimNames[dim] + ") {");
+    out->indent();
+    ++opened;
+  }
+  scopes.emplace_back();
+  ++loopDepth;
+  auto yielded = emitBody(accumulators);
+  if (!yielded)
+    return yielded.takeError();
+  for (auto [acc, value] : llvm::zip(accumulators, *yielded))
+    out->line(acc + " = " + value + ";");
+  --loopDepth;
+  scopes.pop_back();
+  for (unsigned i = 0; i < opened; ++i) {
+    out->dedent();
+    out->line("}");
+  }
+  memoResults(accumulators);
+  return accumulators[resultNumber];
+}
+
+llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red) {
+  auto generic = red.result.getDefiningOp<linalg::GenericOp>();
+  std::optional<Combiner> combiner = matchCombiner(generic);
+  if (!generic || !combiner)
+    return llvm::createStringError("not a cooperative reduction");
+  unsigned numLoops = generic.getNumLoops();
+  SmallVector<AffineExpr> loops(numLoops);
+  AffineMap outMap = generic.getIndexingMapMatchingResult(
+      cast<OpResult>(red.result));
+  for (auto [position, expr] : llvm::enumerate(outMap.getResults()))
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      loops[dim.getPosition()] = red.index[position];
+  SmallVector<utils::IteratorType> iterators =
+      generic.getIteratorTypesArray();
+  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+  SmallVector<unsigned> reductionLoops;
+  int64_t count = 1;
+  for (unsigned loop = 0; loop < numLoops; ++loop) {
+    if (iterators[loop] == utils::IteratorType::reduction) {
+      reductionLoops.push_back(loop);
+      count *= ranges[loop];
+    } else if (!loops[loop]) {
+      loops[loop] = getAffineConstantExpr(0, context);
+    }
+  }
+  SmallVector<AffineExpr> parallel = loops;
+
+  Type accType = getElementTypeOrSelf(red.result.getType());
+  auto type = getCudaScalarType(accType);
+  if (!type)
+    return type.takeError();
+  std::string acc = out->fresh("part");
+  out->line(*type + " " + acc + " = " + combiner->identity + ";");
+
+  // One strided loop over the linearised reduction space; its variable
+  // varies per thread.
+  unsigned strided = newLoopDim("tt");
+  std::string t = dimNames[strided];
+  out->line("for (long long " + t + " = threadIdx.x; " + t + " < " +
+            std::to_string(count) + "LL; " + t + " += " +
+            std::to_string(blockSize) + ") {");
+  out->indent();
+  SmallVector<int64_t> sizes;
+  for (unsigned loop : reductionLoops)
+    sizes.push_back(ranges[loop]);
+  SmallVector<AffineExpr> coords =
+      delinearize(getAffineDimExpr(strided, context), sizes);
+  for (auto [loop, coord] : llvm::zip(reductionLoops, coords))
+    loops[loop] = coord;
+  std::optional<unsigned> savedThreadDim = threadDim;
+  scopes.emplace_back();
+  ++loopDepth;
+  SmallVector<std::string> args;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    auto value = inputAt(generic, input, loops);
+    if (!value)
+      return value.takeError();
+    args.push_back(*value);
+  }
+  args.push_back(acc);
+  BodyEmitter emitter(*out);
+  auto yielded = emitter.emit(generic.getRegion().front(), args,
+                              [&](unsigned dim) { return print(loops[dim]); });
+  if (!yielded)
+    return yielded.takeError();
+  out->line(acc + " = " + (*yielded)[0] + ";");
+  --loopDepth;
+  scopes.pop_back();
+  threadDim = savedThreadDim;
+  out->dedent();
+  out->line("}");
+
+  // Block reduction: warp shuffles, then one warp over the warps' partials.
+  std::string shared = out->fresh("kopt_red");
+  std::string total = out->fresh("red");
+  unsigned warps = (blockSize + 31) / 32;
+  out->line("__shared__ " + *type + " " + shared + "[32];");
+  out->line("for (int o = 16; o > 0; o >>= 1) " + acc + " = " +
+            applyPattern(combiner->pattern, acc,
+                         "__shfl_xor_sync(0xffffffffu, " + acc + ", o)") +
+            ";");
+  out->line("if ((threadIdx.x & 31) == 0) " + shared +
+            "[threadIdx.x >> 5] = " + acc + ";");
+  out->line("__syncthreads();");
+  out->line("if (threadIdx.x < 32) {");
+  out->indent();
+  out->line(acc + " = threadIdx.x < " + std::to_string(warps) + " ? " +
+            shared + "[threadIdx.x] : " + combiner->identity + ";");
+  out->line("for (int o = 16; o > 0; o >>= 1) " + acc + " = " +
+            applyPattern(combiner->pattern, acc,
+                         "__shfl_xor_sync(0xffffffffu, " + acc + ", o)") +
+            ";");
+  out->line("if (threadIdx.x == 0) " + shared + "[0] = " + acc + ";");
+  out->dedent();
+  out->line("}");
+  out->line("__syncthreads();");
+
+  // Fold in the initial value, as the sequential definition starts there.
+  OpOperand &init = generic.getDpsInitsMutable()[0];
+  auto initValue = valueAt(
+      init.get(), applyMap(generic.getMatchingIndexingMap(&init), parallel));
+  if (!initValue)
+    return initValue.takeError();
+  out->line("const " + *type + " " + total + " = " +
+            applyPattern(combiner->pattern, *initValue, shared + "[0]") + ";");
+  memoize(makeKey(red.result, red.index), total);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<CooperativeReduction>>
+TensorEmitter::collectCooperativeReductions(Value value,
+                                            llvm::ArrayRef<AffineExpr> index) {
+  std::vector<CooperativeReduction> result;
+  CodeWriter scratch;
+  CodeWriter *savedOut = out;
+  CodeWriter *savedPrologue = prologue;
+  auto savedScopes = scopes;
+  auto savedNames = dimNames;
+  auto savedLeaves = leaves;
+  out = &scratch;
+  if (prologue)
+    prologue = &scratch;
+  dryRun = true;
+  collected = &result;
+  auto ignored = valueAt(value, index);
+  dryRun = false;
+  collected = nullptr;
+  out = savedOut;
+  prologue = savedPrologue;
+  scopes = std::move(savedScopes);
+  dimNames = std::move(savedNames);
+  leaves = std::move(savedLeaves);
+  if (!ignored)
+    return ignored.takeError();
+  return result;
+}

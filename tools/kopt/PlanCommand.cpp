@@ -1,0 +1,255 @@
+//===- PlanCommand.cpp - kopt plan ------------------------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Plans fusion groups like `kopt analyze`, then builds each group's
+// KernelTask and asks the baseline and built-in proposers for KernelPlans.
+// Prints a table per group; `--emit-dir` writes the task, every plan and its
+// CUDA sources; `--compile` compiles every source with NVRTC (no GPU
+// needed) and fails on any error or warning; `--run` executes every plan on
+// the GPU, checks it against the fp64 interpreter and times it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+#include "PlanExecution.h"
+
+#include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Codegen/Proposers.h"
+#include "kopt/Execution/Nvrtc.h"
+#include "kopt/InitAll.h"
+#include "kopt/Support/ModelLoader.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+namespace cl = llvm::cl;
+
+static cl::SubCommand planCommand(
+    "plan", "Generate the baseline and built-in kernel plans of every fusion "
+            "group (KernelTask and KernelPlan JSON, CUDA sources)");
+
+static cl::list<std::string> inputFiles(cl::Positional, cl::OneOrMore,
+                                        cl::desc("<model.mlir>..."),
+                                        cl::sub(planCommand));
+static cl::opt<std::string>
+    proposerOption("proposer",
+                   cl::desc("Which proposers to run: baseline, builtin or all"),
+                   cl::init("all"), cl::sub(planCommand));
+static cl::opt<std::string>
+    emitDir("emit-dir",
+            cl::desc("Write, per group, task.json, each plan's .json and its "
+                     ".cu source into DIR/<group function>/"),
+            cl::value_desc("dir"), cl::sub(planCommand));
+static cl::opt<bool>
+    compileOption("compile",
+                  cl::desc("Compile every plan's sources with NVRTC and fail "
+                           "on any error or warning (needs no GPU)"),
+                  cl::sub(planCommand));
+static cl::opt<std::string> archOption("arch",
+                                       cl::desc("NVRTC target for --compile"),
+                                       cl::init("sm_90"), cl::sub(planCommand));
+static cl::opt<bool> runOption(
+    "run",
+    cl::desc("Run every plan on the GPU: check it against the fp64 "
+             "interpreter on sampled points and time it against the baseline"),
+    cl::sub(planCommand));
+static cl::opt<unsigned>
+    repetitions("repetitions", cl::desc("Timed repetitions per plan (--run)"),
+                cl::init(50), cl::sub(planCommand));
+
+bool mlir::kopt::isPlanCommandSelected() {
+  return static_cast<bool>(planCommand);
+}
+
+static std::string summarizeSteps(const KernelPlan &plan) {
+  unsigned launches = 0, gemms = 0, convs = 0;
+  for (const PlanStep &step : plan.steps) {
+    launches += step.kind == PlanStep::Kind::Launch;
+    gemms += step.kind == PlanStep::Kind::Gemm;
+    convs += step.kind == PlanStep::Kind::Conv;
+  }
+  std::string text = std::to_string(launches) + " kernel" +
+                     (launches == 1 ? "" : "s");
+  if (gemms)
+    text += " + " + std::to_string(gemms) + " gemm";
+  if (convs)
+    text += " + " + std::to_string(convs) + " conv";
+  return text;
+}
+
+static llvm::Error writeFile(const std::string &path, llvm::StringRef text) {
+  std::error_code error;
+  llvm::raw_fd_ostream os(path, error);
+  if (error)
+    return llvm::createStringError(error, "cannot write '%s': %s",
+                                   path.c_str(), error.message().c_str());
+  os << text;
+  return llvm::Error::success();
+}
+
+static llvm::Error emitGroup(const KernelTask &task,
+                             llvm::ArrayRef<KernelPlan> plans) {
+  llvm::SmallString<256> dir(emitDir);
+  llvm::sys::path::append(dir, task.name);
+  if (std::error_code error = llvm::sys::fs::create_directories(dir))
+    return llvm::createStringError(error, "cannot create '%s': %s",
+                                   dir.c_str(), error.message().c_str());
+  auto path = [&](llvm::StringRef name) {
+    llvm::SmallString<256> file(dir);
+    llvm::sys::path::append(file, name);
+    return std::string(file);
+  };
+  if (llvm::Error error = writeFile(
+          path("task.json"), llvm::formatv("{0:2}\n", toJson(task)).str()))
+    return error;
+  for (const KernelPlan &plan : plans) {
+    std::string stem = plan.proposer + "-" + plan.variant;
+    if (llvm::Error error =
+            writeFile(path(stem + ".plan.json"),
+                      llvm::formatv("{0:2}\n", toJson(plan)).str()))
+      return error;
+    for (const KernelSource &source : plan.sources)
+      if (llvm::Error error =
+              writeFile(path(stem + "." + source.id + ".cu"), source.code))
+        return error;
+  }
+  return llvm::Error::success();
+}
+
+/// Compiles every source of `plan`; returns false (and reports) on failure.
+static bool compilePlan(const KernelPlan &plan, llvm::raw_ostream &os) {
+  bool ok = true;
+  for (const KernelSource &source : plan.sources) {
+    NvrtcOptions options;
+    options.extra = plan.compileOptions;
+    options.warningsAsErrors = true;
+    auto compiled = compileCuda(source.code, plan.proposer + "-" +
+                                                 plan.variant + ".cu",
+                                archOption, options);
+    if (!compiled) {
+      llvm::WithColor::error(llvm::errs(), "kopt")
+          << plan.proposer << " " << plan.variant << ": "
+          << llvm::toString(compiled.takeError()) << "\n";
+      ok = false;
+    }
+  }
+  if (ok)
+    os << "    compiled " << plan.proposer << " " << plan.variant << " for "
+       << archOption << ": ok\n";
+  return ok;
+}
+
+int mlir::kopt::runPlanCommand() {
+  if (proposerOption != "baseline" && proposerOption != "builtin" &&
+      proposerOption != "all") {
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << "--proposer must be baseline, builtin or all, not '"
+        << proposerOption << "'\n";
+    return 2;
+  }
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  std::unique_ptr<PlanExecutor> executor;
+  if (runOption) {
+    auto created = PlanExecutor::create(repetitions);
+    if (!created) {
+      llvm::WithColor::error(llvm::errs(), "kopt")
+          << llvm::toString(created.takeError()) << "\n";
+      return 1;
+    }
+    executor = std::move(*created);
+  }
+
+  bool allOk = true;
+  llvm::raw_ostream &os = llvm::outs();
+  for (const std::string &path : inputFiles) {
+    MLIRContext context(registry);
+    context.printOpOnDiagnostic(false);
+    llvm::SourceMgr sourceMgr;
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context, llvm::errs());
+    auto module = loadModelGraph(path, context, sourceMgr);
+    if (!module) {
+      llvm::WithColor::error(llvm::errs(), "kopt")
+          << llvm::toString(module.takeError()) << "\n";
+      allOk = false;
+      continue;
+    }
+    if (failed(prepareModelGraph(**module))) {
+      allOk = false;
+      continue;
+    }
+    os << path << "\n";
+    for (auto func : (*module)->getOps<func::FuncOp>()) {
+      if (!func->hasAttr(kFusionGroupAttrName))
+        continue;
+      auto task = buildKernelTask(func);
+      if (!task) {
+        func.emitRemark("kopt: no kernel task: ")
+            << llvm::toString(task.takeError());
+        continue;
+      }
+      os << "  @" << task->name << "  (" << task->kind << ", key "
+         << llvm::StringRef(task->key).take_front(12) << ")\n";
+      std::vector<KernelPlan> plans;
+      if (proposerOption != "builtin") {
+        auto baseline = proposeBaseline(func, *task);
+        if (!baseline) {
+          llvm::WithColor::error(llvm::errs(), "kopt")
+              << task->name << ": " << llvm::toString(baseline.takeError())
+              << "\n";
+          allOk = false;
+          continue;
+        }
+        if (llvm::Error error = verifyPlan(*baseline, *task)) {
+          llvm::WithColor::error(llvm::errs(), "kopt")
+              << task->name << ": baseline plan is invalid: "
+              << llvm::toString(std::move(error)) << "\n";
+          allOk = false;
+          continue;
+        }
+        plans.push_back(std::move(*baseline));
+      }
+      if (proposerOption != "baseline") {
+        Proposal builtin = proposeBuiltin(func, *task);
+        for (const std::string &remark : builtin.remarks)
+          func.emitRemark("kopt: ") << remark;
+        for (KernelPlan &plan : builtin.plans)
+          plans.push_back(std::move(plan));
+      }
+      for (const KernelPlan &plan : plans) {
+        unsigned lines = 0;
+        for (const KernelSource &source : plan.sources)
+          lines += llvm::count(source.code, '\n');
+        os << llvm::formatv("    {0,-9} {1,-20} {2,-22} {3,5} lines\n",
+                            plan.proposer, plan.variant, summarizeSteps(plan),
+                            lines);
+      }
+      if (!emitDir.empty())
+        if (llvm::Error error = emitGroup(*task, plans)) {
+          llvm::WithColor::error(llvm::errs(), "kopt")
+              << llvm::toString(std::move(error)) << "\n";
+          allOk = false;
+        }
+      if (compileOption)
+        for (const KernelPlan &plan : plans)
+          allOk &= compilePlan(plan, os);
+      if (executor)
+        allOk &= executor->runGroup(func, *task, plans, os);
+    }
+  }
+  return allOk ? 0 : 1;
+}
