@@ -15,8 +15,7 @@
 //   output element, warp shuffles), as a tuned library reduction would;
 // - every other op: a pointwise kernel, vectorised to 16-byte accesses
 //   where the innermost dimension allows;
-// - linalg.softmax: decomposed, each part its own kernel, as eager
-//   frameworks without a fused softmax would run it.
+// - linalg.softmax: one row kernel, as eager frameworks run it.
 //
 // Constants, fills and reshapes are folded into their users, as any
 // compiler would.
@@ -68,12 +67,54 @@ static llvm::Error emitGenericOp(PlanBuilder &builder, linalg::GenericOp op) {
   PointwiseOptions options;
   options.blockSize = 256;
   options.vectorWidth = 16;
-  auto kernel = generatePointwiseKernel(context, builder.entryName("op"),
-                                        description, outputs,
-                                        builder.leafFn(), options);
+  auto kernel =
+      generatePointwiseKernel(context, builder.entryName("op"), description,
+                              outputs, builder.leafFn(), options);
   if (!kernel)
     return kernel.takeError();
   builder.addKernel(*kernel, description);
+  return llvm::Error::success();
+}
+
+/// Emits the parts of the softmax `part` belongs to as one row kernel.
+static llvm::Error emitSoftmax(PlanBuilder &builder, Operation *part,
+                               llvm::ArrayRef<Operation *> ops,
+                               llvm::DenseSet<Operation *> &done) {
+  Attribute id = part->getAttr(kSoftmaxPartAttrName);
+  SmallVector<Operation *> parts;
+  for (Operation *op : ops)
+    if (op->getAttr(kSoftmaxPartAttrName) == id)
+      parts.push_back(op);
+  done.insert(parts.begin(), parts.end());
+  auto isPart = [&](Operation *user) {
+    return llvm::is_contained(parts, user);
+  };
+  // The result: the part used outside the softmax.
+  Value result;
+  linalg::GenericOp reduction;
+  for (Operation *op : parts) {
+    for (Value value : op->getResults())
+      if (llvm::any_of(value.getUsers(),
+                       [&](Operation *user) { return !isPart(user); }))
+        result = value;
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!reduction && generic && generic.getNumReductionLoops() > 0)
+      reduction = generic;
+  }
+  if (!result || !reduction)
+    return llvm::createStringError("baseline: unexpected softmax form");
+  int64_t rows = 1, length = 1;
+  for (auto [range, iterator] : llvm::zip(reduction.getStaticLoopRanges(),
+                                          reduction.getIteratorTypesArray()))
+    (iterator == utils::IteratorType::reduction ? length : rows) *= range;
+  unsigned threads = length <= 64 ? 32 : length <= 1024 ? 128 : 256;
+  std::vector<KernelOutput> outputs = {builder.outputFor(result)};
+  auto kernel = generateRowKernel(
+      part->getContext(), builder.entryName("softmax"), "linalg.softmax",
+      outputs, builder.leafFn(), rows, length, threads);
+  if (!kernel)
+    return kernel.takeError();
+  builder.addKernel(*kernel, "linalg.softmax");
   return llvm::Error::success();
 }
 
@@ -88,9 +129,15 @@ llvm::Expected<KernelPlan> mlir::kopt::proposeBaseline(func::FuncOp func,
   SmallVector<Operation *> ops;
   for (Operation &op : group.getBody().front().without_terminator())
     ops.push_back(&op);
+  llvm::DenseSet<Operation *> done;
   for (Operation *op : ops) {
-    if (isInlinedOp(op))
+    if (isInlinedOp(op) || done.contains(op))
       continue;
+    if (op->hasAttr(kSoftmaxPartAttrName)) {
+      if (llvm::Error error = emitSoftmax(builder, op, ops, done))
+        return std::move(error);
+      continue;
+    }
     if (auto step = buildLibraryCall(op, builder)) {
       builder.addStep(step->step, step->writes);
       continue;
@@ -111,9 +158,9 @@ llvm::Expected<KernelPlan> mlir::kopt::proposeBaseline(func::FuncOp func,
       generic = *generalized;
     }
     if (llvm::Error error = emitGenericOp(builder, generic))
-      return llvm::createStringError(
-          "baseline: %s: %s", describeOpForCode(generic).c_str(),
-          llvm::toString(std::move(error)).c_str());
+      return llvm::createStringError("baseline: %s: %s",
+                                     describeOpForCode(generic).c_str(),
+                                     llvm::toString(std::move(error)).c_str());
   }
   if (llvm::Error error = builder.finishOutputs(group.getContext()))
     return std::move(error);

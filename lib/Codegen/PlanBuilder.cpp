@@ -55,8 +55,7 @@ static LogicalResult splitAccumulator(IRRewriter &rewriter,
                                         type.getElementType());
   Value zero = arith::ConstantOp::create(
       rewriter, loc, rewriter.getFloatAttr(type.getElementType(), 0.0));
-  Value zeros =
-      linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
+  Value zeros = linalg::FillOp::create(rewriter, loc, zero, empty).getResult(0);
   rewriter.modifyOpInPlace(op, [&] { initOperand->set(zeros); });
 
   rewriter.setInsertionPointAfter(op);
@@ -85,11 +84,19 @@ llvm::Expected<PreparedGroup> mlir::kopt::prepareGroup(func::FuncOp func) {
   IRRewriter rewriter(func.getContext());
   SmallVector<linalg::SoftmaxOp> softmaxes;
   prepared.func.walk([&](linalg::SoftmaxOp op) { softmaxes.push_back(op); });
-  for (linalg::SoftmaxOp op : softmaxes) {
+  for (auto [id, op] : llvm::enumerate(softmaxes)) {
+    Operation *previous = op->getPrevNode();
     rewriter.setInsertionPoint(op);
     FailureOr<SmallVector<Value>> results = op.decomposeOperation(rewriter);
     if (failed(results))
       return llvm::createStringError("cannot decompose linalg.softmax");
+    // Tag the parts, so that the baseline can still run one softmax as one
+    // kernel, as eager frameworks do.
+    Operation *part = previous ? previous->getNextNode()
+                               : &prepared.func.getBody().front().front();
+    for (; part != op.getOperation(); part = part->getNextNode())
+      if (!isInlinedOp(part))
+        part->setAttr(kSoftmaxPartAttrName, rewriter.getI64IntegerAttr(id));
     rewriter.replaceOp(op, *results);
   }
 
@@ -105,8 +112,9 @@ llvm::Expected<PreparedGroup> mlir::kopt::prepareGroup(func::FuncOp func) {
   });
   for (linalg::LinalgOp op : accumulating)
     if (failed(splitAccumulator(rewriter, op)))
-      return llvm::createStringError("cannot split the accumulator of '%s'",
-                                     op->getName().getStringRef().str().c_str());
+      return llvm::createStringError(
+          "cannot split the accumulator of '%s'",
+          op->getName().getStringRef().str().c_str());
 
   SmallVector<linalg::LinalgOp> named;
   prepared.func.walk([&](linalg::LinalgOp op) {
@@ -117,8 +125,7 @@ llvm::Expected<PreparedGroup> mlir::kopt::prepareGroup(func::FuncOp func) {
     rewriter.setInsertionPoint(op);
     if (failed(linalg::generalizeNamedOp(rewriter, op)))
       return llvm::createStringError(
-          "cannot generalise '%s'",
-          op->getName().getStringRef().str().c_str());
+          "cannot generalise '%s'", op->getName().getStringRef().str().c_str());
   }
   return prepared;
 }
@@ -237,9 +244,9 @@ llvm::Error PlanBuilder::finishOutputs(MLIRContext *context) {
     PointwiseOptions options;
     options.vectorWidth = getMaxVectorWidth(
         output.elementType, output.shape.empty() ? 1 : output.shape.back());
-    auto kernel = generatePointwiseKernel(context, entryName("copy_out"),
-                                          "writes " + name, {output},
-                                          leafFn(), options);
+    auto kernel =
+        generatePointwiseKernel(context, entryName("copy_out"),
+                                "writes " + name, {output}, leafFn(), options);
     if (!kernel)
       return kernel.takeError();
     addKernel(*kernel, "writes task output " + name);

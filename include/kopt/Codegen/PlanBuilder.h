@@ -32,6 +32,9 @@ struct PreparedGroup {
   func::FuncOp func;
 };
 
+/// On the ops a decomposed `linalg.softmax` became: which softmax (i64).
+inline constexpr llvm::StringLiteral kSoftmaxPartAttrName = "kopt.softmax_part";
+
 /// Clones and prepares `func`.
 llvm::Expected<PreparedGroup> prepareGroup(func::FuncOp func);
 
