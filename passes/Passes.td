@@ -29,6 +29,8 @@ def FormFusionGroupsPass
        same rows (softmax, layernorm, rmsnorm, logsumexp forms);
     3. the remaining elementwise ops (with broadcasts and transposes) form
        connected chains;
+    Reshapes (`tensor.expand_shape`, `tensor.collapse_shape`) join a group
+    only to connect its members; they never start one.
     4. a heavy op left alone (a reduction, softmax, pooling, contraction)
        is a group of one; a lone cheap op is left ungrouped.
 

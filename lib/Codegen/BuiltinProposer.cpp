@@ -156,8 +156,8 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
 static void proposeRows(Proposal &proposal, func::FuncOp group,
                         const KernelTask &task, linalg::GenericOp anchor) {
   int64_t rows = 1, length = 1;
-  for (auto [range, iterator] : llvm::zip(anchor.getStaticLoopRanges(),
-                                          anchor.getIteratorTypesArray()))
+  for (auto [range, iterator] :
+       llvm::zip(anchor.getStaticLoopRanges(), anchor.getIteratorTypesArray()))
     (iterator == utils::IteratorType::reduction ? length : rows) *= range;
   std::string comment = describeGroup(group);
   for (unsigned threads : {64u, 128u, 256u, 512u, 1024u}) {
@@ -170,9 +170,8 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
     for (Value value : returnedValues(group))
       outputs.push_back(builder.outputFor(value));
     auto kernel = generateRowKernel(group.getContext(),
-                                    builder.entryName("rows"), comment,
-                                    outputs, builder.leafFn(), rows, length,
-                                    threads);
+                                    builder.entryName("rows"), comment, outputs,
+                                    builder.leafFn(), rows, length, threads);
     if (!kernel) {
       addPlan(proposal, builder, task, group, kernel.takeError());
       return;
@@ -221,8 +220,8 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
   auto type = cast<ShapedType>(outputs.front().getType());
   int64_t innermost = type.getRank() ? type.getShape().back() : 1;
   std::string comment = describeGroup(group);
-  for (const PointwiseVariant &variant : pointwiseVariants(
-           *getElementType(type.getElementType()), innermost)) {
+  for (const PointwiseVariant &variant :
+       pointwiseVariants(*getElementType(type.getElementType()), innermost)) {
     PlanBuilder builder(task, group, "builtin", variant.name());
     llvm::Error error =
         emitPointwise(builder, group.getContext(), outputs, variant, comment);

@@ -325,8 +325,8 @@ BodyEmitter::emitOp(Operation *op,
   };
   auto unsignedBinary = [&](llvm::StringRef symbol) {
     std::string u = unsignedOf(resultType);
-    return "(" + u + ")((" + u + ")" + args[0] + " " + symbol.str() + " (" +
-           u + ")" + args[1] + ")";
+    return "(" + u + ")((" + u + ")" + args[0] + " " + symbol.str() + " (" + u +
+           ")" + args[1] + ")";
   };
   auto castTo = [&](Type type) -> llvm::Expected<std::string> {
     auto target = getCudaScalarType(type);
@@ -411,15 +411,16 @@ BodyEmitter::emitOp(Operation *op,
             auto target = getCudaScalarType(resultType);
             if (!target)
               return target.takeError();
-            return "(" + *target + ")(" + unsignedOf(o->getOperand(0).getType()) +
-                   ")(" + args[0] + ")";
+            return "(" + *target + ")(" +
+                   unsignedOf(o->getOperand(0).getType()) + ")(" + args[0] +
+                   ")";
           })
       .Case([&](arith::FPToUIOp) -> llvm::Expected<std::string> {
         auto target = getCudaScalarType(resultType);
         if (!target)
           return target.takeError();
-        return "(" + *target + ")(" + unsignedOf(resultType) + ")(" +
-               args[0] + ")";
+        return "(" + *target + ")(" + unsignedOf(resultType) + ")(" + args[0] +
+               ")";
       })
       .Case([&](math::ExpOp) { return fn("exp"); })
       .Case([&](math::Exp2Op) { return fn("exp2"); })
@@ -452,7 +453,8 @@ BodyEmitter::emitOp(Operation *op,
       .Case([&](math::TruncOp) { return fn("trunc"); })
       .Case([&](math::FmaOp) { return fn("fma"); })
       .Case([&](math::CopySignOp) { return fn("copysign"); })
-      .Case([&](math::IsNaNOp) { return "(" + args[0] + " != " + args[0] + ")"; })
+      .Case(
+          [&](math::IsNaNOp) { return "(" + args[0] + " != " + args[0] + ")"; })
       .Case([&](math::AbsIOp) {
         return "(" + args[0] + " < 0 ? -" + args[0] + " : " + args[0] + ")";
       })

@@ -28,11 +28,10 @@ static int64_t product(llvm::ArrayRef<int64_t> shape) {
 }
 
 /// The kernel's parameter list: leaves as const inputs, then outputs.
-static std::string
-printSignature(llvm::StringRef entry, unsigned blockSize,
-               llvm::ArrayRef<LeafTensor> leaves,
-               llvm::ArrayRef<KernelOutput> outputs,
-               std::vector<std::string> &args) {
+static std::string printSignature(llvm::StringRef entry, unsigned blockSize,
+                                  llvm::ArrayRef<LeafTensor> leaves,
+                                  llvm::ArrayRef<KernelOutput> outputs,
+                                  std::vector<std::string> &args) {
   std::string signature = "extern \"C\" __global__ void __launch_bounds__(" +
                           std::to_string(blockSize) + ") " + entry.str() + "(";
   bool first = true;
@@ -69,8 +68,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
   if (rank == 0)
     width = 1;
   for (const KernelOutput &output : outputs)
-    width = std::min(width, getMaxVectorWidth(output.elementType,
-                                              rank ? shape.back() : 1));
+    width = std::min(
+        width, getMaxVectorWidth(output.elementType, rank ? shape.back() : 1));
 
   // Index names: i0..i{n-1}; inside a lane loop the innermost is `iL`.
   std::vector<std::string> names;
@@ -147,10 +146,10 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
     code.line("(void)iL;");
     appendLines(body.str());
     for (auto [index, pair] : llvm::enumerate(llvm::zip(outputs, values)))
-      code.line("o" + std::to_string(index) + ".v[lane] = " +
-                convertFromCompute(std::get<0>(pair).elementType,
-                                   std::get<1>(pair)) +
-                ";");
+      code.line(
+          "o" + std::to_string(index) + ".v[lane] = " +
+          convertFromCompute(std::get<0>(pair).elementType, std::get<1>(pair)) +
+          ";");
     code.dedent();
     code.line("}");
     for (auto [index, output] : llvm::enumerate(outputs))
@@ -165,8 +164,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
   code.line("}");
   kernel.code = code.str();
   std::string threads = std::to_string(options.blockSize);
-  kernel.grid = {"min(cdiv(" + std::to_string(total / width) + ", " +
-                     threads + "), " + std::to_string(options.maxBlocks) + ")",
+  kernel.grid = {"min(cdiv(" + std::to_string(total / width) + ", " + threads +
+                     "), " + std::to_string(options.maxBlocks) + ")",
                  "1", "1"};
   kernel.block = {threads, "1", "1"};
   return kernel;
@@ -256,8 +255,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
       continue;
     }
     body.line("for (long long c = threadIdx.x; c < " +
-              std::to_string(rowLength) + "LL; c += " +
-              std::to_string(blockSize) + ") {");
+              std::to_string(rowLength) +
+              "LL; c += " + std::to_string(blockSize) + ") {");
     body.indent();
     emitter.pushScope();
     auto value = emitter.valueAt(output.value, indices[i]);

@@ -27,9 +27,9 @@ static bool isZeroTensor(Value value) {
 }
 
 static bool allF32(Operation *op) {
-  return llvm::all_of(op->getOperandTypes(), [](Type type) {
-           return getElementTypeOrSelf(type).isF32();
-         }) &&
+  return llvm::all_of(
+             op->getOperandTypes(),
+             [](Type type) { return getElementTypeOrSelf(type).isF32(); }) &&
          llvm::all_of(op->getResultTypes(), [](Type type) {
            return getElementTypeOrSelf(type).isF32();
          });
@@ -46,8 +46,7 @@ std::optional<LibraryStep> mlir::kopt::buildLibraryCall(Operation *op,
     return std::nullopt;
   auto linalgOp = cast<linalg::LinalgOp>(op);
   if (linalgOp.getNumDpsInputs() != 2 || !allF32(op) ||
-      op->getNumResults() != 1 ||
-      !isZeroTensor(linalgOp.getDpsInits()[0]))
+      op->getNumResults() != 1 || !isZeroTensor(linalgOp.getDpsInits()[0]))
     return std::nullopt;
   Value lhs = linalgOp.getDpsInputs()[0];
   Value rhs = linalgOp.getDpsInputs()[1];

@@ -70,9 +70,8 @@ std::string TensorEmitter::print(AffineExpr expr) const {
                          [&](unsigned position) { return dimNames[position]; });
 }
 
-TensorEmitter::Key TensorEmitter::makeKey(Value value,
-                                          llvm::ArrayRef<AffineExpr> index)
-    const {
+TensorEmitter::Key
+TensorEmitter::makeKey(Value value, llvm::ArrayRef<AffineExpr> index) const {
   Key key;
   key.first = value.getAsOpaquePointer();
   for (AffineExpr expr : index)
@@ -138,8 +137,8 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
       }))
     leaves.push_back(leaf);
 
-  AffineExpr linear = simplifyAffineExpr(
-      linearize(index, leaf.shape, context), dimNames.size(), 0);
+  AffineExpr linear = simplifyAffineExpr(linearize(index, leaf.shape, context),
+                                         dimNames.size(), 0);
   std::string storage = getCudaStorageType(leaf.elementType).str();
   std::string computeType = getCudaComputeType(leaf.elementType).str();
 
@@ -158,21 +157,23 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
     };
     if (!linear.isFunctionOfDim(*laneDim)) {
       std::string name = out->fresh("x");
-      prologue->line("const " + computeType + " " + name + " = " +
-                     convertToCompute(leaf.elementType,
-                                      leaf.param + "[" + printAtBase(linear) +
-                                          "]") +
-                     ";");
+      prologue->line(
+          "const " + computeType + " " + name + " = " +
+          convertToCompute(leaf.elementType,
+                           leaf.param + "[" + printAtBase(linear) + "]") +
+          ";");
       return name;
     }
     AffineExpr laneExpr = getAffineDimExpr(*laneDim, context);
     if (!index.empty() && index.back() == laneExpr && !leaf.shape.empty() &&
         leaf.shape.back() % vectorWidth == 0) {
       std::string name = out->fresh("xv");
-      std::string vecType = "KoptVec<" + storage + ", " +
-                            std::to_string(vectorWidth) + ">";
-      prologue->line("const " + vecType + " " + name + " = *reinterpret_cast<"
-                     "const " + vecType + " *>(" + leaf.param + " + " +
+      std::string vecType =
+          "KoptVec<" + storage + ", " + std::to_string(vectorWidth) + ">";
+      prologue->line("const " + vecType + " " + name +
+                     " = *reinterpret_cast<"
+                     "const " +
+                     vecType + " *>(" + leaf.param + " + " +
                      printAtBase(linear) + ");");
       return convertToCompute(leaf.elementType, name + ".v[lane]");
     }
@@ -210,9 +211,8 @@ TensorEmitter::valueOfOp(Operation *op, unsigned resultNumber,
     return llvm::createStringError("reads an uninitialised tensor.empty");
   if (isa<linalg::GenericOp>(op))
     return emitGeneric(op, resultNumber, index);
-  return llvm::createStringError(
-      "no code generation for '%s' here",
-      op->getName().getStringRef().str().c_str());
+  return llvm::createStringError("no code generation for '%s' here",
+                                 op->getName().getStringRef().str().c_str());
 }
 
 namespace {
@@ -251,7 +251,8 @@ static std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
   else if (isa<arith::MinimumFOp>(combine))
     c = {combine, inf, "kopt_minimumf(%0, %1)"};
   else if (isa<arith::MaxNumFOp>(combine))
-    c = {combine, "(-" + inf + ")", isDouble ? "fmax(%0, %1)" : "fmaxf(%0, %1)"};
+    c = {combine, "(-" + inf + ")",
+         isDouble ? "fmax(%0, %1)" : "fmaxf(%0, %1)"};
   else if (isa<arith::MinNumFOp>(combine))
     c = {combine, inf, isDouble ? "fmin(%0, %1)" : "fminf(%0, %1)"};
   else if (isa<arith::AddIOp>(combine))
@@ -350,8 +351,7 @@ TensorEmitter::emitGeneric(Operation *op, unsigned resultNumber,
       return llvm::createStringError("output map %s is not invertible",
                                      debugString(outMap).c_str());
   }
-  SmallVector<utils::IteratorType> iterators =
-      generic.getIteratorTypesArray();
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
   SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
   for (unsigned loop = 0; loop < numLoops; ++loop) {
     bool reduction = iterators[loop] == utils::IteratorType::reduction;
@@ -450,8 +450,8 @@ TensorEmitter::emitGeneric(Operation *op, unsigned resultNumber,
     unsigned dim = newLoopDim("r");
     loops[loop] = getAffineDimExpr(dim, context);
     out->line("for (long long " + dimNames[dim] + " = 0; " + dimNames[dim] +
-              " < " + std::to_string(ranges[loop]) + "LL; ++" +
-              dimNames[dim] + ") {");
+              " < " + std::to_string(ranges[loop]) + "LL; ++" + dimNames[dim] +
+              ") {");
     out->indent();
     ++opened;
   }
@@ -479,13 +479,12 @@ llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red) {
     return llvm::createStringError("not a cooperative reduction");
   unsigned numLoops = generic.getNumLoops();
   SmallVector<AffineExpr> loops(numLoops);
-  AffineMap outMap = generic.getIndexingMapMatchingResult(
-      cast<OpResult>(red.result));
+  AffineMap outMap =
+      generic.getIndexingMapMatchingResult(cast<OpResult>(red.result));
   for (auto [position, expr] : llvm::enumerate(outMap.getResults()))
     if (auto dim = dyn_cast<AffineDimExpr>(expr))
       loops[dim.getPosition()] = red.index[position];
-  SmallVector<utils::IteratorType> iterators =
-      generic.getIteratorTypesArray();
+  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
   SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
   SmallVector<unsigned> reductionLoops;
   int64_t count = 1;
@@ -511,8 +510,8 @@ llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red) {
   unsigned strided = newLoopDim("tt");
   std::string t = dimNames[strided];
   out->line("for (long long " + t + " = threadIdx.x; " + t + " < " +
-            std::to_string(count) + "LL; " + t + " += " +
-            std::to_string(blockSize) + ") {");
+            std::to_string(count) + "LL; " + t +
+            " += " + std::to_string(blockSize) + ") {");
   out->indent();
   SmallVector<int64_t> sizes;
   for (unsigned loop : reductionLoops)
@@ -558,8 +557,8 @@ llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red) {
   out->line("__syncthreads();");
   out->line("if (threadIdx.x < 32) {");
   out->indent();
-  out->line(acc + " = threadIdx.x < " + std::to_string(warps) + " ? " +
-            shared + "[threadIdx.x] : " + combiner->identity + ";");
+  out->line(acc + " = threadIdx.x < " + std::to_string(warps) + " ? " + shared +
+            "[threadIdx.x] : " + combiner->identity + ";");
   out->line("for (int o = 16; o > 0; o >>= 1) " + acc + " = " +
             applyPattern(combiner->pattern, acc,
                          "__shfl_xor_sync(0xffffffffu, " + acc + ", o)") +

@@ -82,8 +82,8 @@ static std::string summarizeSteps(const KernelPlan &plan) {
     gemms += step.kind == PlanStep::Kind::Gemm;
     convs += step.kind == PlanStep::Kind::Conv;
   }
-  std::string text = std::to_string(launches) + " kernel" +
-                     (launches == 1 ? "" : "s");
+  std::string text =
+      std::to_string(launches) + " kernel" + (launches == 1 ? "" : "s");
   if (gemms)
     text += " + " + std::to_string(gemms) + " gemm";
   if (convs)
@@ -95,8 +95,8 @@ static llvm::Error writeFile(const std::string &path, llvm::StringRef text) {
   std::error_code error;
   llvm::raw_fd_ostream os(path, error);
   if (error)
-    return llvm::createStringError(error, "cannot write '%s': %s",
-                                   path.c_str(), error.message().c_str());
+    return llvm::createStringError(error, "cannot write '%s': %s", path.c_str(),
+                                   error.message().c_str());
   os << text;
   return llvm::Error::success();
 }
@@ -106,8 +106,8 @@ static llvm::Error emitGroup(const KernelTask &task,
   llvm::SmallString<256> dir(emitDir);
   llvm::sys::path::append(dir, task.name);
   if (std::error_code error = llvm::sys::fs::create_directories(dir))
-    return llvm::createStringError(error, "cannot create '%s': %s",
-                                   dir.c_str(), error.message().c_str());
+    return llvm::createStringError(error, "cannot create '%s': %s", dir.c_str(),
+                                   error.message().c_str());
   auto path = [&](llvm::StringRef name) {
     llvm::SmallString<256> file(dir);
     llvm::sys::path::append(file, name);
@@ -137,9 +137,9 @@ static bool compilePlan(const KernelPlan &plan, llvm::raw_ostream &os) {
     NvrtcOptions options;
     options.extra = plan.compileOptions;
     options.warningsAsErrors = true;
-    auto compiled = compileCuda(source.code, plan.proposer + "-" +
-                                                 plan.variant + ".cu",
-                                archOption, options);
+    auto compiled =
+        compileCuda(source.code, plan.proposer + "-" + plan.variant + ".cu",
+                    archOption, options);
     if (!compiled) {
       llvm::WithColor::error(llvm::errs(), "kopt")
           << plan.proposer << " " << plan.variant << ": "

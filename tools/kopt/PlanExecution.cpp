@@ -183,8 +183,8 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
                    : baseline;
   bool allOk = true;
   os << llvm::formatv("    {0,-9} {1,-20} {2,9} {3,10} {4,10} {5,9} {6,8}\n",
-                      "proposer", "variant", "rel.err", "median us",
-                      "min us", "GB/s", "speedup");
+                      "proposer", "variant", "rel.err", "median us", "min us",
+                      "GB/s", "speedup");
   for (auto [index, plan] : llvm::enumerate(plans)) {
     const PlanResult &result = results[index];
     if (!result.ran || !result.error.empty()) {
@@ -194,34 +194,35 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
       continue;
     }
     double median = result.timing.medianUs;
-    os << llvm::formatv(
-        "    {0,-9} {1,-20} {2,9:e1} {3,10:f2} {4,10:f2} {5,9:f0} {6,7:f2}x{7}\n",
-        plan.proposer, plan.variant, result.relativeError, median,
-        result.timing.minUs, median > 0 ? bytes / median / 1e3 : 0.0,
-        median > 0 ? baseline / median : 0.0,
-        result.valid ? "" : "  INVALID (over tolerance)");
+    os << llvm::formatv("    {0,-9} {1,-20} {2,9:e1} {3,10:f2} {4,10:f2} "
+                        "{5,9:f0} {6,7:f2}x{7}\n",
+                        plan.proposer, plan.variant, result.relativeError,
+                        median, result.timing.minUs,
+                        median > 0 ? bytes / median / 1e3 : 0.0,
+                        median > 0 ? baseline / median : 0.0,
+                        result.valid ? "" : "  INVALID (over tolerance)");
     if (!result.valid)
       allOk = false;
-    llvm::json::Object line{
-        {"group", task.name},
-        {"key", task.key},
-        {"proposer", plan.proposer},
-        {"variant", plan.variant},
-        {"valid", result.valid},
-        {"relative_error", result.relativeError},
-        {"median_us", median},
-        {"min_us", result.timing.minUs},
-        {"p10_us", result.timing.p10Us},
-        {"p90_us", result.timing.p90Us},
-        {"repetitions", result.timing.repetitions},
-        {"bytes", bytes},
-        {"baseline_median_us", baseline}};
+    llvm::json::Object line{{"group", task.name},
+                            {"key", task.key},
+                            {"proposer", plan.proposer},
+                            {"variant", plan.variant},
+                            {"valid", result.valid},
+                            {"relative_error", result.relativeError},
+                            {"median_us", median},
+                            {"min_us", result.timing.minUs},
+                            {"p10_us", result.timing.p10Us},
+                            {"p90_us", result.timing.p90Us},
+                            {"repetitions", result.timing.repetitions},
+                            {"bytes", bytes},
+                            {"baseline_median_us", baseline}};
     llvm::errs() << "KOPT-RESULT " << llvm::json::Value(std::move(line))
                  << "\n";
   }
   if (timedAgain)
     os << llvm::formatv("    baseline timed again last: {0:f2} us median "
                         "(first {1:f2} us)\n",
-                        baselineAgain.medianUs, results.front().timing.medianUs);
+                        baselineAgain.medianUs,
+                        results.front().timing.medianUs);
   return allOk;
 }

@@ -82,12 +82,10 @@ public:
   static llvm::Expected<std::string> printConstant(Attribute value, Type type);
 
 private:
-  llvm::Expected<std::string> emitOp(Operation *op,
-                                     const std::function<std::string(unsigned)>
-                                         &indexOf);
-  llvm::Expected<std::string> lookup(Value value,
-                                     const std::function<std::string(unsigned)>
-                                         &indexOf);
+  llvm::Expected<std::string>
+  emitOp(Operation *op, const std::function<std::string(unsigned)> &indexOf);
+  llvm::Expected<std::string>
+  lookup(Value value, const std::function<std::string(unsigned)> &indexOf);
 
   CodeWriter &out;
   llvm::DenseMap<Value, std::string> names;

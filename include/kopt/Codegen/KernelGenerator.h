@@ -59,12 +59,10 @@ struct PointwiseOptions {
 
 /// Generates a pointwise kernel writing `outputs`, which must share one
 /// shape. `comment` names the fused ops.
-llvm::Expected<GeneratedKernel>
-generatePointwiseKernel(MLIRContext *context, llvm::StringRef entry,
-                        llvm::StringRef comment,
-                        llvm::ArrayRef<KernelOutput> outputs,
-                        const TensorEmitter::LeafFn &leafOf,
-                        const PointwiseOptions &options);
+llvm::Expected<GeneratedKernel> generatePointwiseKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const PointwiseOptions &options);
 
 /// Generates a row kernel: `numRows` blocks, each reducing over `rowLength`
 /// elements. Every output has either `numRows` elements (one per row) or

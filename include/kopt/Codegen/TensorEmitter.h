@@ -78,9 +78,8 @@ public:
   /// one KoptVec into `prologue` and read per lane inside the lane loop,
   /// where `laneDim` is named `laneName`; a leaf independent of it is loaded
   /// once into `prologue`.
-  void enableVectorLanes(unsigned laneDim, unsigned width,
-                         CodeWriter &prologue, llvm::StringRef baseName,
-                         llvm::StringRef laneName);
+  void enableVectorLanes(unsigned laneDim, unsigned width, CodeWriter &prologue,
+                         llvm::StringRef baseName, llvm::StringRef laneName);
 
   /// Emits the value of tensor `value` at `index` and returns a scalar
   /// expression of its compute type.
