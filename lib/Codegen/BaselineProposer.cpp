@@ -107,11 +107,17 @@ static llvm::Error emitSoftmax(PlanBuilder &builder, Operation *part,
   for (auto [range, iterator] : llvm::zip(reduction.getStaticLoopRanges(),
                                           reduction.getIteratorTypesArray()))
     (iterator == utils::IteratorType::reduction ? length : rows) *= range;
-  unsigned threads = length <= 64 ? 32 : length <= 1024 ? 128 : 256;
+  // As eager frameworks do: the row read once into registers, with more
+  // threads for longer rows.
+  unsigned threads = length <= 1024    ? 128
+                     : length <= 4096  ? 256
+                     : length <= 16384 ? 512
+                                       : 1024;
   std::vector<KernelOutput> outputs = {builder.outputFor(result)};
-  auto kernel = generateRowKernel(
-      part->getContext(), builder.entryName("softmax"), "linalg.softmax",
-      outputs, builder.leafFn(), rows, length, threads);
+  auto kernel =
+      generateRowKernel(part->getContext(), builder.entryName("softmax"),
+                        "linalg.softmax", outputs, builder.leafFn(), rows,
+                        length, threads, getRowCacheBudget(threads));
   if (!kernel)
     return kernel.takeError();
   builder.addKernel(*kernel, "linalg.softmax");

@@ -160,18 +160,29 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
        llvm::zip(anchor.getStaticLoopRanges(), anchor.getIteratorTypesArray()))
     (iterator == utils::IteratorType::reduction ? length : rows) *= range;
   std::string comment = describeGroup(group);
+  // Block sizes, each reading the row from memory in every pass (L1/L2
+  // serve the later ones) or once into registers when a thread's share
+  // fits the register budget.
+  std::vector<std::pair<unsigned, bool>> variants;
   for (unsigned threads : {64u, 128u, 256u, 512u, 1024u}) {
     // More threads than twice the row leaves most of them idle.
     if (threads > 64 && threads > 2 * length)
       continue;
+    variants.push_back({threads, false});
+    if ((length + threads - 1) / threads <= getRowCacheBudget(threads))
+      variants.push_back({threads, true});
+  }
+  for (auto [threads, cached] : variants) {
     PlanBuilder builder(task, group, "builtin",
-                        "rows_bs" + std::to_string(threads));
+                        "rows_bs" + std::to_string(threads) +
+                            (cached ? "_reg" : ""));
     std::vector<KernelOutput> outputs;
     for (Value value : returnedValues(group))
       outputs.push_back(builder.outputFor(value));
-    auto kernel = generateRowKernel(group.getContext(),
-                                    builder.entryName("rows"), comment, outputs,
-                                    builder.leafFn(), rows, length, threads);
+    auto kernel =
+        generateRowKernel(group.getContext(), builder.entryName("rows"),
+                          comment, outputs, builder.leafFn(), rows, length,
+                          threads, cached ? getRowCacheBudget(threads) : 0);
     if (!kernel) {
       addPlan(proposal, builder, task, group, kernel.takeError());
       return;

@@ -20,6 +20,10 @@ unsigned mlir::kopt::getMaxVectorWidth(ElementType type, int64_t innermost) {
   return width;
 }
 
+unsigned mlir::kopt::getRowCacheBudget(unsigned blockSize) {
+  return std::min(64u, 32768u / std::max(blockSize, 1u));
+}
+
 static int64_t product(llvm::ArrayRef<int64_t> shape) {
   int64_t count = 1;
   for (int64_t size : shape)
@@ -174,7 +178,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
 llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
     MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
-    int64_t numRows, int64_t rowLength, unsigned blockSize) {
+    int64_t numRows, int64_t rowLength, unsigned blockSize,
+    unsigned cacheRegisters) {
   if (outputs.empty())
     return llvm::createStringError("a kernel needs an output");
   AffineExpr row = getAffineDimExpr(0, context);
@@ -213,9 +218,11 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
     perRow.push_back(false);
   }
 
-  CodeWriter body;
+  CodeWriter body, caches;
   TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
   emitter.enableCooperativeReductions(1, blockSize);
+  if (cacheRegisters)
+    emitter.enableRowCache(rowLength, cacheRegisters, caches);
 
   // Reductions first, by the whole block, outside divergent code.
   std::vector<CooperativeReduction> reductions;
@@ -254,20 +261,14 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
       body.line("}");
       continue;
     }
-    body.line("for (long long c = threadIdx.x; c < " +
-              std::to_string(rowLength) +
-              "LL; c += " + std::to_string(blockSize) + ") {");
-    body.indent();
-    emitter.pushScope();
+    emitter.openRowLoop(rowLength);
     auto value = emitter.valueAt(output.value, indices[i]);
     if (!value)
       return value.takeError();
     body.line(output.param + "[row * " + std::to_string(rowLength) +
               "LL + c] = " + convertFromCompute(output.elementType, *value) +
               ";");
-    emitter.popScope();
-    body.dedent();
-    body.line("}");
+    emitter.closeRowLoop();
   }
 
   GeneratedKernel kernel;
@@ -279,10 +280,12 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
             " {");
   code.indent();
   code.line("const long long row = blockIdx.x;");
-  llvm::SmallVector<llvm::StringRef> lines;
-  llvm::StringRef(body.str()).split(lines, '\n', -1, false);
-  for (llvm::StringRef line : lines)
-    code.line(line);
+  for (const std::string *text : {&caches.str(), &body.str()}) {
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(*text).split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines)
+      code.line(line);
+  }
   code.dedent();
   code.line("}");
   kernel.code = code.str();

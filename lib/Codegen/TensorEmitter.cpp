@@ -43,6 +43,48 @@ void TensorEmitter::enableVectorLanes(unsigned dim, unsigned width,
   laneName = lane.str();
 }
 
+void TensorEmitter::enableRowCache(int64_t length, unsigned budget,
+                                   CodeWriter &prologueWriter) {
+  cacheLength = length;
+  cacheBudget = budget;
+  cachePrologue = &prologueWriter;
+}
+
+void TensorEmitter::openRowLoop(int64_t count) {
+  const std::string &name = dimNames[*threadDim];
+  std::string threads = std::to_string(blockSize);
+  bool cached = cacheLength && *cacheLength == count;
+  if (cached) {
+    int64_t perThread = (count + blockSize - 1) / blockSize;
+    out->line("#pragma unroll");
+    out->line("for (int j = 0; j < " + std::to_string(perThread) + "; ++j) {");
+    out->indent();
+    out->line("const long long " + name + " = threadIdx.x + j * " + threads +
+              "LL;");
+    out->line("if (" + name + " < " + std::to_string(count) + "LL) {");
+  } else {
+    out->line("for (long long " + name + " = threadIdx.x; " + name + " < " +
+              std::to_string(count) + "LL; " + name + " += " + threads + ") {");
+  }
+  out->indent();
+  rowLoops.push_back(cached);
+  scopes.emplace_back();
+  ++loopDepth;
+}
+
+void TensorEmitter::closeRowLoop() {
+  --loopDepth;
+  scopes.pop_back();
+  bool cached = rowLoops.back();
+  rowLoops.pop_back();
+  out->dedent();
+  out->line("}");
+  if (cached) {
+    out->dedent();
+    out->line("}");
+  }
+}
+
 SmallVector<AffineExpr>
 TensorEmitter::delinearize(AffineExpr linear, llvm::ArrayRef<int64_t> shape) {
   SmallVector<AffineExpr> index(shape.size());
@@ -145,6 +187,38 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
   bool usesLoopVars = false;
   for (unsigned dim = numKernelDims; dim < dimNames.size(); ++dim)
     usesLoopVars |= linear.isFunctionOfDim(dim);
+
+  // Row caches: a leaf read along the row by a cached row loop.
+  if (cacheLength && !rowLoops.empty() && rowLoops.back() && !usesLoopVars &&
+      linear.isFunctionOfDim(*threadDim) && linear.isFunctionOfDim(0)) {
+    auto key = std::make_pair(leaf.param, linear.getAsOpaquePointer());
+    auto it = caches.find(key);
+    if (it != caches.end())
+      return it->second + "[j]";
+    unsigned perThread = (*cacheLength + blockSize - 1) / blockSize;
+    if (cacheUsed + perThread <= cacheBudget) {
+      cacheUsed += perThread;
+      std::string name = out->fresh("cache");
+      const std::string &c = dimNames[*threadDim];
+      cachePrologue->line(computeType + " " + name + "[" +
+                          std::to_string(perThread) + "];");
+      cachePrologue->line("#pragma unroll");
+      cachePrologue->line("for (int j = 0; j < " + std::to_string(perThread) +
+                          "; ++j) {");
+      cachePrologue->indent();
+      cachePrologue->line("const long long " + c + " = threadIdx.x + j * " +
+                          std::to_string(blockSize) + "LL;");
+      cachePrologue->line(
+          name + "[j] = " + c + " < " + std::to_string(*cacheLength) + "LL ? " +
+          convertToCompute(leaf.elementType,
+                           leaf.param + "[" + print(linear) + "]") +
+          " : (" + computeType + ")0;");
+      cachePrologue->dedent();
+      cachePrologue->line("}");
+      caches[key] = name;
+      return name + "[j]";
+    }
+  }
 
   if (laneDim && !usesLoopVars && loopDepth == 0) {
     // Vector lanes: hoist what does not vary per lane, and read contiguous
@@ -505,24 +579,17 @@ llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red) {
   std::string acc = out->fresh("part");
   out->line(*type + " " + acc + " = " + combiner->identity + ";");
 
-  // One strided loop over the linearised reduction space; its variable
-  // varies per thread.
-  unsigned strided = newLoopDim("tt");
-  std::string t = dimNames[strided];
-  out->line("for (long long " + t + " = threadIdx.x; " + t + " < " +
-            std::to_string(count) + "LL; " + t +
-            " += " + std::to_string(blockSize) + ") {");
-  out->indent();
+  // One block-strided loop over the linearised reduction space, in the
+  // kernel's thread dimension (so that its reads match the row's outputs'
+  // and share their register caches).
+  openRowLoop(count);
   SmallVector<int64_t> sizes;
   for (unsigned loop : reductionLoops)
     sizes.push_back(ranges[loop]);
   SmallVector<AffineExpr> coords =
-      delinearize(getAffineDimExpr(strided, context), sizes);
+      delinearize(getAffineDimExpr(*threadDim, context), sizes);
   for (auto [loop, coord] : llvm::zip(reductionLoops, coords))
     loops[loop] = coord;
-  std::optional<unsigned> savedThreadDim = threadDim;
-  scopes.emplace_back();
-  ++loopDepth;
   SmallVector<std::string> args;
   for (OpOperand *input : generic.getDpsInputOperands()) {
     auto value = inputAt(generic, input, loops);
@@ -537,11 +604,7 @@ llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red) {
   if (!yielded)
     return yielded.takeError();
   out->line(acc + " = " + (*yielded)[0] + ";");
-  --loopDepth;
-  scopes.pop_back();
-  threadDim = savedThreadDim;
-  out->dedent();
-  out->line("}");
+  closeRowLoop();
 
   // Block reduction: warp shuffles, then one warp over the warps' partials.
   std::string shared = out->fresh("kopt_red");
@@ -590,6 +653,11 @@ TensorEmitter::collectCooperativeReductions(Value value,
   auto savedScopes = scopes;
   auto savedNames = dimNames;
   auto savedLeaves = leaves;
+  auto savedCaches = caches;
+  unsigned savedCacheUsed = cacheUsed;
+  CodeWriter *savedCachePrologue = cachePrologue;
+  if (cachePrologue)
+    cachePrologue = &scratch;
   out = &scratch;
   if (prologue)
     prologue = &scratch;
@@ -603,6 +671,9 @@ TensorEmitter::collectCooperativeReductions(Value value,
   scopes = std::move(savedScopes);
   dimNames = std::move(savedNames);
   leaves = std::move(savedLeaves);
+  caches = std::move(savedCaches);
+  cacheUsed = savedCacheUsed;
+  cachePrologue = savedCachePrologue;
   if (!ignored)
     return ignored.takeError();
   return result;

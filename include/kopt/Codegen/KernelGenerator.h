@@ -66,12 +66,20 @@ llvm::Expected<GeneratedKernel> generatePointwiseKernel(
 
 /// Generates a row kernel: `numRows` blocks, each reducing over `rowLength`
 /// elements. Every output has either `numRows` elements (one per row) or
-/// `numRows * rowLength` with its row dimensions outermost.
+/// `numRows * rowLength` with its row dimensions outermost. With
+/// `cacheRegisters` > 0, the row's inputs are read from memory once and kept
+/// in up to that many registers per thread.
 llvm::Expected<GeneratedKernel>
 generateRowKernel(MLIRContext *context, llvm::StringRef entry,
                   llvm::StringRef comment, llvm::ArrayRef<KernelOutput> outputs,
                   const TensorEmitter::LeafFn &leafOf, int64_t numRows,
-                  int64_t rowLength, unsigned blockSize);
+                  int64_t rowLength, unsigned blockSize,
+                  unsigned cacheRegisters = 0);
+
+/// Registers per thread a row kernel of `blockSize` threads may spend on
+/// row caches: at most 64, and few enough that two blocks fit an SM's 64K
+/// registers with room for the rest of the kernel.
+unsigned getRowCacheBudget(unsigned blockSize);
 
 /// The widest vector (16 bytes at most) that divides `innermost` elements
 /// of `type`.

@@ -95,6 +95,19 @@ public:
   /// Emits a cooperative reduction (all threads must reach this point).
   llvm::Error emitCooperative(const CooperativeReduction &reduction);
 
+  /// Keeps, in registers, the row-dependent leaves a row kernel reads along
+  /// its thread dimension: each thread loads its `cdiv(length, blockSize)`
+  /// elements once, in `prologue`, and the row loops (made fully unrolled)
+  /// read them from there. At most `budget` registers per thread go to
+  /// caches; leaves beyond that are read from memory.
+  void enableRowCache(int64_t length, unsigned budget, CodeWriter &prologue);
+
+  /// Opens a block-strided loop over [0, `count`) in the thread dimension,
+  /// which names its variable; unrolled over the register caches when they
+  /// cover it. Closed by `closeRowLoop`.
+  void openRowLoop(int64_t count);
+  void closeRowLoop();
+
   /// Opens and closes a scope of memoised values: code emitted inside a C
   /// block must not be referred to after it closes.
   void pushScope() { scopes.emplace_back(); }
@@ -143,6 +156,14 @@ private:
   unsigned blockSize = 256;
   bool dryRun = false;
   std::vector<CooperativeReduction> *collected = nullptr;
+
+  std::optional<int64_t> cacheLength;
+  unsigned cacheBudget = 0;
+  unsigned cacheUsed = 0;
+  CodeWriter *cachePrologue = nullptr;
+  std::map<std::pair<std::string, const void *>, std::string> caches;
+  /// For each open row loop: whether it reads the caches.
+  std::vector<bool> rowLoops;
 
   std::optional<unsigned> laneDim;
   unsigned vectorWidth = 1;
