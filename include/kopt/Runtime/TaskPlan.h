@@ -1,0 +1,179 @@
+//===- TaskPlan.h - KernelTask and KernelPlan for the runtime ---*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Plain C++ mirrors of the KernelTask (`kopt.task/1`) and KernelPlan
+// (`kopt.plan/1`) JSON documents (docs/KernelPlan.md), for the parts of kopt
+// that must not depend on LLVM or MLIR: the evaluator worker and the runtime.
+// The compiler has its own types in `mlir::kopt`; the JSON is the contract
+// between the two, and both refuse a schema version they do not know.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_RUNTIME_TASKPLAN_H
+#define KOPT_RUNTIME_TASKPLAN_H
+
+#include "kopt/Runtime/Json.h"
+#include "kopt/Runtime/Status.h"
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kopt::runtime {
+
+/// Element types of task tensors.
+enum class ElementType { F16, BF16, F32, F64, I1, I8, I16, I32, I64 };
+
+/// The MLIR spelling of `type` (`f32`, `i1`, ...).
+const char *stringifyElementType(ElementType type);
+/// Parses an MLIR spelling; std::nullopt for anything else.
+std::optional<ElementType> parseElementType(std::string_view text);
+/// Bytes per element (`i1` is stored as one byte).
+int64_t getElementBytes(ElementType type);
+
+/// A dense, row-major tensor with a static shape.
+struct TensorSpec {
+  std::string name;
+  ElementType elementType = ElementType::F32;
+  std::vector<int64_t> shape;
+
+  /// The product of the dimensions, or std::nullopt when it overflows int64.
+  std::optional<int64_t> getNumElements() const;
+  /// Size in bytes, or std::nullopt when it overflows int64.
+  std::optional<int64_t> getBytes() const;
+  bool operator==(const TensorSpec &other) const;
+};
+
+/// How close a candidate's outputs must be to the reference.
+struct Tolerance {
+  /// Bound on ||out - ref|| / ||ref|| over each output.
+  double relative = 1e-5;
+  /// Elementwise absolute floor, for outputs near cancellation.
+  double absolute = 1e-6;
+};
+
+/// What a fused group computes (`kopt.task/1`).
+struct KernelTask {
+  /// The schema version this code reads and writes.
+  static constexpr int64_t kSchemaVersion = 1;
+
+  /// The group's SHA-256 key.
+  std::string key;
+  /// The outlined function's name.
+  std::string name;
+  /// `contraction`, `convolution`, `reduction`, `softmax`, `pooling` or
+  /// `elementwise`.
+  std::string kind;
+  /// Arguments and results of the outlined function, in order.
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  /// The outlined function, printed as MLIR (the semantics).
+  std::string mlir;
+  Tolerance tolerance;
+  /// The precision policy: `fp32`, `tf32` or `bf16`.
+  std::string precision = "fp32";
+
+  /// Returns the tensor named `name` among inputs and outputs, or nullptr.
+  const TensorSpec *findTensor(std::string_view name) const;
+};
+
+/// CUDA C++ source of one or more kernels (device code only).
+struct KernelSource {
+  std::string id;
+  std::string code;
+};
+
+/// A kernel launch; grid and block sizes are integer expressions over the
+/// plan's tensors, such as `cdiv(numel(out0), 256)`.
+struct LaunchStep {
+  std::string source;
+  std::string entry;
+  std::array<std::string, 3> grid = {"1", "1", "1"};
+  std::array<std::string, 3> block = {"1", "1", "1"};
+  int64_t sharedBytes = 0;
+  /// Tensor names (passed as device pointers) or scalar literals such as
+  /// `i32:4` and `f32:0.5`.
+  std::vector<std::string> args;
+};
+
+/// `c[b] = act(op(a[b]) . op(b[b]) + bias)`, row-major, through cuBLASLt.
+struct GemmStep {
+  std::string a, b, c;
+  /// A vector over the N columns, or empty.
+  std::string bias;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool transposeA = false, transposeB = false;
+  /// `none`, `relu` or `gelu`.
+  std::string activation = "none";
+};
+
+/// A 2-D cross-correlation through cuDNN.
+struct ConvStep {
+  std::string input, filter, output;
+  /// `nchw_fchw` or `nhwc_hwcf`.
+  std::string layout = "nchw_fchw";
+  std::array<int64_t, 2> strides = {1, 1};
+  std::array<int64_t, 2> dilations = {1, 1};
+};
+
+/// One step of a plan; `kind` says which of the members applies.
+struct PlanStep {
+  enum class Kind { Launch, Gemm, Conv };
+  Kind kind = Kind::Launch;
+  /// What the step computes, for people reading the plan.
+  std::string comment;
+  LaunchStep launch;
+  GemmStep gemm;
+  ConvStep conv;
+};
+
+/// How to compute a task (`kopt.plan/1`).
+struct KernelPlan {
+  /// The schema version this code reads and writes.
+  static constexpr int64_t kSchemaVersion = 1;
+
+  std::string taskKey;
+  /// `baseline`, `builtin` or `llm`.
+  std::string proposer;
+  /// Which of the proposer's variants.
+  std::string variant;
+  /// Device buffers the plan allocates besides the task's tensors.
+  std::vector<TensorSpec> temporaries;
+  std::vector<KernelSource> sources;
+  std::vector<PlanStep> steps;
+  /// NVRTC options beyond the architecture.
+  std::vector<std::string> compileOptions;
+
+  /// Number of kernel launches the plan declares.
+  unsigned countLaunches() const;
+  /// Returns the source with `id`, or nullptr.
+  const KernelSource *findSource(std::string_view id) const;
+};
+
+/// Reads a tensor `{"name", "element_type", "shape"}`.
+Result<TensorSpec> tensorSpecFromJson(const json::Value &value);
+/// Reads a `kopt.task/1` document; refuses any other schema.
+Result<KernelTask> kernelTaskFromJson(const json::Value &value);
+/// Reads a `kopt.plan/1` document; refuses any other schema. Checks the
+/// document's shape only: whether the plan fits its task is checked when it
+/// runs.
+Result<KernelPlan> kernelPlanFromJson(const json::Value &value);
+
+/// Writes `tensor` as JSON.
+json::Value toJson(const TensorSpec &tensor);
+/// Writes `task` as a `kopt.task/1` document.
+json::Value toJson(const KernelTask &task);
+/// Writes `plan` as a `kopt.plan/1` document.
+json::Value toJson(const KernelPlan &plan);
+
+} // namespace kopt::runtime
+
+#endif // KOPT_RUNTIME_TASKPLAN_H
