@@ -30,6 +30,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 
+#include <algorithm>
 #include <map>
 
 using namespace mlir;
@@ -153,6 +154,10 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
   }
 }
 
+static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
+                             const KernelTask &task, int64_t rows,
+                             int64_t length);
+
 static void proposeRows(Proposal &proposal, func::FuncOp group,
                         const KernelTask &task, linalg::GenericOp anchor) {
   int64_t rows = 1, length = 1;
@@ -188,6 +193,48 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
       return;
     }
     builder.addKernel(*kernel, comment);
+    addPlan(proposal, builder, task, group, llvm::Error::success());
+  }
+  proposeSplitRows(proposal, group, task, rows, length);
+}
+
+/// Few long rows: each row split over several blocks, so that the GPU
+/// fills (a layernorm of 16 rows of 4M elements gets about 1024 blocks, not
+/// 16). One kernel per row-wide reduction plus one for the outputs.
+static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
+                             const KernelTask &task, int64_t rows,
+                             int64_t length) {
+  constexpr int64_t kTargetBlocks = 1024;
+  if (rows >= kTargetBlocks || length < 8192)
+    return;
+  int64_t chunks =
+      std::clamp<int64_t>((kTargetBlocks + rows - 1) / rows, 2, 64);
+  std::string comment = describeGroup(group);
+  for (unsigned threads : {256u, 512u}) {
+    PlanBuilder builder(task, group, "builtin",
+                        "split" + std::to_string(chunks) + "_bs" +
+                            std::to_string(threads));
+    std::vector<KernelOutput> outputs;
+    for (Value value : returnedValues(group))
+      outputs.push_back(builder.outputFor(value));
+    std::vector<PartialBuffer> partials;
+    auto kernels = generateSplitRowKernels(
+        group.getContext(), builder.entryName("split"), comment, outputs,
+        builder.leafFn(), rows, length, threads, chunks,
+        [](unsigned k) { return "rowpart" + std::to_string(k); }, partials);
+    if (!kernels) {
+      addPlan(proposal, builder, task, group, kernels.takeError());
+      return;
+    }
+    for (const PartialBuffer &partial : partials) {
+      TensorSpec spec;
+      spec.name = partial.param;
+      spec.elementType = partial.elementType;
+      spec.shape = partial.shape;
+      builder.declareTemporary(spec);
+    }
+    for (const GeneratedKernel &kernel : *kernels)
+      builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
 }

@@ -8,6 +8,7 @@
 
 #include "kopt/Codegen/KernelGenerator.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineExpr.h"
 
 using namespace mlir;
@@ -292,4 +293,181 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
   kernel.grid = {std::to_string(numRows), "1", "1"};
   kernel.block = {std::to_string(blockSize), "1", "1"};
   return kernel;
+}
+
+/// The row and column indices of each output (see generateRowKernel), or an
+/// error when an output does not fit the row structure.
+static llvm::Expected<std::vector<std::pair<SmallVector<AffineExpr>, bool>>>
+getRowIndices(MLIRContext *context, llvm::ArrayRef<KernelOutput> outputs,
+              int64_t numRows, int64_t rowLength) {
+  AffineExpr row = getAffineDimExpr(0, context);
+  AffineExpr col = getAffineDimExpr(1, context);
+  std::vector<std::pair<SmallVector<AffineExpr>, bool>> result;
+  for (const KernelOutput &output : outputs) {
+    int64_t count = product(output.shape);
+    if (count == numRows) {
+      result.push_back({TensorEmitter::delinearize(row, output.shape), true});
+      continue;
+    }
+    size_t split = 0;
+    int64_t outer = 1;
+    while (split < output.shape.size() && outer < numRows)
+      outer *= output.shape[split++];
+    if (count != numRows * rowLength || outer != numRows)
+      return llvm::createStringError(
+          "an output does not have the rows as its outermost dimensions");
+    std::vector<int64_t> rowShape(output.shape.begin(),
+                                  output.shape.begin() + split);
+    std::vector<int64_t> colShape(output.shape.begin() + split,
+                                  output.shape.end());
+    SmallVector<AffineExpr> index = TensorEmitter::delinearize(row, rowShape);
+    SmallVector<AffineExpr> cols = TensorEmitter::delinearize(col, colShape);
+    index.append(cols.begin(), cols.end());
+    result.push_back({index, false});
+  }
+  return result;
+}
+
+llvm::Expected<std::vector<GeneratedKernel>> mlir::kopt::generateSplitRowKernels(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    int64_t numRows, int64_t rowLength, unsigned blockSize, int64_t chunks,
+    const std::function<std::string(unsigned)> &partialName,
+    std::vector<PartialBuffer> &partials) {
+  auto indices = getRowIndices(context, outputs, numRows, rowLength);
+  if (!indices)
+    return indices.takeError();
+
+  // The row-wide reductions, in an order where each follows those it uses.
+  std::vector<CooperativeReduction> reductions;
+  {
+    CodeWriter scratch;
+    TensorEmitter finder(context, scratch, {"row", "c"}, leafOf);
+    finder.enableCooperativeReductions(1, blockSize);
+    for (auto [output, index] : llvm::zip(outputs, *indices)) {
+      auto needed = finder.collectCooperativeReductions(output.value,
+                                                        index.first);
+      if (!needed)
+        return needed.takeError();
+      for (CooperativeReduction &reduction : *needed)
+        if (llvm::none_of(reductions, [&](const CooperativeReduction &known) {
+              return known.result == reduction.result &&
+                     known.index == reduction.index;
+            }))
+          reductions.push_back(reduction);
+    }
+  }
+  if (reductions.empty())
+    return llvm::createStringError("no row-wide reduction to split");
+  for (const CooperativeReduction &reduction : reductions) {
+    auto generic = reduction.result.getDefiningOp<linalg::GenericOp>();
+    int64_t count = 1;
+    for (auto [range, iterator] : llvm::zip(generic.getStaticLoopRanges(),
+                                            generic.getIteratorTypesArray()))
+      if (iterator == utils::IteratorType::reduction)
+        count *= range;
+    if (count != rowLength)
+      return llvm::createStringError(
+          "a reduction does not run over the whole row");
+  }
+
+  partials.clear();
+  for (auto [k, reduction] : llvm::enumerate(reductions)) {
+    PartialBuffer buffer;
+    buffer.param = partialName(k);
+    buffer.elementType =
+        *getElementType(getElementTypeOrSelf(reduction.result.getType()));
+    buffer.shape = {numRows, chunks};
+    partials.push_back(buffer);
+  }
+
+  int64_t chunkLength = (rowLength + chunks - 1) / chunks;
+  std::string s = std::to_string(chunks) + "LL";
+  std::vector<GeneratedKernel> kernels;
+  for (size_t k = 0; k <= reductions.size(); ++k) {
+    bool last = k == reductions.size();
+    CodeWriter body;
+    TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+    emitter.enableCooperativeReductions(1, blockSize);
+    emitter.setRowRange("chunkStart", "chunkEnd");
+    for (size_t i = 0; i < k; ++i) {
+      emitter.addParameter(
+          {partials[i].param, partials[i].elementType, partials[i].shape});
+      if (llvm::Error error = emitter.emitCombinedPartials(
+              reductions[i], partials[i].param, "row * " + s, chunks))
+        return std::move(error);
+    }
+    std::vector<KernelOutput> written;
+    if (!last) {
+      if (llvm::Error error = emitter.emitCooperative(
+              reductions[k], partials[k].param + "[row * " + s + " + chunk]"))
+        return std::move(error);
+    } else {
+      for (auto [i, output] : llvm::enumerate(outputs)) {
+        const auto &[index, perRow] = (*indices)[i];
+        if (perRow) {
+          body.line("if (chunk == 0 && threadIdx.x == 0) {");
+          body.indent();
+          emitter.pushScope();
+          auto value = emitter.valueAt(output.value, index);
+          if (!value)
+            return value.takeError();
+          body.line(output.param + "[row] = " +
+                    convertFromCompute(output.elementType, *value) + ";");
+          emitter.popScope();
+          body.dedent();
+          body.line("}");
+          continue;
+        }
+        emitter.openRowLoop(rowLength);
+        auto value = emitter.valueAt(output.value, index);
+        if (!value)
+          return value.takeError();
+        body.line(output.param + "[row * " + std::to_string(rowLength) +
+                  "LL + c] = " +
+                  convertFromCompute(output.elementType, *value) + ";");
+        emitter.closeRowLoop();
+      }
+      written.assign(outputs.begin(), outputs.end());
+    }
+
+    GeneratedKernel kernel;
+    kernel.entry = (entry + "_" + std::to_string(k)).str();
+    std::string signature = printSignature(kernel.entry, blockSize,
+                                           emitter.getLeaves(), written,
+                                           kernel.args);
+    if (!last) {
+      // The partial buffer this kernel writes.
+      signature.pop_back();
+      signature += std::string(kernel.args.empty() ? "" : ", ") +
+                   getCudaStorageType(partials[k].elementType).str() +
+                   " *__restrict__ " + partials[k].param + ")";
+      kernel.args.push_back(partials[k].param);
+    }
+    CodeWriter code;
+    code.line("// " + comment.str() +
+              (last ? std::string(" (outputs, split rows)")
+                    : " (partial reduction " + std::to_string(k) +
+                          ", split rows)"));
+    code.line(signature + " {");
+    code.indent();
+    code.line("const long long row = blockIdx.x / " + s + ";");
+    code.line("const long long chunk = blockIdx.x % " + s + ";");
+    code.line("const long long chunkStart = chunk * " +
+              std::to_string(chunkLength) + "LL;");
+    code.line("const long long chunkEnd = min(chunkStart + " +
+              std::to_string(chunkLength) + "LL, " +
+              std::to_string(rowLength) + "LL);");
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(body.str()).split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines)
+      code.line(line);
+    code.dedent();
+    code.line("}");
+    kernel.code = code.str();
+    kernel.grid = {std::to_string(numRows * chunks), "1", "1"};
+    kernel.block = {std::to_string(blockSize), "1", "1"};
+    kernels.push_back(std::move(kernel));
+  }
+  return kernels;
 }

@@ -19,6 +19,15 @@
 using namespace mlir;
 using namespace mlir::kopt;
 
+/// Applies `map` to loop index expressions `loops`.
+static SmallVector<AffineExpr> applyMap(AffineMap map,
+                                        llvm::ArrayRef<AffineExpr> loops) {
+  SmallVector<AffineExpr> result;
+  for (AffineExpr expr : map.getResults())
+    result.push_back(expr.replaceDims(loops));
+  return result;
+}
+
 TensorEmitter::TensorEmitter(MLIRContext *context, CodeWriter &out,
                              std::vector<std::string> dimNames, LeafFn leafOf)
     : context(context), out(&out), dimNames(std::move(dimNames)),
@@ -45,6 +54,9 @@ void TensorEmitter::enableVectorLanes(unsigned dim, unsigned width,
 
 void TensorEmitter::enableRowCache(int64_t length, unsigned budget,
                                    CodeWriter &prologueWriter) {
+  // A thread's share of the row must fit the budget, or nothing is cached.
+  if ((length + blockSize - 1) / blockSize > budget)
+    return;
   cacheLength = length;
   cacheBudget = budget;
   cachePrologue = &prologueWriter;
@@ -53,8 +65,12 @@ void TensorEmitter::enableRowCache(int64_t length, unsigned budget,
 void TensorEmitter::openRowLoop(int64_t count) {
   const std::string &name = dimNames[*threadDim];
   std::string threads = std::to_string(blockSize);
-  bool cached = cacheLength && *cacheLength == count;
-  if (cached) {
+  bool cached = !rowRange && cacheLength && *cacheLength == count;
+  if (rowRange) {
+    out->line("for (long long " + name + " = " + rowRange->first +
+              " + threadIdx.x; " + name + " < " + rowRange->second + "; " +
+              name + " += " + threads + ") {");
+  } else if (cached) {
     int64_t perThread = (count + blockSize - 1) / blockSize;
     out->line("#pragma unroll");
     out->line("for (int j = 0; j < " + std::to_string(perThread) + "; ++j) {");
@@ -384,14 +400,6 @@ bool TensorEmitter::isCooperative(Operation *op,
   return true;
 }
 
-/// Applies `map` to loop index expressions `loops`.
-static SmallVector<AffineExpr> applyMap(AffineMap map,
-                                        llvm::ArrayRef<AffineExpr> loops) {
-  SmallVector<AffineExpr> result;
-  for (AffineExpr expr : map.getResults())
-    result.push_back(expr.replaceDims(loops));
-  return result;
-}
 
 llvm::Expected<std::string>
 TensorEmitter::inputAt(linalg::GenericOp generic, OpOperand *input,
@@ -546,7 +554,50 @@ TensorEmitter::emitGeneric(Operation *op, unsigned resultNumber,
   return accumulators[resultNumber];
 }
 
-llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red) {
+llvm::Error TensorEmitter::emitCombinedPartials(const CooperativeReduction &red,
+                                                llvm::StringRef partials,
+                                                llvm::StringRef first,
+                                                int64_t count) {
+  auto generic = red.result.getDefiningOp<linalg::GenericOp>();
+  std::optional<Combiner> combiner =
+      generic ? matchCombiner(generic) : std::nullopt;
+  if (!combiner)
+    return llvm::createStringError("not a cooperative reduction");
+  auto type = getCudaScalarType(getElementTypeOrSelf(red.result.getType()));
+  if (!type)
+    return type.takeError();
+  std::string acc = out->fresh("part");
+  std::string total = out->fresh("red");
+  out->line(*type + " " + acc + " = " + combiner->identity + ";");
+  out->line("for (int s = 0; s < " + std::to_string(count) + "; ++s) " + acc +
+            " = " +
+            applyPattern(combiner->pattern, acc,
+                         partials.str() + "[" + first.str() + " + s]") +
+            ";");
+  // The initial value is read at the reduction's own index, like the
+  // sequential definition.
+  SmallVector<AffineExpr> loops(generic.getNumLoops());
+  AffineMap outMap =
+      generic.getIndexingMapMatchingResult(cast<OpResult>(red.result));
+  for (auto [position, expr] : llvm::enumerate(outMap.getResults()))
+    if (auto dim = dyn_cast<AffineDimExpr>(expr))
+      loops[dim.getPosition()] = red.index[position];
+  for (AffineExpr &loop : loops)
+    if (!loop)
+      loop = getAffineConstantExpr(0, context);
+  OpOperand &init = generic.getDpsInitsMutable()[0];
+  auto initValue = valueAt(
+      init.get(), applyMap(generic.getMatchingIndexingMap(&init), loops));
+  if (!initValue)
+    return initValue.takeError();
+  out->line("const " + *type + " " + total + " = " +
+            applyPattern(combiner->pattern, *initValue, acc) + ";");
+  memoize(makeKey(red.result, red.index), total);
+  return llvm::Error::success();
+}
+
+llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red,
+                                           llvm::StringRef partialStore) {
   auto generic = red.result.getDefiningOp<linalg::GenericOp>();
   std::optional<Combiner> combiner = matchCombiner(generic);
   if (!generic || !combiner)
@@ -630,6 +681,11 @@ llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red) {
   out->dedent();
   out->line("}");
   out->line("__syncthreads();");
+  if (!partialStore.empty()) {
+    out->line("if (threadIdx.x == 0) " + partialStore.str() + " = " + shared +
+              "[0];");
+    return llvm::Error::success();
+  }
 
   // Fold in the initial value, as the sequential definition starts there.
   OpOperand &init = generic.getDpsInitsMutable()[0];

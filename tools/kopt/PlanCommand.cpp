@@ -68,7 +68,9 @@ static cl::opt<bool> runOption(
              "interpreter on sampled points and time it against the baseline"),
     cl::sub(planCommand));
 static cl::opt<unsigned>
-    repetitions("repetitions", cl::desc("Timed repetitions per plan (--run)"),
+    repetitions("repetitions",
+                cl::desc("Timed repetitions per plan (--run; at least 20, or "
+                         "0 to check without timing)"),
                 cl::init(50), cl::sub(planCommand));
 
 bool mlir::kopt::isPlanCommandSelected() {

@@ -29,7 +29,8 @@ PlanExecutor::create(unsigned repetitions) {
     return context.takeError();
   auto executor = std::unique_ptr<PlanExecutor>(new PlanExecutor());
   executor->context = std::move(*context);
-  executor->repetitions = std::max(repetitions, 20u);
+  // At least 20 timed repetitions, or none at all (check only).
+  executor->repetitions = repetitions == 0 ? 0 : std::max(repetitions, 20u);
   return executor;
 }
 
@@ -170,8 +171,9 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
 
   // Time: every valid plan, then the baseline again, so drift between the
   // first and last baseline runs is visible.
+  // Without timing (a check under a memory or race checker), stop here.
   std::vector<size_t> order;
-  for (size_t i = 0; i < plans.size(); ++i)
+  for (size_t i = 0; i < plans.size() && repetitions > 0; ++i)
     if (runners[i])
       order.push_back(i);
   PlanTiming baselineAgain;

@@ -76,6 +76,26 @@ generateRowKernel(MLIRContext *context, llvm::StringRef entry,
                   int64_t rowLength, unsigned blockSize,
                   unsigned cacheRegisters = 0);
 
+/// A buffer of per-chunk partial results a split row plan needs.
+struct PartialBuffer {
+  std::string param;
+  ElementType elementType = ElementType::F32;
+  std::vector<int64_t> shape;
+};
+
+/// Kernels computing what one row kernel would, with each row split into
+/// `chunks` pieces so that few long rows still fill the GPU: one kernel per
+/// row-wide reduction (each block reduces its chunk and stores a partial
+/// result; later kernels combine the partials of the reductions they
+/// need), then one kernel writing the outputs chunk by chunk. `partialName`
+/// names the partial buffers it asks for in `partials`.
+llvm::Expected<std::vector<GeneratedKernel>> generateSplitRowKernels(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    int64_t numRows, int64_t rowLength, unsigned blockSize, int64_t chunks,
+    const std::function<std::string(unsigned)> &partialName,
+    std::vector<PartialBuffer> &partials);
+
 /// Registers per thread a row kernel of `blockSize` threads may spend on
 /// row caches: at most 64, and few enough that two blocks fit an SM's 64K
 /// registers with room for the rest of the kernel.

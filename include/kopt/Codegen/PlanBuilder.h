@@ -51,6 +51,10 @@ public:
   /// Marks `value` as held in a plan tensor and returns its name: the task
   /// input or output it is, or a new temporary.
   std::string materialize(Value value);
+  /// Declares a temporary not tied to an IR value (partial results).
+  void declareTemporary(TensorSpec tensor) {
+    plan.temporaries.push_back(std::move(tensor));
+  }
   /// True if `value` has a plan tensor.
   bool isMaterialized(Value value) const { return names.count(value); }
   /// The plan tensor already holding `value`'s data: its own, or, through

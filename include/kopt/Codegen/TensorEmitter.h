@@ -92,8 +92,29 @@ public:
   llvm::Expected<std::vector<CooperativeReduction>>
   collectCooperativeReductions(Value value, llvm::ArrayRef<AffineExpr> index);
 
-  /// Emits a cooperative reduction (all threads must reach this point).
-  llvm::Error emitCooperative(const CooperativeReduction &reduction);
+  /// Emits a cooperative reduction (all threads must reach this point). With
+  /// `partialStore` set (split rows), the block's combined partial result is
+  /// stored there by thread 0 instead of being folded into the reduction's
+  /// initial value.
+  llvm::Error emitCooperative(const CooperativeReduction &reduction,
+                              llvm::StringRef partialStore = "");
+
+  /// Split rows: emits the value of `reduction` as its initial value
+  /// combined with the `count` partial results at `partials[first + s]`,
+  /// and memoises it, so the rest of the kernel reads it like a reduction
+  /// computed in place.
+  llvm::Error emitCombinedPartials(const CooperativeReduction &reduction,
+                                   llvm::StringRef partials,
+                                   llvm::StringRef first, int64_t count);
+
+  /// Split rows: row loops cover [`start`, `end`) (C expressions) instead of
+  /// the whole row.
+  void setRowRange(llvm::StringRef start, llvm::StringRef end) {
+    rowRange = {start.str(), end.str()};
+  }
+
+  /// Adds a kernel parameter read like a leaf (a buffer of partial results).
+  void addParameter(const LeafTensor &leaf) { leaves.push_back(leaf); }
 
   /// Keeps, in registers, the row-dependent leaves a row kernel reads along
   /// its thread dimension: each thread loads its `cdiv(length, blockSize)`
@@ -157,6 +178,7 @@ private:
   bool dryRun = false;
   std::vector<CooperativeReduction> *collected = nullptr;
 
+  std::optional<std::pair<std::string, std::string>> rowRange;
   std::optional<int64_t> cacheLength;
   unsigned cacheBudget = 0;
   unsigned cacheUsed = 0;
