@@ -328,7 +328,8 @@ getRowIndices(MLIRContext *context, llvm::ArrayRef<KernelOutput> outputs,
   return result;
 }
 
-llvm::Expected<std::vector<GeneratedKernel>> mlir::kopt::generateSplitRowKernels(
+llvm::Expected<std::vector<GeneratedKernel>>
+mlir::kopt::generateSplitRowKernels(
     MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
     int64_t numRows, int64_t rowLength, unsigned blockSize, int64_t chunks,
@@ -345,8 +346,8 @@ llvm::Expected<std::vector<GeneratedKernel>> mlir::kopt::generateSplitRowKernels
     TensorEmitter finder(context, scratch, {"row", "c"}, leafOf);
     finder.enableCooperativeReductions(1, blockSize);
     for (auto [output, index] : llvm::zip(outputs, *indices)) {
-      auto needed = finder.collectCooperativeReductions(output.value,
-                                                        index.first);
+      auto needed =
+          finder.collectCooperativeReductions(output.value, index.first);
       if (!needed)
         return needed.takeError();
       for (CooperativeReduction &reduction : *needed)
@@ -433,9 +434,8 @@ llvm::Expected<std::vector<GeneratedKernel>> mlir::kopt::generateSplitRowKernels
 
     GeneratedKernel kernel;
     kernel.entry = (entry + "_" + std::to_string(k)).str();
-    std::string signature = printSignature(kernel.entry, blockSize,
-                                           emitter.getLeaves(), written,
-                                           kernel.args);
+    std::string signature = printSignature(
+        kernel.entry, blockSize, emitter.getLeaves(), written, kernel.args);
     if (!last) {
       // The partial buffer this kernel writes.
       signature.pop_back();
@@ -445,10 +445,10 @@ llvm::Expected<std::vector<GeneratedKernel>> mlir::kopt::generateSplitRowKernels
       kernel.args.push_back(partials[k].param);
     }
     CodeWriter code;
-    code.line("// " + comment.str() +
-              (last ? std::string(" (outputs, split rows)")
-                    : " (partial reduction " + std::to_string(k) +
-                          ", split rows)"));
+    code.line(
+        "// " + comment.str() +
+        (last ? std::string(" (outputs, split rows)")
+              : " (partial reduction " + std::to_string(k) + ", split rows)"));
     code.line(signature + " {");
     code.indent();
     code.line("const long long row = blockIdx.x / " + s + ";");
@@ -456,8 +456,8 @@ llvm::Expected<std::vector<GeneratedKernel>> mlir::kopt::generateSplitRowKernels
     code.line("const long long chunkStart = chunk * " +
               std::to_string(chunkLength) + "LL;");
     code.line("const long long chunkEnd = min(chunkStart + " +
-              std::to_string(chunkLength) + "LL, " +
-              std::to_string(rowLength) + "LL);");
+              std::to_string(chunkLength) + "LL, " + std::to_string(rowLength) +
+              "LL);");
     llvm::SmallVector<llvm::StringRef> lines;
     llvm::StringRef(body.str()).split(lines, '\n', -1, false);
     for (llvm::StringRef line : lines)

@@ -400,7 +400,6 @@ bool TensorEmitter::isCooperative(Operation *op,
   return true;
 }
 
-
 llvm::Expected<std::string>
 TensorEmitter::inputAt(linalg::GenericOp generic, OpOperand *input,
                        llvm::ArrayRef<AffineExpr> loops) {
