@@ -1,0 +1,103 @@
+//===- InputGenerator.h - Validation input sets -----------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Draws the input sets a candidate is validated on (docs/DESIGN "Evaluator",
+// point 2): at least five sets per candidate, fresh per candidate through the
+// seed, cycling through distributions that catch different shortcuts:
+//
+// - standard normal: the common case;
+// - large mean, small spread (mean 1000, standard deviation 1e-2, widened to
+//   four units in the last place at 1000 for f16/bf16, where 1e-2 would
+//   vanish): exposes one-pass variance and softmax without the max shift;
+// - wide dynamic range: sign * 10^uniform(-6, 6) (exponent range +-4 for f16,
+//   whose range ends at 65504): exposes accumulation order and scaling bugs;
+// - small integers, uniform in [-8, 8]: exact in every float type, so any
+//   computation that the math keeps exact (sums, products of few terms)
+//   must match exactly.
+//
+// Integer tensors ignore the float distribution and take uniform integers in
+// a range small enough that sums and products of a few thousand of them stay
+// in range (i8: [-8, 8], i16: [-16, 16], i32 and i64: [-1000, 1000]); i1
+// tensors take fair coin flips. The generator (SplitMix64) and every
+// transform are written here, so a seed gives the same bytes everywhere.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_RUNTIME_EVALUATOR_INPUTGENERATOR_H
+#define KOPT_RUNTIME_EVALUATOR_INPUTGENERATOR_H
+
+#include "runtime/Evaluator/ElementCodec.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kopt::runtime {
+
+/// The fewest input sets a candidate is validated on.
+constexpr unsigned kMinValidationSets = 5;
+
+/// The distributions input values are drawn from.
+enum class InputDistribution : uint8_t {
+  StandardNormal,
+  LargeMeanSmallSpread,
+  WideDynamicRange,
+  SmallIntegers,
+};
+
+/// A short name of `distribution` (`normal`, `large-mean`, `wide-range`,
+/// `small-int`), for reports.
+const char *getDistributionName(InputDistribution distribution);
+
+/// The distributions of `numSets` validation sets, cycling through all of
+/// them in declaration order (so five sets cover each one, the first twice).
+std::vector<InputDistribution> getValidationDistributions(unsigned numSets);
+
+/// SplitMix64: small, fast and fully specified, so its streams are identical
+/// on every machine and standard library.
+class SplitMix64 {
+public:
+  /// Starts the stream at `seed`.
+  explicit SplitMix64(uint64_t seed) : state(seed) {}
+  /// The next 64 random bits.
+  uint64_t next();
+  /// Uniform in the open interval (0, 1), with 53 random bits.
+  double uniform();
+  /// Standard normal, by the Box-Muller transform (one value per call).
+  double normal();
+  /// Uniform integer in [`low`, `high`] (requires `low <= high`).
+  int64_t uniformInteger(int64_t low, int64_t high);
+
+private:
+  uint64_t state;
+};
+
+/// A seed for stream `index` derived from `seed`: distinct indices give
+/// unrelated streams (a SplitMix64 finaliser of both).
+uint64_t deriveSeed(uint64_t seed, uint64_t index);
+
+/// `numElements` values for a tensor of `type` drawn from `distribution`
+/// with `seed`, already rounded to `type` (encoding them loses nothing).
+std::vector<double> generateValues(ElementType type, uint64_t numElements,
+                                   InputDistribution distribution,
+                                   uint64_t seed);
+
+/// The bytes of `tensor` drawn from `distribution` with `seed` (none when
+/// its size overflows).
+std::vector<uint8_t> generateTensorData(const TensorSpec &tensor,
+                                        InputDistribution distribution,
+                                        uint64_t seed);
+
+/// One input set: the bytes of every tensor of `inputs`, in order, each from
+/// its own stream `deriveSeed(seed, index)`.
+std::vector<std::vector<uint8_t>>
+generateInputSet(const std::vector<TensorSpec> &inputs,
+                 InputDistribution distribution, uint64_t seed);
+
+} // namespace kopt::runtime
+
+#endif // KOPT_RUNTIME_EVALUATOR_INPUTGENERATOR_H
