@@ -1,0 +1,270 @@
+//===- kopt-worker.cpp - The per-GPU evaluation process ---------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The evaluator worker: reads `kopt.worker/1` frames from stdin, writes
+// frames to stdout and logs to stderr (docs/EvaluatorProtocol.md). It sends
+// `hello` first, answers each `evaluate` with a `report` (or an `error` when
+// the request itself is unreadable) and exits on `shutdown` or at the end of
+// its input.
+//
+// This build has no GPU evaluator yet: every candidate is reported as not
+// compiled, failing check `compile`, with evidence saying why. The protocol
+// has no check name for "no evaluator available", so `compile` (the first
+// step that could not happen) stands in for it.
+//
+// The environment variable KOPT_WORKER_TEST_MODE makes the worker misbehave
+// on purpose, so the caller's handling of crashes, hangs and protocol errors
+// can be tested without a GPU (docs/Evaluator.md, "The worker process").
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Runtime/Protocol.h"
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+using namespace kopt::runtime;
+
+namespace {
+
+/// What KOPT_WORKER_TEST_MODE asks for.
+struct TestMode {
+  enum class Kind {
+    /// Normal operation.
+    None,
+    /// Abort (SIGABRT) on `evaluate`.
+    Crash,
+    /// Sleep on `evaluate` until killed.
+    Hang,
+    /// Answer `evaluate` with a frame that is not a message.
+    Garbage,
+    /// Sleep `sleepMs` on `evaluate`, then answer normally.
+    Slow,
+    /// Exit with status 0 right after `hello`.
+    ExitAfterHello,
+  };
+  Kind kind = Kind::None;
+  unsigned long sleepMs = 0;
+};
+
+/// The evidence of every candidate while there is no GPU evaluator.
+constexpr const char *kUnavailableMessage =
+    "no GPU evaluator in this build yet";
+
+/// Writes `message` to stderr as one line, prefixed with the tool's name.
+void log(const std::string &message) {
+  std::fprintf(stderr, "kopt-worker: %s\n", message.c_str());
+  std::fflush(stderr);
+}
+
+/// Reads KOPT_WORKER_TEST_MODE; `text` is its value or nullptr.
+Result<TestMode> parseTestMode(const char *text) {
+  TestMode mode;
+  if (!text || !*text)
+    return mode;
+  std::string_view value(text);
+  if (value == "crash") {
+    mode.kind = TestMode::Kind::Crash;
+  } else if (value == "hang") {
+    mode.kind = TestMode::Kind::Hang;
+  } else if (value == "garbage") {
+    mode.kind = TestMode::Kind::Garbage;
+  } else if (value == "exit-after-hello") {
+    mode.kind = TestMode::Kind::ExitAfterHello;
+  } else if (value.substr(0, 5) == "slow:") {
+    std::string digits(value.substr(5));
+    char *end = nullptr;
+    errno = 0;
+    unsigned long ms = std::strtoul(digits.c_str(), &end, 10);
+    if (digits.empty() || digits[0] < '0' || digits[0] > '9' || *end ||
+        errno == ERANGE || ms > 3600000)
+      return Status::error(StatusCode::InvalidArgument,
+                           "KOPT_WORKER_TEST_MODE: 'slow:<ms>' needs a "
+                           "number of milliseconds up to 3600000, not '" +
+                               digits + "'");
+    mode.kind = TestMode::Kind::Slow;
+    mode.sleepMs = ms;
+  } else {
+    return Status::error(StatusCode::InvalidArgument,
+                         "KOPT_WORKER_TEST_MODE: unknown mode '" +
+                             std::string(value) +
+                             "' (expected crash, hang, garbage, slow:<ms> or "
+                             "exit-after-hello)");
+  }
+  return mode;
+}
+
+/// The `hello` of a worker without a GPU evaluator. The protocol has no way
+/// to say "no device" in a hello, so the device is named `none`, with
+/// compute capability 0.0 and the smallest SM count the protocol accepts.
+HelloMessage makeHello() {
+  HelloMessage hello;
+  hello.device.name = "none";
+  hello.device.smCount = 1;
+  return hello;
+}
+
+/// The report of candidate `index` while there is no GPU evaluator: not
+/// compiled, failing check `compile`. A plan that cannot be read says so
+/// instead, as the real evaluator will.
+EvalReport makeUnavailableReport(int64_t index, const json::Value &candidate) {
+  EvalReport report;
+  report.candidate = index;
+  report.failedCheck = FailedCheck::Compile;
+  Result<KernelPlan> plan = kernelPlanFromJson(candidate);
+  if (!plan) {
+    report.compileLog = plan.status().message();
+    report.evidence.set("reason", "unreadable-plan");
+    report.evidence.set("message", plan.status().message());
+    return report;
+  }
+  report.evidence.set("reason", "unavailable");
+  report.evidence.set("message", kUnavailableMessage);
+  return report;
+}
+
+/// Writes `message` to stdout; false (after logging) when stdout is gone.
+bool send(const Message &message) {
+  Status status = writeMessage(STDOUT_FILENO, message);
+  if (status.isOk())
+    return true;
+  log("cannot write a '" + std::string(getMessageType(message)) +
+      "' message: " + status.message());
+  return false;
+}
+
+/// Sleeps until the process is killed. Stops when the parent goes away, so
+/// a test that dies leaves no hanging worker behind.
+[[noreturn]] void hangForever() {
+  pid_t parent = ::getppid();
+  while (::getppid() == parent)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  log("test mode 'hang': the parent is gone, exiting");
+  std::_Exit(3);
+}
+
+/// Answers one `evaluate` request; false when the worker must exit.
+bool evaluate(const EvaluateMessage &request, const TestMode &mode) {
+  switch (mode.kind) {
+  case TestMode::Kind::Crash: {
+    log("test mode 'crash': aborting");
+    // A deliberate crash must not leave a core file behind.
+    rlimit noCore = {0, 0};
+    ::setrlimit(RLIMIT_CORE, &noCore);
+    std::abort();
+  }
+  case TestMode::Kind::Hang:
+    log("test mode 'hang': sleeping until killed");
+    hangForever();
+  case TestMode::Kind::Garbage: {
+    log("test mode 'garbage': writing a malformed frame");
+    Status status = writeFrame(STDOUT_FILENO, "{\"protocol\":\"kopt.worker/1\","
+                                              "\"type\":\"report\",\"id\":");
+    return status.isOk();
+  }
+  case TestMode::Kind::Slow:
+    std::this_thread::sleep_for(std::chrono::milliseconds(mode.sleepMs));
+    break;
+  case TestMode::Kind::None:
+  case TestMode::Kind::ExitAfterHello:
+    break;
+  }
+
+  Result<KernelTask> task = kernelTaskFromJson(request.task);
+  if (!task)
+    return send(ErrorMessage{request.requestId, task.status().message()});
+  ReportMessage answer;
+  answer.requestId = request.requestId;
+  for (size_t i = 0, e = request.candidates.size(); i < e; ++i)
+    answer.reports.push_back(
+        makeUnavailableReport(static_cast<int64_t>(i), request.candidates[i]));
+  return send(answer);
+}
+
+/// The `id` of a message that did not decode, when it has a usable one, so
+/// the `error` answer can name the request.
+std::optional<int64_t> findRequestId(const std::string &payload) {
+  Result<json::Value> value = json::parse(payload);
+  if (!value || !value->isObject())
+    return std::nullopt;
+  const json::Value *id = value->find("id");
+  std::optional<int64_t> number = id ? id->getInteger() : std::nullopt;
+  if (number && *number >= 0)
+    return number;
+  return std::nullopt;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc > 1) {
+    std::fprintf(stderr,
+                 "usage: %s\n"
+                 "The kopt evaluator worker: speaks the kopt.worker/1 "
+                 "protocol on stdin and stdout.\n",
+                 argv[0]);
+    return std::string_view(argv[1]) == "--help" ? 0 : 2;
+  }
+  // A caller that went away shows up as a write error, not as a signal.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  Result<TestMode> mode = parseTestMode(std::getenv("KOPT_WORKER_TEST_MODE"));
+  if (!mode) {
+    log(mode.status().message());
+    return 2;
+  }
+  if (!send(makeHello()))
+    return 1;
+  if (mode->kind == TestMode::Kind::ExitAfterHello) {
+    log("test mode 'exit-after-hello': exiting");
+    return 0;
+  }
+
+  while (true) {
+    Result<std::string> frame = readFrame(STDIN_FILENO);
+    if (!frame) {
+      if (frame.status().code() == StatusCode::Closed)
+        return 0;
+      // The stream is out of step (or gone): nothing more can be read.
+      log("cannot read a frame: " + frame.status().message());
+      return 1;
+    }
+    Result<Message> message = decode(*frame);
+    if (!message) {
+      // The frame was read whole, so the stream is still in step.
+      if (!send(ErrorMessage{findRequestId(*frame),
+                             "unreadable message: " +
+                                 message.status().message()}))
+        return 1;
+      continue;
+    }
+    if (std::holds_alternative<ShutdownMessage>(*message))
+      return 0;
+    if (const auto *request = std::get_if<EvaluateMessage>(&*message)) {
+      if (!evaluate(*request, *mode))
+        return 1;
+      continue;
+    }
+    if (!send(ErrorMessage{std::nullopt,
+                           std::string("unexpected message type '") +
+                               getMessageType(*message) +
+                               "' (a worker reads 'evaluate' and "
+                               "'shutdown')"}))
+      return 1;
+  }
+}
