@@ -8,8 +8,10 @@
 
 #include "kopt/Codegen/KernelPlan.h"
 
+#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Runtime/PlanVerifier.h"
+
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ADT/StringSet.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -21,314 +23,26 @@ unsigned KernelPlan::countLaunches() const {
 }
 
 //===----------------------------------------------------------------------===//
-// Launch expressions
+// Launch expressions and verification
 //===----------------------------------------------------------------------===//
 
-namespace {
-/// Recursive-descent evaluator for grid/block expressions.
-class ExpressionParser {
-public:
-  ExpressionParser(llvm::StringRef text,
-                   const std::map<std::string, TensorSpec> &tensors)
-      : text(text), rest(text), tensors(tensors) {}
-
-  llvm::Expected<int64_t> parse() {
-    auto value = parseSum();
-    if (!value)
-      return value;
-    skipSpace();
-    if (!rest.empty())
-      return fail("unexpected '" + rest.str() + "'");
-    return value;
-  }
-
-private:
-  llvm::Error fail(const std::string &why) {
-    return llvm::createStringError("in expression '%s': %s", text.str().c_str(),
-                                   why.c_str());
-  }
-  void skipSpace() { rest = rest.ltrim(); }
-  bool consume(llvm::StringRef token) {
-    skipSpace();
-    return rest.consume_front(token);
-  }
-
-  llvm::Expected<int64_t> parseSum() {
-    auto lhs = parseProduct();
-    if (!lhs)
-      return lhs;
-    int64_t value = *lhs;
-    while (true) {
-      bool plus = consume("+");
-      if (!plus && !consume("-"))
-        return value;
-      auto rhs = parseProduct();
-      if (!rhs)
-        return rhs;
-      value = plus ? value + *rhs : value - *rhs;
-    }
-  }
-
-  llvm::Expected<int64_t> parseProduct() {
-    auto lhs = parseAtom();
-    if (!lhs)
-      return lhs;
-    int64_t value = *lhs;
-    while (true) {
-      char op = 0;
-      if (consume("*"))
-        op = '*';
-      else if (consume("/"))
-        op = '/';
-      else if (consume("%"))
-        op = '%';
-      else
-        return value;
-      auto rhs = parseAtom();
-      if (!rhs)
-        return rhs;
-      if (op != '*' && *rhs == 0)
-        return fail("division by zero");
-      value = op == '*'   ? value * *rhs
-              : op == '/' ? value / *rhs
-                          : value % *rhs;
-    }
-  }
-
-  llvm::Expected<std::vector<std::string>> parseCallArguments() {
-    if (!consume("("))
-      return fail("expected '('");
-    std::vector<std::string> args;
-    int depth = 0;
-    std::string current;
-    skipSpace();
-    while (!rest.empty()) {
-      char c = rest.front();
-      rest = rest.drop_front();
-      if (c == '(')
-        ++depth;
-      if (c == ')' && depth-- == 0) {
-        args.push_back(llvm::StringRef(current).trim().str());
-        return args;
-      }
-      if (c == ',' && depth == 0) {
-        args.push_back(llvm::StringRef(current).trim().str());
-        current.clear();
-        continue;
-      }
-      current += c;
-    }
-    return fail("missing ')'");
-  }
-
-  llvm::Expected<const TensorSpec *> lookupTensor(const std::string &name) {
-    auto it = tensors.find(name);
-    if (it == tensors.end())
-      return fail("unknown tensor '" + name + "'");
-    return &it->second;
-  }
-
-  llvm::Expected<int64_t> parseAtom() {
-    skipSpace();
-    if (consume("(")) {
-      auto value = parseSum();
-      if (!value)
-        return value;
-      if (!consume(")"))
-        return fail("missing ')'");
-      return value;
-    }
-    if (consume("-")) {
-      auto value = parseAtom();
-      if (!value)
-        return value;
-      return -*value;
-    }
-    if (!rest.empty() && llvm::isDigit(rest.front())) {
-      size_t length = rest.find_if_not(llvm::isDigit);
-      int64_t value = 0;
-      if (rest.take_front(length).getAsInteger(10, value))
-        return fail("bad integer");
-      rest = rest.drop_front(length);
-      return value;
-    }
-    size_t length =
-        rest.find_if_not([](char c) { return llvm::isAlnum(c) || c == '_'; });
-    llvm::StringRef name = rest.take_front(length);
-    rest = rest.drop_front(length);
-    if (name.empty())
-      return fail("expected a number, '(' or a function");
-    auto args = parseCallArguments();
-    if (!args)
-      return args.takeError();
-    if (name == "numel" || name == "dim") {
-      if (args->size() != (name == "numel" ? 1u : 2u))
-        return fail(name.str() + " takes " +
-                    (name == "numel" ? "1 argument" : "2 arguments"));
-      auto tensor = lookupTensor((*args)[0]);
-      if (!tensor)
-        return tensor.takeError();
-      if (name == "numel")
-        return (*tensor)->getNumElements();
-      auto index = ExpressionParser((*args)[1], tensors).parse();
-      if (!index)
-        return index;
-      if (*index < 0 || *index >= int64_t((*tensor)->shape.size()))
-        return fail("dim index out of range");
-      return (*tensor)->shape[*index];
-    }
-    if (name == "cdiv" || name == "min" || name == "max") {
-      if (args->size() != 2)
-        return fail(name.str() + " takes 2 arguments");
-      auto a = ExpressionParser((*args)[0], tensors).parse();
-      if (!a)
-        return a;
-      auto b = ExpressionParser((*args)[1], tensors).parse();
-      if (!b)
-        return b;
-      if (name == "cdiv") {
-        if (*b <= 0)
-          return fail("cdiv by a non-positive number");
-        return (*a + *b - 1) / *b;
-      }
-      return name == "min" ? std::min(*a, *b) : std::max(*a, *b);
-    }
-    return fail("unknown function '" + name.str() + "'");
-  }
-
-  llvm::StringRef text;
-  llvm::StringRef rest;
-  const std::map<std::string, TensorSpec> &tensors;
-};
-} // namespace
+// Both live in the runtime (kopt/Runtime/PlanVerifier.h), which the plan
+// runner and the evaluator worker call without LLVM; these convert.
 
 llvm::Expected<int64_t> mlir::kopt::evaluatePlanExpression(
     llvm::StringRef expression,
     const std::map<std::string, TensorSpec> &tensors) {
-  return ExpressionParser(expression, tensors).parse();
-}
-
-//===----------------------------------------------------------------------===//
-// Verification
-//===----------------------------------------------------------------------===//
-
-static bool isScalarLiteral(llvm::StringRef arg) {
-  for (llvm::StringRef prefix : {"i32:", "i64:", "f32:", "f64:"})
-    if (arg.starts_with(prefix))
-      return true;
-  return false;
+  std::map<std::string, ::kopt::runtime::TensorSpec> converted;
+  for (const auto &[name, tensor] : tensors)
+    converted.emplace(name, toRuntime(tensor));
+  return toExpected(::kopt::runtime::evaluatePlanExpression(
+      std::string_view(expression.data(), expression.size()), converted));
 }
 
 llvm::Error mlir::kopt::verifyPlan(const KernelPlan &plan,
                                    const KernelTask &task) {
-  std::map<std::string, TensorSpec> tensors;
-  auto addTensor = [&](const TensorSpec &tensor) -> llvm::Error {
-    if (!tensors.emplace(tensor.name, tensor).second)
-      return llvm::createStringError("tensor name '%s' is used twice",
-                                     tensor.name.c_str());
-    return llvm::Error::success();
-  };
-  for (const std::vector<TensorSpec> *list :
-       {&task.inputs, &task.outputs, &plan.temporaries})
-    for (const TensorSpec &tensor : *list)
-      if (llvm::Error error = addTensor(tensor))
-        return error;
-
-  llvm::StringSet<> sources;
-  for (const KernelSource &source : plan.sources)
-    if (!sources.insert(source.id).second)
-      return llvm::createStringError("source id '%s' is used twice",
-                                     source.id.c_str());
-
-  auto checkTensor = [&](const std::string &name,
-                         llvm::StringRef what) -> llvm::Error {
-    if (!tensors.count(name))
-      return llvm::createStringError("%s refers to unknown tensor '%s'",
-                                     what.str().c_str(), name.c_str());
-    return llvm::Error::success();
-  };
-
-  for (auto [index, step] : llvm::enumerate(plan.steps)) {
-    std::string where = "step " + std::to_string(index);
-    switch (step.kind) {
-    case PlanStep::Kind::Launch: {
-      const LaunchStep &launch = step.launch;
-      if (!sources.contains(launch.source))
-        return llvm::createStringError("%s: unknown source '%s'", where.c_str(),
-                                       launch.source.c_str());
-      if (launch.entry.empty())
-        return llvm::createStringError("%s: no entry name", where.c_str());
-      int64_t threads = 1;
-      for (int axis = 0; axis < 3; ++axis) {
-        auto grid = evaluatePlanExpression(launch.grid[axis], tensors);
-        if (!grid)
-          return grid.takeError();
-        auto block = evaluatePlanExpression(launch.block[axis], tensors);
-        if (!block)
-          return block.takeError();
-        int64_t gridLimit = axis == 0 ? (int64_t(1) << 31) - 1 : 65535;
-        if (*grid < 1 || *grid > gridLimit || *block < 1)
-          return llvm::createStringError(
-              "%s: grid/block size out of range on axis %d (%lld, %lld)",
-              where.c_str(), axis, (long long)*grid, (long long)*block);
-        threads *= *block;
-      }
-      if (threads > 1024)
-        return llvm::createStringError("%s: %lld threads per block (max 1024)",
-                                       where.c_str(), (long long)threads);
-      if (launch.sharedBytes < 0 || launch.sharedBytes > 227 * 1024)
-        return llvm::createStringError("%s: dynamic shared memory %lld out of "
-                                       "range",
-                                       where.c_str(),
-                                       (long long)launch.sharedBytes);
-      for (const std::string &arg : launch.args)
-        if (!isScalarLiteral(arg))
-          if (llvm::Error error = checkTensor(arg, where))
-            return error;
-      break;
-    }
-    case PlanStep::Kind::Gemm: {
-      const GemmStep &gemm = step.gemm;
-      for (const std::string &name : {gemm.a, gemm.b, gemm.c})
-        if (llvm::Error error = checkTensor(name, where))
-          return error;
-      if (!gemm.bias.empty())
-        if (llvm::Error error = checkTensor(gemm.bias, where))
-          return error;
-      auto count = [&](const std::string &name) {
-        return tensors.at(name).getNumElements();
-      };
-      if (gemm.batch < 1 || gemm.m < 1 || gemm.n < 1 || gemm.k < 1)
-        return llvm::createStringError("%s: GEMM sizes must be positive",
-                                       where.c_str());
-      if (count(gemm.a) != gemm.batch * gemm.m * gemm.k ||
-          count(gemm.b) != gemm.batch * gemm.k * gemm.n ||
-          count(gemm.c) != gemm.batch * gemm.m * gemm.n ||
-          (!gemm.bias.empty() && count(gemm.bias) != gemm.n))
-        return llvm::createStringError(
-            "%s: GEMM sizes do not match its tensors", where.c_str());
-      if (!llvm::is_contained({"none", "relu", "gelu"}, gemm.activation))
-        return llvm::createStringError("%s: unknown GEMM activation '%s'",
-                                       where.c_str(), gemm.activation.c_str());
-      break;
-    }
-    case PlanStep::Kind::Conv: {
-      const ConvStep &conv = step.conv;
-      for (const std::string &name : {conv.input, conv.filter, conv.output})
-        if (llvm::Error error = checkTensor(name, where))
-          return error;
-      if (conv.layout != "nchw_fchw" && conv.layout != "nhwc_hwcf")
-        return llvm::createStringError("%s: unknown conv layout '%s'",
-                                       where.c_str(), conv.layout.c_str());
-      for (const std::string &name : {conv.input, conv.filter, conv.output})
-        if (tensors.at(name).shape.size() != 4)
-          return llvm::createStringError("%s: conv tensors must be 4-D",
-                                         where.c_str());
-      break;
-    }
-    }
-  }
-  return llvm::Error::success();
+  return toLlvmError(
+      ::kopt::runtime::verifyPlan(toRuntime(plan), toRuntime(task)));
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,130 @@
+//===- PlanVerifierTest.cpp - Tests of plan verification --------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Runtime/PlanVerifier.h"
+
+#include "gtest/gtest.h"
+
+using namespace kopt::runtime;
+
+namespace {
+
+TensorSpec f32(const std::string &name, std::vector<int64_t> shape) {
+  return TensorSpec{name, ElementType::F32, std::move(shape)};
+}
+
+KernelTask vectorAddTask() {
+  KernelTask task;
+  task.key = task.name = "add";
+  task.inputs = {f32("in0", {1024}), f32("in1", {1024})};
+  task.outputs = {f32("out0", {1024})};
+  return task;
+}
+
+KernelPlan vectorAddPlan() {
+  KernelPlan plan;
+  plan.taskKey = "add";
+  plan.proposer = "builtin";
+  plan.sources = {{"main", "extern \"C\" __global__ void add() {}"}};
+  PlanStep step;
+  step.launch.source = "main";
+  step.launch.entry = "add";
+  step.launch.grid = {"cdiv(numel(out0), 256)", "1", "1"};
+  step.launch.block = {"256", "1", "1"};
+  step.launch.args = {"in0", "in1", "out0", "i32:1024"};
+  plan.steps = {step};
+  return plan;
+}
+
+TEST(PlanVerifierTest, EvaluatesLaunchExpressions) {
+  std::map<std::string, TensorSpec> tensors = {{"x", f32("x", {4, 1000, 3})}};
+  auto eval = [&](const std::string &text) -> int64_t {
+    auto value = evaluatePlanExpression(text, tensors);
+    EXPECT_TRUE(value.isOk()) << text << ": " << value.status().message();
+    return value ? *value : -1;
+  };
+  EXPECT_EQ(eval("numel(x)"), 12000);
+  EXPECT_EQ(eval(" dim( x , 1 ) "), 1000);
+  EXPECT_EQ(eval("cdiv(numel(x), 256)"), 47);
+  EXPECT_EQ(eval("min(cdiv(7, 2), 3) * (2 + 3) - 1"), 14);
+  EXPECT_EQ(eval("max(1, dim(x, 2)) % 2"), 1);
+  EXPECT_EQ(eval("-3 + 10 / 3"), 0);
+  for (const char *bad :
+       {"numel(y)", "dim(x, 3)", "1 / 0", "cdiv(1, 0)", "foo(1)", "(1 + 2",
+        "1 +", "2 3", "99999999999999999999"}) {
+    auto value = evaluatePlanExpression(bad, tensors);
+    ASSERT_FALSE(value.isOk()) << bad;
+    EXPECT_EQ(value.status().code(), StatusCode::InvalidArgument);
+    EXPECT_EQ(value.status().message().rfind(
+                  std::string("in expression '") + bad + "': ", 0),
+              0u)
+        << value.status().message();
+  }
+  EXPECT_EQ(evaluatePlanExpression("numel(y)", tensors).status().message(),
+            "in expression 'numel(y)': unknown tensor 'y'");
+}
+
+TEST(PlanVerifierTest, RecognisesScalarLiterals) {
+  EXPECT_TRUE(isScalarLiteral("i32:4"));
+  EXPECT_TRUE(isScalarLiteral("f64:0.5"));
+  EXPECT_FALSE(isScalarLiteral("i16:4"));
+  EXPECT_FALSE(isScalarLiteral("x"));
+}
+
+TEST(PlanVerifierTest, CatchesBadPlans) {
+  KernelTask task = vectorAddTask();
+  EXPECT_TRUE(verifyPlan(vectorAddPlan(), task).isOk());
+  auto expectError = [&](const KernelPlan &plan, const std::string &message) {
+    Status status = verifyPlan(plan, task);
+    EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
+    EXPECT_EQ(status.message(), message);
+  };
+  KernelPlan plan = vectorAddPlan();
+  plan.steps[0].launch.args[1] = "nope";
+  expectError(plan, "step 0 refers to unknown tensor 'nope'");
+  plan = vectorAddPlan();
+  plan.steps[0].launch.block = {"64", "32", "1"};
+  expectError(plan, "step 0: 2048 threads per block (max 1024)");
+  plan = vectorAddPlan();
+  plan.steps[0].launch.grid[1] = "0";
+  expectError(plan, "step 0: grid/block size out of range on axis 1 (0, 1)");
+  plan = vectorAddPlan();
+  plan.steps[0].launch.source = "other";
+  expectError(plan, "step 0: unknown source 'other'");
+  plan = vectorAddPlan();
+  plan.steps[0].launch.sharedBytes = 300 * 1024;
+  expectError(plan, "step 0: dynamic shared memory 307200 out of range");
+  plan = vectorAddPlan();
+  plan.temporaries = {f32("in0", {4})};
+  expectError(plan, "tensor name 'in0' is used twice");
+
+  PlanStep gemm;
+  gemm.kind = PlanStep::Kind::Gemm;
+  gemm.gemm = {"in0", "in1", "out0", "", 1, 32, 32, 2, false, false, "none"};
+  plan = vectorAddPlan();
+  plan.steps = {gemm};
+  expectError(plan, "step 0: GEMM sizes do not match its tensors");
+  plan.steps[0].gemm.k = 1;
+  plan.steps[0].gemm.m = 32;
+  plan.steps[0].gemm.n = 32;
+  task.inputs[0].shape = {32, 1};
+  task.inputs[1].shape = {1, 32};
+  EXPECT_TRUE(verifyPlan(plan, task).isOk());
+  plan.steps[0].gemm.activation = "tanh";
+  expectError(plan, "step 0: unknown GEMM activation 'tanh'");
+
+  PlanStep conv;
+  conv.kind = PlanStep::Kind::Conv;
+  conv.conv = {"in0", "in1", "out0", "nchw_fchw", {1, 1}, {1, 1}};
+  plan.steps = {conv};
+  expectError(plan, "step 0: conv tensors must be 4-D");
+  plan.steps[0].conv.layout = "ncdhw";
+  expectError(plan, "step 0: unknown conv layout 'ncdhw'");
+}
+
+} // namespace
