@@ -20,8 +20,8 @@
 
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Codegen/Proposers.h"
-#include "kopt/Execution/Nvrtc.h"
 #include "kopt/InitAll.h"
+#include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Support/ModelLoader.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -136,16 +136,16 @@ static llvm::Error emitGroup(const KernelTask &task,
 static bool compilePlan(const KernelPlan &plan, llvm::raw_ostream &os) {
   bool ok = true;
   for (const KernelSource &source : plan.sources) {
-    NvrtcOptions options;
+    ::kopt::runtime::NvrtcOptions options;
     options.extra = plan.compileOptions;
     options.warningsAsErrors = true;
-    auto compiled =
-        compileCuda(source.code, plan.proposer + "-" + plan.variant + ".cu",
-                    archOption, options);
+    auto compiled = ::kopt::runtime::compileCuda(
+        source.code, plan.proposer + "-" + plan.variant + ".cu", archOption,
+        options);
     if (!compiled) {
       llvm::WithColor::error(llvm::errs(), "kopt")
           << plan.proposer << " " << plan.variant << ": "
-          << llvm::toString(compiled.takeError()) << "\n";
+          << compiled.status().message() << "\n";
       ok = false;
     }
   }

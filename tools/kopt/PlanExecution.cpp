@@ -9,8 +9,9 @@
 #include "PlanExecution.h"
 
 #include "kopt/Codegen/ReferenceInterpreter.h"
-#include "kopt/Execution/PlanRunner.h"
-#include "kopt/Execution/TensorData.h"
+#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Runtime/Cuda/PlanRunner.h"
+#include "kopt/Runtime/Cuda/TensorData.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -22,11 +23,13 @@
 using namespace mlir;
 using namespace mlir::kopt;
 
+namespace rt = ::kopt::runtime;
+
 llvm::Expected<std::unique_ptr<PlanExecutor>>
 PlanExecutor::create(unsigned repetitions) {
-  auto context = CudaContext::create(0);
+  auto context = rt::CudaContext::create(0);
   if (!context)
-    return context.takeError();
+    return toLlvmError(context.status());
   auto executor = std::unique_ptr<PlanExecutor>(new PlanExecutor());
   executor->context = std::move(*context);
   // At least 20 timed repetitions, or none at all (check only).
@@ -42,7 +45,7 @@ struct PlanResult {
   std::string error;
   double relativeError = 0;
   double maxAbsError = 0;
-  PlanTiming timing;
+  rt::PlanTiming timing;
 };
 } // namespace
 
@@ -79,7 +82,12 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
   // about the candidates, so the inputs are drawn again from a positive
   // range, and the report says so.
   std::vector<PlanResult> results;
-  std::vector<std::unique_ptr<PlanRunner>> runners;
+  std::vector<std::unique_ptr<rt::PlanRunner>> runners;
+  // The runtime runs plans; it takes its own copies of the task and plans.
+  rt::KernelTask runtimeTask = toRuntime(task);
+  std::vector<rt::KernelPlan> runtimePlans;
+  for (const KernelPlan &plan : plans)
+    runtimePlans.push_back(toRuntime(plan));
   for (const char *distribution : {"normal(0, 1)", "uniform(0.5, 2)"}) {
     std::mt19937_64 rng(0x6b6f7074);
     bool normal = llvm::StringRef(distribution).starts_with("normal");
@@ -87,17 +95,19 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
     std::vector<std::vector<double>> inputValues;
     for (const TensorSpec &input : task.inputs) {
       if (normal) {
-        inputs.push_back(makeRandomTensorData(input, rng()));
+        inputs.push_back(rt::makeRandomTensorData(toRuntime(input), rng()));
       } else {
         std::uniform_real_distribution<double> uniform(0.5, 2.0);
         std::vector<double> values(input.getNumElements());
         for (double &value : values)
           value = uniform(rng);
-        inputs.push_back(encodeTensorData(input.elementType, values));
+        inputs.push_back(
+            rt::encodeTensorData(toRuntime(input.elementType), values));
       }
       // The reference reads the values the device reads (rounded to the
       // storage type), so only the computation differs.
-      inputValues.push_back(decodeTensorData(input.elementType, inputs.back()));
+      inputValues.push_back(
+          rt::decodeTensorData(toRuntime(input.elementType), inputs.back()));
     }
     std::vector<std::vector<int64_t>> points;
     std::vector<std::vector<double>> expected;
@@ -115,23 +125,24 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
     results.assign(plans.size(), PlanResult());
     runners.clear();
     runners.resize(plans.size());
-    for (auto [index, plan] : llvm::enumerate(plans)) {
+    for (size_t index = 0; index < plans.size(); ++index) {
       PlanResult &result = results[index];
-      auto runner = PlanRunner::create(*context, task, plan);
+      auto runner =
+          rt::PlanRunner::create(*context, runtimeTask, runtimePlans[index]);
       if (!runner) {
-        result.error = llvm::toString(runner.takeError());
+        result.error = runner.status().message();
         continue;
       }
-      llvm::Error error = (*runner)->setInputs(inputs);
-      if (!error)
-        error = (*runner)->run();
-      if (error) {
-        result.error = llvm::toString(std::move(error));
+      rt::Status status = (*runner)->setInputs(inputs);
+      if (status.isOk())
+        status = (*runner)->run();
+      if (!status.isOk()) {
+        result.error = status.message();
         continue;
       }
       auto outputs = (*runner)->readOutputs();
       if (!outputs) {
-        result.error = llvm::toString(outputs.takeError());
+        result.error = outputs.status().message();
         continue;
       }
       result.ran = true;
@@ -139,7 +150,7 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
       result.valid = true;
       for (auto [o, output] : llvm::enumerate(task.outputs)) {
         std::vector<double> actual =
-            decodeTensorData(output.elementType, (*outputs)[o]);
+            rt::decodeTensorData(toRuntime(output.elementType), (*outputs)[o]);
         double diff = 0, norm = 0;
         for (auto [p, point] : llvm::enumerate(points[o])) {
           double ref = expected[o][p];
@@ -176,12 +187,12 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
   for (size_t i = 0; i < plans.size() && repetitions > 0; ++i)
     if (runners[i])
       order.push_back(i);
-  PlanTiming baselineAgain;
+  rt::PlanTiming baselineAgain;
   bool timedAgain = false;
   for (size_t i : order) {
     auto timing = runners[i]->timePlan(repetitions, 20.0);
     if (!timing) {
-      results[i].error = llvm::toString(timing.takeError());
+      results[i].error = timing.status().message();
       results[i].valid = false;
       continue;
     }
@@ -192,8 +203,6 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
     if (timing) {
       baselineAgain = *timing;
       timedAgain = true;
-    } else {
-      llvm::consumeError(timing.takeError());
     }
   }
 

@@ -18,7 +18,7 @@
 #define KOPT_TOOLS_KOPT_PLANEXECUTION_H
 
 #include "kopt/Codegen/KernelPlan.h"
-#include "kopt/Execution/CudaDriver.h"
+#include "kopt/Runtime/Cuda/CudaDriver.h"
 
 #include "llvm/Support/raw_ostream.h"
 
@@ -39,7 +39,7 @@ public:
                 llvm::ArrayRef<KernelPlan> plans, llvm::raw_ostream &os);
 
 private:
-  std::unique_ptr<CudaContext> context;
+  std::unique_ptr<::kopt::runtime::CudaContext> context;
   unsigned repetitions = 50;
 };
 

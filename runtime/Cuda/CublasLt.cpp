@@ -6,14 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Execution/CublasLt.h"
+#include "kopt/Runtime/Cuda/CublasLt.h"
 
 #include "DynamicLibrary.h"
 
 #include <cublasLt.h>
 
-using namespace mlir;
-using namespace mlir::kopt;
+using namespace kopt::runtime;
 
 /// cuBLASLt functions kopt uses; none has a versioned name in cuBLASLt 13.
 #define KOPT_CUBLASLT_SYMBOLS(X)                                               \
@@ -41,18 +40,19 @@ struct CublasLtLibrary {
   KOPT_CUBLASLT_SYMBOLS(KOPT_DECLARE_CUBLASLT_FUNCTION)
 #undef KOPT_DECLARE_CUBLASLT_FUNCTION
 
-  llvm::Error check(cublasStatus_t status, llvm::StringRef call) const {
+  Status check(cublasStatus_t status, std::string_view call) const {
     if (status == CUBLAS_STATUS_SUCCESS)
-      return llvm::Error::success();
-    return llvm::createStringError("%s failed: %s (%s)", call.str().c_str(),
-                                   cublasLtGetStatusName(status),
-                                   cublasLtGetStatusString(status));
+      return Status::success();
+    return Status::error(StatusCode::Internal,
+                         std::string(call) +
+                             " failed: " + cublasLtGetStatusName(status) +
+                             " (" + cublasLtGetStatusString(status) + ")");
   }
 };
 
 struct CublasLtLoad {
   std::unique_ptr<CublasLtLibrary> library;
-  std::string error;
+  Status error;
 };
 } // namespace
 
@@ -66,7 +66,7 @@ static CublasLtLoad loadCublasLtOnce() {
       candidates, "cuBLASLt (libcublasLt.so.13) not found: install the CUDA "
                   "13 toolkit or set CUDA_HOME");
   if (!handle) {
-    load.error = llvm::toString(handle.takeError());
+    load.error = handle.status();
     return load;
   }
   auto library = std::make_unique<CublasLtLibrary>();
@@ -74,7 +74,8 @@ static CublasLtLoad loadCublasLtOnce() {
   library->symbol = reinterpret_cast<decltype(library->symbol)>(               \
       dynlib::lookupSymbol(*handle, #symbol));                                 \
   if (!library->symbol) {                                                      \
-    load.error = "cuBLASLt lacks " #symbol;                                    \
+    load.error =                                                               \
+        Status::error(StatusCode::Unavailable, "cuBLASLt lacks " #symbol);     \
     return load;                                                               \
   }
   KOPT_CUBLASLT_SYMBOLS(KOPT_RESOLVE_CUBLASLT_SYMBOL)
@@ -83,17 +84,17 @@ static CublasLtLoad loadCublasLtOnce() {
   return load;
 }
 
-static llvm::Expected<const CublasLtLibrary *> loadCublasLt() {
+static Result<const CublasLtLibrary *> loadCublasLt() {
   static const CublasLtLoad load = loadCublasLtOnce();
   if (!load.library)
-    return llvm::createStringError(load.error);
+    return load.error;
   return load.library.get();
 }
 
-llvm::Expected<size_t> mlir::kopt::getCublasLtVersion() {
+Result<size_t> kopt::runtime::getCublasLtVersion() {
   auto library = loadCublasLt();
   if (!library)
-    return library.takeError();
+    return library.status();
   return (*library)->cublasLtGetVersion();
 }
 
@@ -125,41 +126,43 @@ struct CublasLtGemm::Impl {
 
   /// A column-major `rows` x `cols` fp32 layout with leading dimension
   /// `ld`, repeated for each batch entry right after the previous one.
-  llvm::Expected<cublasLtMatrixLayout_t> makeLayout(int64_t rows, int64_t cols,
-                                                    int64_t ld) {
+  Result<cublasLtMatrixLayout_t> makeLayout(int64_t rows, int64_t cols,
+                                            int64_t ld) {
     cublasLtMatrixLayout_t layout = nullptr;
-    if (llvm::Error error = lt->check(
+    if (Status status = lt->check(
             lt->cublasLtMatrixLayoutCreate(&layout, CUDA_R_32F, uint64_t(rows),
                                            uint64_t(cols), ld),
-            "cublasLtMatrixLayoutCreate"))
-      return std::move(error);
+            "cublasLtMatrixLayoutCreate");
+        !status.isOk())
+      return status;
     int32_t batch = int32_t(step.batch);
     int64_t stride = rows * cols;
-    if (llvm::Error error =
+    if (Status status =
             lt->check(lt->cublasLtMatrixLayoutSetAttribute(
                           layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
                           sizeof(batch)),
-                      "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)")) {
+                      "cublasLtMatrixLayoutSetAttribute(BATCH_COUNT)");
+        !status.isOk()) {
       lt->cublasLtMatrixLayoutDestroy(layout);
-      return std::move(error);
+      return status;
     }
-    if (llvm::Error error = lt->check(
-            lt->cublasLtMatrixLayoutSetAttribute(
-                layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                sizeof(stride)),
-            "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)")) {
+    if (Status status =
+            lt->check(lt->cublasLtMatrixLayoutSetAttribute(
+                          layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                          &stride, sizeof(stride)),
+                      "cublasLtMatrixLayoutSetAttribute(STRIDED_BATCH_OFFSET)");
+        !status.isOk()) {
       lt->cublasLtMatrixLayoutDestroy(layout);
-      return std::move(error);
+      return status;
     }
     return layout;
   }
 
-  llvm::Error setOperation(cublasLtMatmulDescAttributes_t attribute,
-                           const void *value, size_t size,
-                           llvm::StringRef what) {
+  Status setOperation(cublasLtMatmulDescAttributes_t attribute,
+                      const void *value, size_t size, std::string_view what) {
     return lt->check(
         lt->cublasLtMatmulDescSetAttribute(operation, attribute, value, size),
-        "cublasLtMatmulDescSetAttribute(" + what.str() + ")");
+        "cublasLtMatmulDescSetAttribute(" + std::string(what) + ")");
   }
 };
 
@@ -167,7 +170,7 @@ CublasLtGemm::CublasLtGemm(std::unique_ptr<Impl> impl)
     : impl(std::move(impl)) {}
 CublasLtGemm::~CublasLtGemm() = default;
 
-static llvm::Expected<cublasLtEpilogue_t> getEpilogue(const GemmStep &step) {
+static Result<cublasLtEpilogue_t> getEpilogue(const GemmStep &step) {
   bool bias = !step.bias.empty();
   if (step.activation == "none")
     return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
@@ -175,41 +178,44 @@ static llvm::Expected<cublasLtEpilogue_t> getEpilogue(const GemmStep &step) {
     return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
   if (step.activation == "gelu")
     return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-  return llvm::createStringError("unknown GEMM activation '%s'",
-                                 step.activation.c_str());
+  return Status::error(StatusCode::InvalidArgument,
+                       "unknown GEMM activation '" + step.activation + "'");
 }
 
-llvm::Expected<std::unique_ptr<CublasLtGemm>>
+Result<std::unique_ptr<CublasLtGemm>>
 CublasLtGemm::create(const CudaContext &context, const GemmStep &step,
                      ElementType elementType) {
   if (elementType != ElementType::F32)
-    return llvm::createStringError(
-        "GEMM steps run in fp32 only; '%s' is %s", step.c.c_str(),
-        stringifyElementType(elementType).str().c_str());
+    return Status::error(StatusCode::InvalidArgument,
+                         "GEMM steps run in fp32 only; '" + step.c + "' is " +
+                             stringifyElementType(elementType));
   if (step.batch < 1 || step.m < 1 || step.n < 1 || step.k < 1 ||
       step.batch > INT32_MAX)
-    return llvm::createStringError("GEMM sizes out of range");
+    return Status::error(StatusCode::InvalidArgument,
+                         "GEMM sizes out of range");
   auto epilogue = getEpilogue(step);
   if (!epilogue)
-    return epilogue.takeError();
+    return epilogue.status();
   auto library = loadCublasLt();
   if (!library)
-    return library.takeError();
-  if (llvm::Error error = context.makeCurrent())
-    return std::move(error);
+    return library.status();
+  if (Status status = context.makeCurrent(); !status.isOk())
+    return status;
 
   auto impl = std::make_unique<Impl>();
   impl->lt = *library;
   impl->step = step;
   const CublasLtLibrary &lt = **library;
-  if (llvm::Error error =
-          lt.check(lt.cublasLtCreate(&impl->handle), "cublasLtCreate"))
-    return std::move(error);
-  if (llvm::Error error =
+  if (Status status =
+          lt.check(lt.cublasLtCreate(&impl->handle), "cublasLtCreate");
+      !status.isOk())
+    return status;
+  if (Status status =
           lt.check(lt.cublasLtMatmulDescCreate(&impl->operation,
                                                CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                   "cublasLtMatmulDescCreate"))
-    return std::move(error);
+                   "cublasLtMatmulDescCreate");
+      !status.isOk())
+    return status;
 
   // Row-major C (M x N) = op(A) (M x K) · op(B) (K x N) is column-major
   // C^T (N x M) = op(B)^T · op(A)^T: cuBLASLt's A is our B, its B our A,
@@ -218,85 +224,92 @@ CublasLtGemm::create(const CudaContext &context, const GemmStep &step,
   int64_t m = step.m, n = step.n, k = step.k;
   cublasOperation_t transA = step.transposeB ? CUBLAS_OP_T : CUBLAS_OP_N;
   cublasOperation_t transB = step.transposeA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (llvm::Error error = impl->setOperation(CUBLASLT_MATMUL_DESC_TRANSA,
-                                             &transA, sizeof(transA), "TRANSA"))
-    return std::move(error);
-  if (llvm::Error error = impl->setOperation(CUBLASLT_MATMUL_DESC_TRANSB,
-                                             &transB, sizeof(transB), "TRANSB"))
-    return std::move(error);
+  if (Status status = impl->setOperation(CUBLASLT_MATMUL_DESC_TRANSA, &transA,
+                                         sizeof(transA), "TRANSA");
+      !status.isOk())
+    return status;
+  if (Status status = impl->setOperation(CUBLASLT_MATMUL_DESC_TRANSB, &transB,
+                                         sizeof(transB), "TRANSB");
+      !status.isOk())
+    return status;
   cublasLtEpilogue_t epilogueValue = *epilogue;
-  if (llvm::Error error =
+  if (Status status =
           impl->setOperation(CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogueValue,
-                             sizeof(epilogueValue), "EPILOGUE"))
-    return std::move(error);
+                             sizeof(epilogueValue), "EPILOGUE");
+      !status.isOk())
+    return status;
   if (!step.bias.empty()) {
     cudaDataType_t biasType = CUDA_R_32F;
-    if (llvm::Error error =
+    if (Status status =
             impl->setOperation(CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
-                               sizeof(biasType), "BIAS_DATA_TYPE"))
-      return std::move(error);
+                               sizeof(biasType), "BIAS_DATA_TYPE");
+        !status.isOk())
+      return status;
     // One bias vector for every batch entry.
     int64_t biasStride = 0;
-    if (llvm::Error error = impl->setOperation(
+    if (Status status = impl->setOperation(
             CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &biasStride,
-            sizeof(biasStride), "BIAS_BATCH_STRIDE"))
-      return std::move(error);
+            sizeof(biasStride), "BIAS_BATCH_STRIDE");
+        !status.isOk())
+      return status;
   }
 
   // Our B, stored K x N (or N x K when transposed).
   auto layoutA =
       step.transposeB ? impl->makeLayout(k, n, k) : impl->makeLayout(n, k, n);
   if (!layoutA)
-    return layoutA.takeError();
+    return layoutA.status();
   impl->layoutA = *layoutA;
   // Our A, stored M x K (or K x M when transposed).
   auto layoutB =
       step.transposeA ? impl->makeLayout(m, k, m) : impl->makeLayout(k, m, k);
   if (!layoutB)
-    return layoutB.takeError();
+    return layoutB.status();
   impl->layoutB = *layoutB;
   auto layoutC = impl->makeLayout(n, m, n);
   if (!layoutC)
-    return layoutC.takeError();
+    return layoutC.status();
   impl->layoutC = *layoutC;
 
   cublasLtMatmulPreference_t preference = nullptr;
-  if (llvm::Error error =
-          lt.check(lt.cublasLtMatmulPreferenceCreate(&preference),
-                   "cublasLtMatmulPreferenceCreate"))
-    return std::move(error);
+  if (Status status = lt.check(lt.cublasLtMatmulPreferenceCreate(&preference),
+                               "cublasLtMatmulPreferenceCreate");
+      !status.isOk())
+    return status;
   uint64_t workspace = kWorkspaceBytes;
-  cublasStatus_t status = lt.cublasLtMatmulPreferenceSetAttribute(
+  cublasStatus_t heuristic = lt.cublasLtMatmulPreferenceSetAttribute(
       preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
       sizeof(workspace));
   cublasLtMatmulHeuristicResult_t result = {};
   int found = 0;
-  if (status == CUBLAS_STATUS_SUCCESS)
-    status = lt.cublasLtMatmulAlgoGetHeuristic(
+  if (heuristic == CUBLAS_STATUS_SUCCESS)
+    heuristic = lt.cublasLtMatmulAlgoGetHeuristic(
         impl->handle, impl->operation, impl->layoutA, impl->layoutB,
         impl->layoutC, impl->layoutC, preference, 1, &result, &found);
   lt.cublasLtMatmulPreferenceDestroy(preference);
-  if (llvm::Error error = lt.check(status, "cublasLtMatmulAlgoGetHeuristic"))
-    return std::move(error);
+  if (Status status = lt.check(heuristic, "cublasLtMatmulAlgoGetHeuristic");
+      !status.isOk())
+    return status;
   if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
-    return llvm::createStringError(
-        "cuBLASLt has no algorithm for the GEMM %lldx%lldx%lld (batch %lld, "
-        "activation %s)",
-        (long long)m, (long long)n, (long long)k, (long long)step.batch,
-        step.activation.c_str());
+    return Status::error(StatusCode::Unsupported,
+                         "cuBLASLt has no algorithm for the GEMM " +
+                             std::to_string(m) + "x" + std::to_string(n) + "x" +
+                             std::to_string(k) + " (batch " +
+                             std::to_string(step.batch) + ", activation " +
+                             step.activation + ")");
   impl->algorithm = result.algo;
   return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(std::move(impl)));
 }
 
-llvm::Error CublasLtGemm::run(CUstream stream, const GemmBuffers &buffers,
-                              CUdeviceptr workspace) const {
+Status CublasLtGemm::run(CUstream stream, const GemmBuffers &buffers,
+                         CUdeviceptr workspace) const {
   const CublasLtLibrary &lt = *impl->lt;
   if (!impl->step.bias.empty()) {
     const void *bias = reinterpret_cast<const void *>(buffers.bias);
-    if (llvm::Error error =
-            impl->setOperation(CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
-                               sizeof(bias), "BIAS_POINTER"))
-      return error;
+    if (Status status = impl->setOperation(CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                           &bias, sizeof(bias), "BIAS_POINTER");
+        !status.isOk())
+      return status;
   }
   float alpha = 1.0f, beta = 0.0f;
   auto pointer = [](CUdeviceptr address) {

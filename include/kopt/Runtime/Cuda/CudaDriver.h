@@ -21,19 +21,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_EXECUTION_CUDADRIVER_H
-#define KOPT_EXECUTION_CUDADRIVER_H
+#ifndef KOPT_RUNTIME_CUDA_CUDADRIVER_H
+#define KOPT_RUNTIME_CUDA_CUDADRIVER_H
 
-#include "llvm/ADT/StringRef.h"
-#include "llvm/Support/Error.h"
+#include "kopt/Runtime/Status.h"
 
 #include <cuda.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 
-namespace mlir::kopt {
+namespace kopt::runtime {
 
 /// Driver functions kopt uses: `X(api, symbol)` names the API function as
 /// written in code and the symbol libcuda.so.1 exports for it.
@@ -83,14 +83,14 @@ struct CudaDriver {
 
   /// Success when `result` is CUDA_SUCCESS; otherwise an error naming `call`
   /// and the driver's name and description of `result`.
-  llvm::Error check(CUresult result, llvm::StringRef call) const;
+  Status check(CUresult result, std::string_view call) const;
 };
 
 /// Opens libcuda.so.1, resolves every symbol of the table and calls cuInit.
 /// The first call does the work; later calls return the same table or the
 /// same failure. Fails with "no CUDA driver (libcuda.so.1 not found): this
 /// machine has no GPU" when the library is absent.
-llvm::Expected<const CudaDriver *> loadCudaDriver();
+Result<const CudaDriver *> loadCudaDriver();
 
 /// What kopt needs to know about a device, from the driver's attributes.
 struct DeviceInfo {
@@ -115,8 +115,7 @@ struct DeviceInfo {
 };
 
 /// Reads the attributes of device `ordinal`.
-llvm::Expected<DeviceInfo> queryDeviceInfo(const CudaDriver &driver,
-                                           int ordinal);
+Result<DeviceInfo> queryDeviceInfo(const CudaDriver &driver, int ordinal);
 
 /// A device's primary context made current on the creating thread, and one
 /// stream on it. The primary context is the one the CUDA runtime (and so
@@ -124,7 +123,7 @@ llvm::Expected<DeviceInfo> queryDeviceInfo(const CudaDriver &driver,
 class CudaContext {
 public:
   /// Loads the driver and opens device `ordinal`.
-  static llvm::Expected<std::unique_ptr<CudaContext>> create(int ordinal = 0);
+  static Result<std::unique_ptr<CudaContext>> create(int ordinal = 0);
   ~CudaContext();
   CudaContext(const CudaContext &) = delete;
   CudaContext &operator=(const CudaContext &) = delete;
@@ -133,7 +132,7 @@ public:
   const DeviceInfo &getDeviceInfo() const { return info; }
   CUstream getStream() const { return stream; }
   /// Makes the context current on the calling thread.
-  llvm::Error makeCurrent() const;
+  Status makeCurrent() const;
 
 private:
   CudaContext(const CudaDriver &driver) : driver(&driver) {}
@@ -150,8 +149,8 @@ class DeviceBuffer {
 public:
   DeviceBuffer() = default;
   /// Allocates `bytes` (at least one byte) on `context`'s device.
-  static llvm::Expected<DeviceBuffer> allocate(const CudaContext &context,
-                                               int64_t bytes);
+  static Result<DeviceBuffer> allocate(const CudaContext &context,
+                                       int64_t bytes);
   DeviceBuffer(DeviceBuffer &&other) { *this = std::move(other); }
   DeviceBuffer &operator=(DeviceBuffer &&other);
   ~DeviceBuffer() { reset(); }
@@ -167,6 +166,6 @@ private:
   int64_t bytes = 0;
 };
 
-} // namespace mlir::kopt
+} // namespace kopt::runtime
 
-#endif // KOPT_EXECUTION_CUDADRIVER_H
+#endif // KOPT_RUNTIME_CUDA_CUDADRIVER_H

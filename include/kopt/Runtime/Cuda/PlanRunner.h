@@ -16,22 +16,22 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_EXECUTION_PLANRUNNER_H
-#define KOPT_EXECUTION_PLANRUNNER_H
+#ifndef KOPT_RUNTIME_CUDA_PLANRUNNER_H
+#define KOPT_RUNTIME_CUDA_PLANRUNNER_H
 
-#include "kopt/Codegen/KernelPlan.h"
-#include "kopt/Execution/CudaDriver.h"
-#include "kopt/Execution/Nvrtc.h"
-
-#include "llvm/ADT/ArrayRef.h"
+#include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/Cuda/Nvrtc.h"
+#include "kopt/Runtime/Status.h"
+#include "kopt/Runtime/TaskPlan.h"
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
-namespace mlir::kopt {
+namespace kopt::runtime {
 
 /// How a runner prepares and runs a plan.
 struct PlanRunnerOptions {
@@ -55,7 +55,7 @@ struct PlanTiming {
 
 /// Summarises `timesUs` (at least one value): median, minimum, and the 10th
 /// and 90th percentiles, interpolated linearly between the nearest ranks.
-PlanTiming summarizeTimings(llvm::ArrayRef<double> timesUs);
+PlanTiming summarizeTimings(const std::vector<double> &timesUs);
 
 /// A plan prepared on a device, ready to run any number of times.
 class PlanRunner {
@@ -64,36 +64,40 @@ public:
   /// runner keeps references to `context`, which must outlive it. Tensors
   /// other than inputs start filled with 0xff bytes (NaN for floats), so a
   /// step that does not write its output is noticed.
-  static llvm::Expected<std::unique_ptr<PlanRunner>>
+  static Result<std::unique_ptr<PlanRunner>>
   create(const CudaContext &context, const KernelTask &task,
          const KernelPlan &plan, const PlanRunnerOptions &options = {});
   ~PlanRunner();
 
   /// Uploads `bytes` (row-major, in the tensor's element type, exactly the
   /// tensor's size) into input `name`.
-  llvm::Error setInput(llvm::StringRef name, llvm::ArrayRef<uint8_t> bytes);
+  Status setInput(std::string_view name, const uint8_t *data, size_t size);
+  /// Uploads `bytes` into input `name`, as the pointer-and-size overload.
+  Status setInput(std::string_view name, const std::vector<uint8_t> &bytes) {
+    return setInput(name, bytes.data(), bytes.size());
+  }
   /// Uploads `inputs`, one per task input in the task's order.
-  llvm::Error setInputs(llvm::ArrayRef<std::vector<uint8_t>> inputs);
+  Status setInputs(const std::vector<std::vector<uint8_t>> &inputs);
 
   /// Runs every step once in order on the context's stream and waits for
   /// them. Fails, naming the step, on any launch or library error, and when
   /// an input was never set.
-  llvm::Error run();
+  Status run();
 
   /// Times the whole plan: untimed runs for `warmupMs` milliseconds (at
   /// least one), then `iterations` runs, each between two CUDA events on the
   /// stream. Before each timed run, outside the timed region, a scratch
   /// buffer twice the L2 size is written so no run finds the previous one's
   /// data in L2.
-  llvm::Expected<PlanTiming> timePlan(unsigned iterations, double warmupMs);
+  Result<PlanTiming> timePlan(unsigned iterations, double warmupMs);
 
   /// Downloads tensor `name` (an input, output or temporary).
-  llvm::Expected<std::vector<uint8_t>> readTensor(llvm::StringRef name) const;
+  Result<std::vector<uint8_t>> readTensor(std::string_view name) const;
   /// Downloads every task output, in the task's order.
-  llvm::Expected<std::vector<std::vector<uint8_t>>> readOutputs() const;
+  Result<std::vector<std::vector<uint8_t>>> readOutputs() const;
 
   /// The device address of tensor `name`, or 0 when there is none.
-  CUdeviceptr getDevicePointer(llvm::StringRef name) const;
+  CUdeviceptr getDevicePointer(std::string_view name) const;
   /// NVRTC's output per source id.
   const std::map<std::string, CompiledKernel> &getCompiledSources() const;
 
@@ -106,11 +110,11 @@ private:
 
 /// Prepares `plan`, uploads `inputs` (one per task input, in order), runs it
 /// once and returns the outputs in the task's order.
-llvm::Expected<std::vector<std::vector<uint8_t>>>
+Result<std::vector<std::vector<uint8_t>>>
 runPlan(const CudaContext &context, const KernelTask &task,
-        const KernelPlan &plan, llvm::ArrayRef<std::vector<uint8_t>> inputs,
+        const KernelPlan &plan, const std::vector<std::vector<uint8_t>> &inputs,
         const PlanRunnerOptions &options = {});
 
-} // namespace mlir::kopt
+} // namespace kopt::runtime
 
-#endif // KOPT_EXECUTION_PLANRUNNER_H
+#endif // KOPT_RUNTIME_CUDA_PLANRUNNER_H

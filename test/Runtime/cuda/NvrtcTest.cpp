@@ -1,5 +1,4 @@
 //===- NvrtcTest.cpp - Tests of NVRTC compilation ---------------*- C++ -*-===//
-//-*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -12,12 +11,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Execution/Nvrtc.h"
+#include "kopt/Runtime/Cuda/Nvrtc.h"
 
 #include "gtest/gtest.h"
 
-using namespace mlir;
-using namespace mlir::kopt;
+using namespace kopt::runtime;
 
 namespace {
 
@@ -26,8 +24,7 @@ protected:
   void SetUp() override {
     auto version = getNvrtcVersion();
     if (!version)
-      GTEST_SKIP() << "NVRTC unavailable: "
-                   << llvm::toString(version.takeError());
+      GTEST_SKIP() << "NVRTC unavailable: " << version.status().message();
   }
 };
 
@@ -45,7 +42,7 @@ extern "C" __global__ void vadd(const __half *x, const __nv_bfloat16 *y,
 
 TEST_F(NvrtcTest, CompilesCubinAndPtxForSm90) {
   auto compiled = compileCuda(kVectorAdd, "vadd.cu", "sm_90");
-  ASSERT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  ASSERT_TRUE(bool(compiled)) << compiled.status().message();
   ASSERT_GE(compiled->cubin.size(), 4u);
   EXPECT_EQ(compiled->cubin.substr(0, 4), "\x7f"
                                           "ELF");
@@ -59,7 +56,7 @@ TEST_F(NvrtcTest, CleanKernelPassesWarningsAsErrors) {
   NvrtcOptions options;
   options.warningsAsErrors = true;
   auto compiled = compileCuda(kVectorAdd, "vadd.cu", "sm_90", options);
-  EXPECT_TRUE(bool(compiled)) << llvm::toString(compiled.takeError());
+  EXPECT_TRUE(bool(compiled)) << compiled.status().message();
 }
 
 TEST_F(NvrtcTest, SyntaxErrorFailsWithTheLog) {
@@ -67,7 +64,7 @@ TEST_F(NvrtcTest, SyntaxErrorFailsWithTheLog) {
       compileCuda("extern \"C\" __global__ void f(float *x) { x[0] = 1 }",
                   "broken.cu", "sm_90");
   ASSERT_FALSE(bool(compiled));
-  std::string message = llvm::toString(compiled.takeError());
+  std::string message = compiled.status().message();
   EXPECT_NE(message.find("NVRTC_ERROR_COMPILATION"), std::string::npos)
       << message;
   EXPECT_NE(message.find("broken.cu(1): error: expected a \";\""),
@@ -79,7 +76,7 @@ TEST_F(NvrtcTest, WarningFailsOnlyUnderWarningsAsErrors) {
   const char *source = "#warning kernels must not warn\n"
                        "extern \"C\" __global__ void f(float *x) { x[0] = 1; }";
   auto lenient = compileCuda(source, "warns.cu", "sm_90");
-  ASSERT_TRUE(bool(lenient)) << llvm::toString(lenient.takeError());
+  ASSERT_TRUE(bool(lenient)) << lenient.status().message();
   EXPECT_FALSE(lenient->cubin.empty());
   EXPECT_TRUE(nvrtcLogHasWarning(lenient->log)) << lenient->log;
 
@@ -87,7 +84,7 @@ TEST_F(NvrtcTest, WarningFailsOnlyUnderWarningsAsErrors) {
   options.warningsAsErrors = true;
   auto strict = compileCuda(source, "warns.cu", "sm_90", options);
   ASSERT_FALSE(bool(strict));
-  std::string message = llvm::toString(strict.takeError());
+  std::string message = strict.status().message();
   EXPECT_NE(message.find("compiled with warnings"), std::string::npos)
       << message;
   EXPECT_NE(message.find("kernels must not warn"), std::string::npos)
@@ -102,7 +99,7 @@ TEST_F(NvrtcTest, UninitializedVariableWarns) {
                   "v; }",
                   "uninitialized.cu", "sm_90", options);
   ASSERT_FALSE(bool(compiled));
-  EXPECT_NE(llvm::toString(compiled.takeError()).find("used before its value"),
+  EXPECT_NE(compiled.status().message().find("used before its value"),
             std::string::npos);
 }
 
@@ -111,15 +108,13 @@ TEST_F(NvrtcTest, UnknownOptionFails) {
   options.extra = {"-Wall"};
   auto compiled = compileCuda(kVectorAdd, "vadd.cu", "sm_90", options);
   ASSERT_FALSE(bool(compiled));
-  EXPECT_NE(llvm::toString(compiled.takeError()).find("-Wall"),
-            std::string::npos);
+  EXPECT_NE(compiled.status().message().find("-Wall"), std::string::npos);
 }
 
 TEST_F(NvrtcTest, VirtualArchitectureGivesNoCubin) {
   auto compiled = compileCuda(kVectorAdd, "vadd.cu", "compute_90");
   ASSERT_FALSE(bool(compiled));
-  EXPECT_NE(llvm::toString(compiled.takeError()).find("no cubin"),
-            std::string::npos);
+  EXPECT_NE(compiled.status().message().find("no cubin"), std::string::npos);
 }
 
 TEST(NvrtcLogTest, RecognisesWarningLines) {

@@ -21,15 +21,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_EXECUTION_CUDNN_H
-#define KOPT_EXECUTION_CUDNN_H
+#ifndef KOPT_RUNTIME_CUDA_CUDNN_H
+#define KOPT_RUNTIME_CUDA_CUDNN_H
 
-#include "kopt/Codegen/KernelPlan.h"
-#include "kopt/Execution/CudaDriver.h"
+#include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/TaskPlan.h"
 
 #include <memory>
 
-namespace mlir::kopt {
+namespace kopt::runtime {
 
 /// Device pointers of one convolution call.
 struct ConvBuffers {
@@ -42,14 +42,15 @@ class CudnnConv {
 public:
   /// Loads cuDNN, checks `step` against its fp32 tensors `input`, `filter`
   /// and `output` (shapes in the step's layout), and picks an algorithm.
-  static llvm::Expected<std::unique_ptr<CudnnConv>>
-  create(const CudaContext &context, const ConvStep &step,
-         const TensorSpec &input, const TensorSpec &filter,
-         const TensorSpec &output);
+  static Result<std::unique_ptr<CudnnConv>> create(const CudaContext &context,
+                                                   const ConvStep &step,
+                                                   const TensorSpec &input,
+                                                   const TensorSpec &filter,
+                                                   const TensorSpec &output);
   ~CudnnConv();
 
   /// Enqueues the convolution on `stream`.
-  llvm::Error run(CUstream stream, const ConvBuffers &buffers) const;
+  Status run(CUstream stream, const ConvBuffers &buffers) const;
 
   /// Kernel launches one run makes besides cuDNN's own (1 when an HWCF filter
   /// is transposed first, else 0).
@@ -63,8 +64,8 @@ private:
 };
 
 /// cuDNN's version (such as 91900), or an error when it cannot be loaded.
-llvm::Expected<size_t> getCudnnVersion();
+Result<size_t> getCudnnVersion();
 
-} // namespace mlir::kopt
+} // namespace kopt::runtime
 
-#endif // KOPT_EXECUTION_CUDNN_H
+#endif // KOPT_RUNTIME_CUDA_CUDNN_H

@@ -1,5 +1,4 @@
 //===- TensorDataTest.cpp - Tests of host tensor data -----------*- C++ -*-===//
-//-*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -7,15 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Execution/TensorData.h"
-#include "kopt/Execution/PlanRunner.h"
+#include "kopt/Runtime/Cuda/TensorData.h"
+#include "kopt/Runtime/Cuda/PlanRunner.h"
 
 #include "gtest/gtest.h"
 
 #include <cmath>
 
-using namespace mlir;
-using namespace mlir::kopt;
+using namespace kopt::runtime;
 
 namespace {
 
@@ -83,7 +81,7 @@ TEST(TensorDataTest, EncodesAndDecodesEveryType) {
     std::vector<uint8_t> bytes = encodeTensorData(type, values);
     EXPECT_EQ(int64_t(bytes.size()), 4 * getElementBytes(type));
     EXPECT_EQ(decodeTensorData(type, bytes), values)
-        << stringifyElementType(type).str();
+        << stringifyElementType(type);
   }
   std::vector<double> integers = {0.0, 1.0, -3.0, 1e12, -1e12};
   EXPECT_EQ(decodeTensorData(ElementType::I8,

@@ -13,32 +13,36 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Execution/PlanRunner.h"
+#include "kopt/Runtime/Cuda/PlanRunner.h"
 
-#include "kopt/Execution/CublasLt.h"
-#include "kopt/Execution/Cudnn.h"
-
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/ScopeExit.h"
-#include "llvm/ADT/StringSet.h"
+#include "kopt/Runtime/Cuda/CublasLt.h"
+#include "kopt/Runtime/Cuda/Cudnn.h"
+#include "kopt/Runtime/PlanVerifier.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <set>
 
-using namespace mlir;
-using namespace mlir::kopt;
+using namespace kopt::runtime;
 
 /// Dynamic shared memory a kernel gets without opting in.
 static constexpr int64_t kDefaultSharedBytes = 48 * 1024;
 
-PlanTiming mlir::kopt::summarizeTimings(llvm::ArrayRef<double> timesUs) {
+static Status invalid(std::string message) {
+  return Status::error(StatusCode::InvalidArgument, std::move(message));
+}
+
+PlanTiming kopt::runtime::summarizeTimings(const std::vector<double> &timesUs) {
   PlanTiming timing;
   if (timesUs.empty())
     return timing;
   std::vector<double> sorted(timesUs.begin(), timesUs.end());
-  llvm::sort(sorted);
+  std::sort(sorted.begin(), sorted.end());
   auto quantile = [&](double q) {
     double position = q * double(sorted.size() - 1);
     size_t below = size_t(std::floor(position));
@@ -77,6 +81,16 @@ struct PreparedStep {
   std::unique_ptr<CudnnConv> conv;
   ConvBuffers convBuffers;
 };
+
+/// Destroys a CUDA event on scope exit.
+struct EventGuard {
+  const CudaDriver &api;
+  CUevent event = nullptr;
+  ~EventGuard() {
+    if (event)
+      api.cuEventDestroy(event);
+  }
+};
 } // namespace
 
 struct PlanRunner::Impl {
@@ -89,12 +103,13 @@ struct PlanRunner::Impl {
   std::vector<CUmodule> modules;
   std::vector<PreparedStep> steps;
   DeviceBuffer gemmWorkspace;
-  llvm::StringSet<> inputsSet;
+  std::set<std::string> inputsSet;
 
   ~Impl() {
     for (CUmodule module : modules)
-      llvm::consumeError(context->getDriver().check(
-          context->getDriver().cuModuleUnload(module), "cuModuleUnload"));
+      context->getDriver()
+          .check(context->getDriver().cuModuleUnload(module), "cuModuleUnload")
+          .ignore();
   }
 
   const CudaDriver &driver() const { return context->getDriver(); }
@@ -104,31 +119,42 @@ struct PlanRunner::Impl {
     return it == buffers.end() ? 0 : it->second.get();
   }
 
-  llvm::Error prepareLaunch(const LaunchStep &step,
-                            const std::map<std::string, CUmodule> &byId,
-                            PreparedLaunch &launch);
-  llvm::Error enqueue(bool synchronizeEachStep);
+  Status prepareLaunch(const LaunchStep &step,
+                       const std::map<std::string, CUmodule> &byId,
+                       PreparedLaunch &launch);
+  Status enqueue(bool synchronizeEachStep);
 };
 
-/// True for a typed scalar literal argument (`i32:`, `i64:`, `f32:`,
-/// `f64:`).
-static bool isScalarArgument(llvm::StringRef arg) {
-  return llvm::any_of(
-      llvm::ArrayRef<llvm::StringRef>{"i32:", "i64:", "f32:", "f64:"},
-      [&](llvm::StringRef prefix) { return arg.starts_with(prefix); });
+/// Parses all of `text` as a base-10 int64 (an optional '-', then digits).
+static bool parseInteger(std::string_view text, int64_t &value) {
+  auto [end, error] =
+      std::from_chars(text.data(), text.data() + text.size(), value, 10);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+/// Parses all of `text` as a floating-point number (decimal or hexadecimal,
+/// `inf`, `nan`); out-of-range values give infinity or zero, as rounding
+/// would.
+static bool parseDouble(const std::string &text, double &value) {
+  if (text.empty() || std::isspace(static_cast<unsigned char>(text.front())))
+    return false;
+  char *end = nullptr;
+  value = std::strtod(text.c_str(), &end);
+  return end == text.c_str() + text.size();
 }
 
 /// Parses a `i32:N`, `i64:N`, `f32:X` or `f64:X` literal into 8 bytes of
 /// argument storage (the kernel reads only the first 4 for 32-bit types).
-static llvm::Expected<uint64_t> parseScalar(llvm::StringRef arg) {
-  auto [type, text] = arg.split(':');
+static Result<uint64_t> parseScalar(const std::string &arg) {
+  size_t colon = arg.find(':');
+  std::string type = arg.substr(0, colon);
+  std::string text = colon == std::string::npos ? "" : arg.substr(colon + 1);
   uint64_t storage = 0;
   if (type == "i32" || type == "i64") {
     int64_t value = 0;
-    if (text.getAsInteger(10, value) ||
+    if (!parseInteger(text, value) ||
         (type == "i32" && (value < INT32_MIN || value > INT32_MAX)))
-      return llvm::createStringError("bad %s literal '%s'", type.str().c_str(),
-                                     arg.str().c_str());
+      return invalid("bad " + type + " literal '" + arg + "'");
     if (type == "i32") {
       int32_t narrow = int32_t(value);
       std::memcpy(&storage, &narrow, sizeof(narrow));
@@ -139,9 +165,8 @@ static llvm::Expected<uint64_t> parseScalar(llvm::StringRef arg) {
   }
   if (type == "f32" || type == "f64") {
     double value = 0;
-    if (text.getAsDouble(value))
-      return llvm::createStringError("bad %s literal '%s'", type.str().c_str(),
-                                     arg.str().c_str());
+    if (!parseDouble(text, value))
+      return invalid("bad " + type + " literal '" + arg + "'");
     if (type == "f32") {
       float narrow = float(value);
       std::memcpy(&storage, &narrow, sizeof(narrow));
@@ -150,59 +175,63 @@ static llvm::Expected<uint64_t> parseScalar(llvm::StringRef arg) {
     }
     return storage;
   }
-  return llvm::createStringError("unknown argument '%s'", arg.str().c_str());
+  return invalid("unknown argument '" + arg + "'");
 }
 
-llvm::Error
+Status
 PlanRunner::Impl::prepareLaunch(const LaunchStep &step,
                                 const std::map<std::string, CUmodule> &byId,
                                 PreparedLaunch &launch) {
   const CudaDriver &api = driver();
   CUmodule module = byId.at(step.source);
-  if (llvm::Error error = api.check(
+  if (Status status = api.check(
           api.cuModuleGetFunction(&launch.function, module, step.entry.c_str()),
           "cuModuleGetFunction('" + step.entry + "' in source '" + step.source +
-              "')"))
-    return error;
+              "')");
+      !status.isOk())
+    return status;
   for (int axis = 0; axis < 3; ++axis) {
     auto grid = evaluatePlanExpression(step.grid[axis], tensors);
     if (!grid)
-      return grid.takeError();
+      return grid.status();
     auto block = evaluatePlanExpression(step.block[axis], tensors);
     if (!block)
-      return block.takeError();
+      return block.status();
     launch.grid[axis] = unsigned(*grid);
     launch.block[axis] = unsigned(*block);
   }
   int64_t optin = context->getDeviceInfo().maxSharedPerBlockOptin;
   if (step.sharedBytes > optin)
-    return llvm::createStringError(
-        "%lld bytes of dynamic shared memory; the device allows %lld",
-        (long long)step.sharedBytes, (long long)optin);
+    return Status::error(StatusCode::Unsupported,
+                         std::to_string(step.sharedBytes) +
+                             " bytes of dynamic shared memory; the device "
+                             "allows " +
+                             std::to_string(optin));
   launch.sharedBytes = unsigned(step.sharedBytes);
   if (step.sharedBytes > kDefaultSharedBytes)
-    if (llvm::Error error =
+    if (Status status =
             api.check(api.cuFuncSetAttribute(
                           launch.function,
                           CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                           int(step.sharedBytes)),
-                      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
-      return error;
+                      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+        !status.isOk())
+      return status;
   for (const std::string &arg : step.args) {
     // The same rule as verifyPlan: a typed prefix makes a literal.
-    if (!isScalarArgument(arg)) {
+    if (!isScalarLiteral(arg)) {
       launch.storage.push_back(uint64_t(pointer(arg)));
       continue;
     }
     auto scalar = parseScalar(arg);
     if (!scalar)
-      return scalar.takeError();
+      return scalar.status();
     launch.storage.push_back(*scalar);
   }
   // Only now, with the storage complete, take the addresses.
   for (uint64_t &slot : launch.storage)
     launch.arguments.push_back(&slot);
-  return llvm::Error::success();
+  return Status::success();
 }
 
 PlanRunner::PlanRunner(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
@@ -221,13 +250,13 @@ static std::string describeStep(const PlanStep &step, size_t index) {
   return where + ")";
 }
 
-llvm::Expected<std::unique_ptr<PlanRunner>>
+Result<std::unique_ptr<PlanRunner>>
 PlanRunner::create(const CudaContext &context, const KernelTask &task,
                    const KernelPlan &plan, const PlanRunnerOptions &options) {
-  if (llvm::Error error = verifyPlan(plan, task))
-    return std::move(error);
-  if (llvm::Error error = context.makeCurrent())
-    return std::move(error);
+  if (Status status = verifyPlan(plan, task); !status.isOk())
+    return status;
+  if (Status status = context.makeCurrent(); !status.isOk())
+    return status;
   auto impl = std::make_unique<Impl>();
   impl->context = &context;
   impl->task = task;
@@ -247,7 +276,7 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
     auto compiled =
         compileCuda(source.code, source.id + ".cu", arch, nvrtcOptions);
     if (!compiled)
-      return compiled.takeError();
+      return compiled.status();
     impl->compiled.emplace(source.id, std::move(*compiled));
   }
 
@@ -256,60 +285,64 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
   for (const KernelSource &source : plan.sources) {
     const CompiledKernel &compiled = impl->compiled.at(source.id);
     CUmodule module = nullptr;
-    llvm::Error error =
+    Status cubinStatus =
         api.check(api.cuModuleLoadData(&module, compiled.cubin.data()),
                   "cuModuleLoadData(cubin of '" + source.id + "')");
-    if (error) {
-      // The PTX is the fallback; report the cubin's failure if it fails too.
-      if (api.cuModuleLoadData(&module, compiled.ptx.c_str()) != CUDA_SUCCESS)
-        return std::move(error);
-      llvm::consumeError(std::move(error));
-    }
+    // The PTX is the fallback; report the cubin's failure if it fails too.
+    if (!cubinStatus.isOk() &&
+        api.cuModuleLoadData(&module, compiled.ptx.c_str()) != CUDA_SUCCESS)
+      return cubinStatus;
     impl->modules.push_back(module);
     modules.emplace(source.id, module);
   }
 
   // Allocate every tensor; all but the inputs start as 0xff bytes.
   for (const auto &[name, tensor] : impl->tensors) {
-    auto buffer = DeviceBuffer::allocate(context, tensor.getBytes());
+    std::optional<int64_t> bytes = tensor.getBytes();
+    if (!bytes)
+      return Status::error(StatusCode::OutOfRange,
+                           "tensor '" + name + "' is too large");
+    auto buffer = DeviceBuffer::allocate(context, *bytes);
     if (!buffer)
-      return buffer.takeError();
-    bool isInput = llvm::any_of(task.inputs, [&](const TensorSpec &input) {
-      return input.name == name;
-    });
+      return buffer.status();
+    bool isInput = std::any_of(
+        task.inputs.begin(), task.inputs.end(),
+        [&](const TensorSpec &input) { return input.name == name; });
     if (!isInput)
-      if (llvm::Error error = api.check(
-              api.cuMemsetD8(buffer->get(), 0xff, size_t(tensor.getBytes())),
-              "cuMemsetD8"))
-        return std::move(error);
+      if (Status status =
+              api.check(api.cuMemsetD8(buffer->get(), 0xff, size_t(*bytes)),
+                        "cuMemsetD8");
+          !status.isOk())
+        return status;
     impl->buffers.emplace(name, std::move(*buffer));
   }
 
-  for (auto [index, step] : llvm::enumerate(plan.steps)) {
+  for (size_t index = 0; index < plan.steps.size(); ++index) {
+    const PlanStep &step = plan.steps[index];
     PreparedStep prepared;
     prepared.kind = step.kind;
     prepared.where = describeStep(step, index);
-    auto fail = [&](llvm::Error error) -> llvm::Error {
-      return llvm::createStringError("%s: %s", prepared.where.c_str(),
-                                     llvm::toString(std::move(error)).c_str());
+    auto fail = [&](const Status &status) -> Status {
+      return status.withContext(prepared.where);
     };
     switch (step.kind) {
     case PlanStep::Kind::Launch:
-      if (llvm::Error error =
-              impl->prepareLaunch(step.launch, modules, prepared.launch))
-        return fail(std::move(error));
+      if (Status status =
+              impl->prepareLaunch(step.launch, modules, prepared.launch);
+          !status.isOk())
+        return fail(status);
       break;
     case PlanStep::Kind::Gemm: {
       const GemmStep &gemm = step.gemm;
       for (const std::string &name : {gemm.a, gemm.b, gemm.c, gemm.bias})
         if (!name.empty() &&
             impl->tensors.at(name).elementType != ElementType::F32)
-          return fail(llvm::createStringError(
-              "GEMM steps run in fp32 only; '%s' is not f32", name.c_str()));
+          return fail(invalid("GEMM steps run in fp32 only; '" + name +
+                              "' is not f32"));
       auto prepare = CublasLtGemm::create(context, gemm,
                                           impl->tensors.at(gemm.c).elementType);
       if (!prepare)
-        return fail(prepare.takeError());
+        return fail(prepare.status());
       prepared.gemm = std::move(*prepare);
       prepared.gemmBuffers = {impl->pointer(gemm.a), impl->pointer(gemm.b),
                               impl->pointer(gemm.c),
@@ -318,7 +351,7 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
         auto workspace =
             DeviceBuffer::allocate(context, CublasLtGemm::kWorkspaceBytes);
         if (!workspace)
-          return fail(workspace.takeError());
+          return fail(workspace.status());
         impl->gemmWorkspace = std::move(*workspace);
       }
       break;
@@ -329,7 +362,7 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
           context, conv, impl->tensors.at(conv.input),
           impl->tensors.at(conv.filter), impl->tensors.at(conv.output));
       if (!prepare)
-        return fail(prepare.takeError());
+        return fail(prepare.status());
       prepared.conv = std::move(*prepare);
       prepared.convBuffers = {impl->pointer(conv.input),
                               impl->pointer(conv.filter),
@@ -339,56 +372,59 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
     }
     impl->steps.push_back(std::move(prepared));
   }
-  if (llvm::Error error = api.check(api.cuCtxSynchronize(), "cuCtxSynchronize"))
-    return std::move(error);
+  if (Status status = api.check(api.cuCtxSynchronize(), "cuCtxSynchronize");
+      !status.isOk())
+    return status;
   return std::unique_ptr<PlanRunner>(new PlanRunner(std::move(impl)));
 }
 
-llvm::Error PlanRunner::setInput(llvm::StringRef name,
-                                 llvm::ArrayRef<uint8_t> bytes) {
+Status PlanRunner::setInput(std::string_view name, const uint8_t *data,
+                            size_t size) {
   const TensorSpec *input = nullptr;
   for (const TensorSpec &tensor : impl->task.inputs)
     if (tensor.name == name)
       input = &tensor;
   if (!input)
-    return llvm::createStringError("the task has no input '%s'",
-                                   name.str().c_str());
-  if (int64_t(bytes.size()) != input->getBytes())
-    return llvm::createStringError("input '%s' takes %lld bytes, got %zu",
-                                   name.str().c_str(),
-                                   (long long)input->getBytes(), bytes.size());
-  if (llvm::Error error = impl->context->makeCurrent())
-    return error;
+    return invalid("the task has no input '" + std::string(name) + "'");
+  int64_t bytes = input->getBytes().value_or(-1);
+  if (int64_t(size) != bytes)
+    return invalid("input '" + std::string(name) + "' takes " +
+                   std::to_string(bytes) + " bytes, got " +
+                   std::to_string(size));
+  if (Status status = impl->context->makeCurrent(); !status.isOk())
+    return status;
   const CudaDriver &api = impl->driver();
-  if (!bytes.empty())
-    if (llvm::Error error =
-            api.check(api.cuMemcpyHtoD(impl->pointer(name.str()), bytes.data(),
-                                       bytes.size()),
-                      "cuMemcpyHtoD(" + name.str() + ")"))
-      return error;
-  impl->inputsSet.insert(name);
-  return llvm::Error::success();
+  if (size)
+    if (Status status =
+            api.check(api.cuMemcpyHtoD(impl->pointer(input->name), data, size),
+                      "cuMemcpyHtoD(" + input->name + ")");
+        !status.isOk())
+      return status;
+  impl->inputsSet.insert(input->name);
+  return Status::success();
 }
 
-llvm::Error PlanRunner::setInputs(llvm::ArrayRef<std::vector<uint8_t>> inputs) {
+Status PlanRunner::setInputs(const std::vector<std::vector<uint8_t>> &inputs) {
   if (inputs.size() != impl->task.inputs.size())
-    return llvm::createStringError("the task takes %zu inputs, got %zu",
-                                   impl->task.inputs.size(), inputs.size());
-  for (auto [tensor, bytes] : llvm::zip(impl->task.inputs, inputs))
-    if (llvm::Error error = setInput(tensor.name, bytes))
-      return error;
-  return llvm::Error::success();
+    return invalid("the task takes " +
+                   std::to_string(impl->task.inputs.size()) + " inputs, got " +
+                   std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (Status status = setInput(impl->task.inputs[i].name, inputs[i]);
+        !status.isOk())
+      return status;
+  return Status::success();
 }
 
-llvm::Error PlanRunner::Impl::enqueue(bool synchronizeEachStep) {
+Status PlanRunner::Impl::enqueue(bool synchronizeEachStep) {
   const CudaDriver &api = driver();
   CUstream stream = context->getStream();
   for (PreparedStep &step : steps) {
-    llvm::Error error = llvm::Error::success();
+    Status status;
     switch (step.kind) {
     case PlanStep::Kind::Launch: {
       PreparedLaunch &launch = step.launch;
-      error = api.check(
+      status = api.check(
           api.cuLaunchKernel(launch.function, launch.grid[0], launch.grid[1],
                              launch.grid[2], launch.block[0], launch.block[1],
                              launch.block[2], launch.sharedBytes, stream,
@@ -397,96 +433,104 @@ llvm::Error PlanRunner::Impl::enqueue(bool synchronizeEachStep) {
       break;
     }
     case PlanStep::Kind::Gemm:
-      error = step.gemm->run(stream, step.gemmBuffers, gemmWorkspace.get());
+      status = step.gemm->run(stream, step.gemmBuffers, gemmWorkspace.get());
       break;
     case PlanStep::Kind::Conv:
-      error = step.conv->run(stream, step.convBuffers);
+      status = step.conv->run(stream, step.convBuffers);
       break;
     }
-    if (!error && synchronizeEachStep)
-      error = api.check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
-    if (error)
-      return llvm::createStringError("%s: %s", step.where.c_str(),
-                                     llvm::toString(std::move(error)).c_str());
+    if (status.isOk() && synchronizeEachStep)
+      status =
+          api.check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
+    if (!status.isOk())
+      return status.withContext(step.where);
   }
-  return llvm::Error::success();
+  return Status::success();
 }
 
-llvm::Error PlanRunner::run() {
+Status PlanRunner::run() {
   for (const TensorSpec &input : impl->task.inputs)
-    if (!impl->inputsSet.contains(input.name))
-      return llvm::createStringError("input '%s' was never set",
-                                     input.name.c_str());
-  if (llvm::Error error = impl->context->makeCurrent())
-    return error;
-  if (llvm::Error error = impl->enqueue(impl->options.synchronizeEachStep))
-    return error;
+    if (!impl->inputsSet.count(input.name))
+      return invalid("input '" + input.name + "' was never set");
+  if (Status status = impl->context->makeCurrent(); !status.isOk())
+    return status;
+  if (Status status = impl->enqueue(impl->options.synchronizeEachStep);
+      !status.isOk())
+    return status;
   const CudaDriver &api = impl->driver();
   return api.check(api.cuStreamSynchronize(impl->context->getStream()),
                    "cuStreamSynchronize after the last step");
 }
 
-llvm::Expected<PlanTiming> PlanRunner::timePlan(unsigned iterations,
-                                                double warmupMs) {
+Result<PlanTiming> PlanRunner::timePlan(unsigned iterations, double warmupMs) {
   if (iterations < 1)
-    return llvm::createStringError("timing needs at least one iteration");
+    return invalid("timing needs at least one iteration");
   // One checked run first: a failing plan fails here with its step named.
-  if (llvm::Error error = run())
-    return std::move(error);
+  if (Status status = run(); !status.isOk())
+    return status;
   const CudaDriver &api = impl->driver();
   CUstream stream = impl->context->getStream();
   int64_t flushBytes =
       std::max<int64_t>(2 * impl->context->getDeviceInfo().l2Bytes, 1 << 20);
   auto flush = DeviceBuffer::allocate(*impl->context, flushBytes);
   if (!flush)
-    return flush.takeError();
+    return flush.status();
 
   PlanTiming timing;
   auto start = std::chrono::steady_clock::now();
   do {
-    if (llvm::Error error = impl->enqueue(/*synchronizeEachStep=*/false))
-      return std::move(error);
-    if (llvm::Error error =
-            api.check(api.cuStreamSynchronize(stream), "cuStreamSynchronize"))
-      return std::move(error);
+    if (Status status = impl->enqueue(/*synchronizeEachStep=*/false);
+        !status.isOk())
+      return status;
+    if (Status status =
+            api.check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
+        !status.isOk())
+      return status;
     ++timing.warmupRuns;
   } while (std::chrono::duration<double, std::milli>(
                std::chrono::steady_clock::now() - start)
                .count() < warmupMs);
 
-  CUevent begin = nullptr, end = nullptr;
-  if (llvm::Error error = api.check(api.cuEventCreate(&begin, CU_EVENT_DEFAULT),
-                                    "cuEventCreate"))
-    return std::move(error);
-  llvm::scope_exit destroyBegin([&] { api.cuEventDestroy(begin); });
-  if (llvm::Error error =
-          api.check(api.cuEventCreate(&end, CU_EVENT_DEFAULT), "cuEventCreate"))
-    return std::move(error);
-  llvm::scope_exit destroyEnd([&] { api.cuEventDestroy(end); });
+  EventGuard begin{api}, end{api};
+  if (Status status = api.check(
+          api.cuEventCreate(&begin.event, CU_EVENT_DEFAULT), "cuEventCreate");
+      !status.isOk())
+    return status;
+  if (Status status = api.check(api.cuEventCreate(&end.event, CU_EVENT_DEFAULT),
+                                "cuEventCreate");
+      !status.isOk())
+    return status;
 
   std::vector<double> timesUs;
   for (unsigned i = 0; i < iterations; ++i) {
     // Evict the plan's data from L2, before the start event.
-    if (llvm::Error error =
+    if (Status status =
             api.check(api.cuMemsetD8Async(flush->get(), uint8_t(i),
                                           size_t(flushBytes), stream),
-                      "cuMemsetD8Async(L2 flush)"))
-      return std::move(error);
-    if (llvm::Error error =
-            api.check(api.cuEventRecord(begin, stream), "cuEventRecord"))
-      return std::move(error);
-    if (llvm::Error error = impl->enqueue(/*synchronizeEachStep=*/false))
-      return std::move(error);
-    if (llvm::Error error =
-            api.check(api.cuEventRecord(end, stream), "cuEventRecord"))
-      return std::move(error);
-    if (llvm::Error error =
-            api.check(api.cuEventSynchronize(end), "cuEventSynchronize"))
-      return std::move(error);
+                      "cuMemsetD8Async(L2 flush)");
+        !status.isOk())
+      return status;
+    if (Status status =
+            api.check(api.cuEventRecord(begin.event, stream), "cuEventRecord");
+        !status.isOk())
+      return status;
+    if (Status status = impl->enqueue(/*synchronizeEachStep=*/false);
+        !status.isOk())
+      return status;
+    if (Status status =
+            api.check(api.cuEventRecord(end.event, stream), "cuEventRecord");
+        !status.isOk())
+      return status;
+    if (Status status =
+            api.check(api.cuEventSynchronize(end.event), "cuEventSynchronize");
+        !status.isOk())
+      return status;
     float ms = 0;
-    if (llvm::Error error = api.check(api.cuEventElapsedTime(&ms, begin, end),
-                                      "cuEventElapsedTime"))
-      return std::move(error);
+    if (Status status =
+            api.check(api.cuEventElapsedTime(&ms, begin.event, end.event),
+                      "cuEventElapsedTime");
+        !status.isOk())
+      return status;
     timesUs.push_back(double(ms) * 1e3);
   }
   PlanTiming summary = summarizeTimings(timesUs);
@@ -494,38 +538,39 @@ llvm::Expected<PlanTiming> PlanRunner::timePlan(unsigned iterations,
   return summary;
 }
 
-llvm::Expected<std::vector<uint8_t>>
-PlanRunner::readTensor(llvm::StringRef name) const {
-  auto it = impl->tensors.find(name.str());
+Result<std::vector<uint8_t>>
+PlanRunner::readTensor(std::string_view name) const {
+  auto it = impl->tensors.find(std::string(name));
   if (it == impl->tensors.end())
-    return llvm::createStringError("no tensor '%s'", name.str().c_str());
-  if (llvm::Error error = impl->context->makeCurrent())
-    return std::move(error);
-  std::vector<uint8_t> bytes(size_t(it->second.getBytes()));
+    return invalid("no tensor '" + std::string(name) + "'");
+  if (Status status = impl->context->makeCurrent(); !status.isOk())
+    return status;
+  // Every tensor's size was checked when its buffer was allocated.
+  std::vector<uint8_t> bytes(size_t(it->second.getBytes().value_or(0)));
   const CudaDriver &api = impl->driver();
   if (!bytes.empty())
-    if (llvm::Error error =
+    if (Status status =
             api.check(api.cuMemcpyDtoH(bytes.data(), impl->pointer(it->first),
                                        bytes.size()),
-                      "cuMemcpyDtoH(" + name.str() + ")"))
-      return std::move(error);
+                      "cuMemcpyDtoH(" + it->first + ")");
+        !status.isOk())
+      return status;
   return bytes;
 }
 
-llvm::Expected<std::vector<std::vector<uint8_t>>>
-PlanRunner::readOutputs() const {
+Result<std::vector<std::vector<uint8_t>>> PlanRunner::readOutputs() const {
   std::vector<std::vector<uint8_t>> outputs;
   for (const TensorSpec &output : impl->task.outputs) {
     auto bytes = readTensor(output.name);
     if (!bytes)
-      return bytes.takeError();
+      return bytes.status();
     outputs.push_back(std::move(*bytes));
   }
   return outputs;
 }
 
-CUdeviceptr PlanRunner::getDevicePointer(llvm::StringRef name) const {
-  return impl->pointer(name.str());
+CUdeviceptr PlanRunner::getDevicePointer(std::string_view name) const {
+  return impl->pointer(std::string(name));
 }
 
 const std::map<std::string, CompiledKernel> &
@@ -533,17 +578,17 @@ PlanRunner::getCompiledSources() const {
   return impl->compiled;
 }
 
-llvm::Expected<std::vector<std::vector<uint8_t>>>
-mlir::kopt::runPlan(const CudaContext &context, const KernelTask &task,
-                    const KernelPlan &plan,
-                    llvm::ArrayRef<std::vector<uint8_t>> inputs,
-                    const PlanRunnerOptions &options) {
+Result<std::vector<std::vector<uint8_t>>>
+kopt::runtime::runPlan(const CudaContext &context, const KernelTask &task,
+                       const KernelPlan &plan,
+                       const std::vector<std::vector<uint8_t>> &inputs,
+                       const PlanRunnerOptions &options) {
   auto runner = PlanRunner::create(context, task, plan, options);
   if (!runner)
-    return runner.takeError();
-  if (llvm::Error error = (*runner)->setInputs(inputs))
-    return std::move(error);
-  if (llvm::Error error = (*runner)->run())
-    return std::move(error);
+    return runner.status();
+  if (Status status = (*runner)->setInputs(inputs); !status.isOk())
+    return status;
+  if (Status status = (*runner)->run(); !status.isOk())
+    return status;
   return (*runner)->readOutputs();
 }

@@ -6,17 +6,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Execution/Cudnn.h"
+#include "kopt/Runtime/Cuda/Cudnn.h"
 
 #include "DynamicLibrary.h"
-#include "kopt/Execution/Nvrtc.h"
+#include "kopt/Runtime/Cuda/Nvrtc.h"
 
 #include <cudnn.h>
 
 #include <algorithm>
 
-using namespace mlir;
-using namespace mlir::kopt;
+using namespace kopt::runtime;
 
 /// cuDNN functions kopt uses (the legacy convolution API, still in cuDNN 9).
 #define KOPT_CUDNN_SYMBOLS(X)                                                  \
@@ -48,17 +47,19 @@ struct CudnnLibrary {
   KOPT_CUDNN_SYMBOLS(KOPT_DECLARE_CUDNN_FUNCTION)
 #undef KOPT_DECLARE_CUDNN_FUNCTION
 
-  llvm::Error check(cudnnStatus_t status, llvm::StringRef call) const {
+  Status check(cudnnStatus_t status, std::string_view call) const {
     if (status == CUDNN_STATUS_SUCCESS)
-      return llvm::Error::success();
-    return llvm::createStringError("%s failed: %s (%d)", call.str().c_str(),
-                                   cudnnGetErrorString(status), int(status));
+      return Status::success();
+    return Status::error(StatusCode::Internal,
+                         std::string(call) +
+                             " failed: " + cudnnGetErrorString(status) + " (" +
+                             std::to_string(int(status)) + ")");
   }
 };
 
 struct CudnnLoad {
   std::unique_ptr<CudnnLibrary> library;
-  std::string error;
+  Status error;
 };
 } // namespace
 
@@ -77,7 +78,7 @@ static CudnnLoad loadCudnnOnce() {
       candidates, "cuDNN 9 (libcudnn.so.9) not found: put its folder on "
                   "LD_LIBRARY_PATH or in KOPT_CUDNN_DIR");
   if (!handle) {
-    load.error = llvm::toString(handle.takeError());
+    load.error = handle.status();
     return load;
   }
   auto library = std::make_unique<CudnnLibrary>();
@@ -85,7 +86,8 @@ static CudnnLoad loadCudnnOnce() {
   library->symbol = reinterpret_cast<decltype(library->symbol)>(               \
       dynlib::lookupSymbol(*handle, #symbol));                                 \
   if (!library->symbol) {                                                      \
-    load.error = "cuDNN lacks " #symbol " (cuDNN 9 is needed)";                \
+    load.error = Status::error(StatusCode::Unavailable,                        \
+                               "cuDNN lacks " #symbol " (cuDNN 9 is needed)"); \
     return load;                                                               \
   }
   KOPT_CUDNN_SYMBOLS(KOPT_RESOLVE_CUDNN_SYMBOL)
@@ -94,17 +96,17 @@ static CudnnLoad loadCudnnOnce() {
   return load;
 }
 
-static llvm::Expected<const CudnnLibrary *> loadCudnn() {
+static Result<const CudnnLibrary *> loadCudnn() {
   static const CudnnLoad load = loadCudnnOnce();
   if (!load.library)
-    return llvm::createStringError(load.error);
+    return load.error;
   return load.library.get();
 }
 
-llvm::Expected<size_t> mlir::kopt::getCudnnVersion() {
+Result<size_t> kopt::runtime::getCudnnVersion() {
   auto library = loadCudnn();
   if (!library)
-    return library.takeError();
+    return library.status();
   return (*library)->cudnnGetVersion();
 }
 
@@ -152,8 +154,9 @@ struct CudnnConv::Impl {
 
   ~Impl() {
     if (module)
-      llvm::consumeError(context->getDriver().check(
-          context->getDriver().cuModuleUnload(module), "cuModuleUnload"));
+      context->getDriver()
+          .check(context->getDriver().cuModuleUnload(module), "cuModuleUnload")
+          .ignore();
     if (!dnn)
       return;
     if (convDesc)
@@ -178,29 +181,32 @@ unsigned CudnnConv::getExtraLaunches() const {
 /// Checks that `value` fits cuDNN's `int` dimensions.
 static bool fitsInt(int64_t value) { return value >= 1 && value <= INT32_MAX; }
 
-llvm::Expected<std::unique_ptr<CudnnConv>>
-CudnnConv::create(const CudaContext &context, const ConvStep &step,
-                  const TensorSpec &input, const TensorSpec &filter,
-                  const TensorSpec &output) {
+Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
+                                                     const ConvStep &step,
+                                                     const TensorSpec &input,
+                                                     const TensorSpec &filter,
+                                                     const TensorSpec &output) {
   for (const TensorSpec *tensor : {&input, &filter, &output}) {
     if (tensor->elementType != ElementType::F32)
-      return llvm::createStringError(
-          "conv steps run in fp32 only; '%s' is %s", tensor->name.c_str(),
-          stringifyElementType(tensor->elementType).str().c_str());
-    if (tensor->shape.size() != 4 || !llvm::all_of(tensor->shape, fitsInt))
-      return llvm::createStringError("conv tensor '%s' must be 4-D with "
-                                     "positive sizes",
-                                     tensor->name.c_str());
+      return Status::error(StatusCode::InvalidArgument,
+                           "conv steps run in fp32 only; '" + tensor->name +
+                               "' is " +
+                               stringifyElementType(tensor->elementType));
+    if (tensor->shape.size() != 4 ||
+        !std::all_of(tensor->shape.begin(), tensor->shape.end(), fitsInt))
+      return Status::error(StatusCode::InvalidArgument,
+                           "conv tensor '" + tensor->name +
+                               "' must be 4-D with positive sizes");
   }
   for (int64_t value :
        {step.strides[0], step.strides[1], step.dilations[0], step.dilations[1]})
     if (!fitsInt(value))
-      return llvm::createStringError("conv strides and dilations must be "
-                                     "positive");
+      return Status::error(StatusCode::InvalidArgument,
+                           "conv strides and dilations must be positive");
   bool nhwc = step.layout == "nhwc_hwcf";
   if (!nhwc && step.layout != "nchw_fchw")
-    return llvm::createStringError("unknown conv layout '%s'",
-                                   step.layout.c_str());
+    return Status::error(StatusCode::InvalidArgument,
+                         "unknown conv layout '" + step.layout + "'");
   // Logical N, C, H, W of the input and F, C, KH, KW of the filter.
   const std::vector<int64_t> &in = input.shape, &fl = filter.shape;
   int64_t n = in[0], c = nhwc ? in[3] : in[1], h = nhwc ? in[1] : in[2],
@@ -208,126 +214,136 @@ CudnnConv::create(const CudaContext &context, const ConvStep &step,
   int64_t f = nhwc ? fl[3] : fl[0], fc = nhwc ? fl[2] : fl[1],
           kh = nhwc ? fl[0] : fl[2], kw = nhwc ? fl[1] : fl[3];
   if (fc != c)
-    return llvm::createStringError("conv filter '%s' has %lld channels, the "
-                                   "input '%s' %lld",
-                                   filter.name.c_str(), (long long)fc,
-                                   input.name.c_str(), (long long)c);
+    return Status::error(StatusCode::InvalidArgument,
+                         "conv filter '" + filter.name + "' has " +
+                             std::to_string(fc) + " channels, the input '" +
+                             input.name + "' " + std::to_string(c));
 
   auto library = loadCudnn();
   if (!library)
-    return library.takeError();
-  if (llvm::Error error = context.makeCurrent())
-    return std::move(error);
+    return library.status();
+  if (Status status = context.makeCurrent(); !status.isOk())
+    return status;
   const CudnnLibrary &dnn = **library;
   auto impl = std::make_unique<Impl>();
   impl->dnn = &dnn;
   impl->context = &context;
-  if (llvm::Error error =
-          dnn.check(dnn.cudnnCreate(&impl->handle), "cudnnCreate"))
-    return std::move(error);
+  if (Status status = dnn.check(dnn.cudnnCreate(&impl->handle), "cudnnCreate");
+      !status.isOk())
+    return status;
   cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-  if (llvm::Error error =
+  if (Status status =
           dnn.check(dnn.cudnnCreateTensorDescriptor(&impl->inputDesc),
-                    "cudnnCreateTensorDescriptor"))
-    return std::move(error);
-  if (llvm::Error error =
-          dnn.check(dnn.cudnnSetTensor4dDescriptor(impl->inputDesc, format,
-                                                   CUDNN_DATA_FLOAT, int(n),
-                                                   int(c), int(h), int(w)),
-                    "cudnnSetTensor4dDescriptor(input)"))
-    return std::move(error);
-  if (llvm::Error error =
+                    "cudnnCreateTensorDescriptor");
+      !status.isOk())
+    return status;
+  if (Status status = dnn.check(dnn.cudnnSetTensor4dDescriptor(
+                                    impl->inputDesc, format, CUDNN_DATA_FLOAT,
+                                    int(n), int(c), int(h), int(w)),
+                                "cudnnSetTensor4dDescriptor(input)");
+      !status.isOk())
+    return status;
+  if (Status status =
           dnn.check(dnn.cudnnCreateFilterDescriptor(&impl->filterDesc),
-                    "cudnnCreateFilterDescriptor"))
-    return std::move(error);
-  if (llvm::Error error =
-          dnn.check(dnn.cudnnSetFilter4dDescriptor(
-                        impl->filterDesc, CUDNN_DATA_FLOAT, format, int(f),
-                        int(c), int(kh), int(kw)),
-                    "cudnnSetFilter4dDescriptor"))
-    return std::move(error);
-  if (llvm::Error error =
+                    "cudnnCreateFilterDescriptor");
+      !status.isOk())
+    return status;
+  if (Status status = dnn.check(dnn.cudnnSetFilter4dDescriptor(
+                                    impl->filterDesc, CUDNN_DATA_FLOAT, format,
+                                    int(f), int(c), int(kh), int(kw)),
+                                "cudnnSetFilter4dDescriptor");
+      !status.isOk())
+    return status;
+  if (Status status =
           dnn.check(dnn.cudnnCreateConvolutionDescriptor(&impl->convDesc),
-                    "cudnnCreateConvolutionDescriptor"))
-    return std::move(error);
+                    "cudnnCreateConvolutionDescriptor");
+      !status.isOk())
+    return status;
   // kopt's convolutions are cross-correlations with no padding.
-  if (llvm::Error error = dnn.check(
+  if (Status status = dnn.check(
           dnn.cudnnSetConvolution2dDescriptor(
               impl->convDesc, 0, 0, int(step.strides[0]), int(step.strides[1]),
               int(step.dilations[0]), int(step.dilations[1]),
               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-          "cudnnSetConvolution2dDescriptor"))
-    return std::move(error);
+          "cudnnSetConvolution2dDescriptor");
+      !status.isOk())
+    return status;
   // CUDNN_DEFAULT_MATH lets fp32 convolutions use TF32 tensor cores on
   // Ampere and newer; FMA math keeps full fp32 precision.
-  if (llvm::Error error = dnn.check(
+  if (Status status = dnn.check(
           dnn.cudnnSetConvolutionMathType(impl->convDesc, CUDNN_FMA_MATH),
-          "cudnnSetConvolutionMathType"))
-    return std::move(error);
+          "cudnnSetConvolutionMathType");
+      !status.isOk())
+    return status;
 
   int on = 0, oc = 0, oh = 0, ow = 0;
-  if (llvm::Error error = dnn.check(dnn.cudnnGetConvolution2dForwardOutputDim(
-                                        impl->convDesc, impl->inputDesc,
-                                        impl->filterDesc, &on, &oc, &oh, &ow),
-                                    "cudnnGetConvolution2dForwardOutputDim"))
-    return std::move(error);
+  if (Status status = dnn.check(dnn.cudnnGetConvolution2dForwardOutputDim(
+                                    impl->convDesc, impl->inputDesc,
+                                    impl->filterDesc, &on, &oc, &oh, &ow),
+                                "cudnnGetConvolution2dForwardOutputDim");
+      !status.isOk())
+    return status;
   std::vector<int64_t> expected = nhwc ? std::vector<int64_t>{on, oh, ow, oc}
                                        : std::vector<int64_t>{on, oc, oh, ow};
   if (expected != output.shape)
-    return llvm::createStringError(
-        "conv output '%s' has the wrong shape for its input, filter, strides "
-        "and dilations",
-        output.name.c_str());
-  if (llvm::Error error =
+    return Status::error(StatusCode::InvalidArgument,
+                         "conv output '" + output.name +
+                             "' has the wrong shape for its input, filter, "
+                             "strides and dilations");
+  if (Status status =
           dnn.check(dnn.cudnnCreateTensorDescriptor(&impl->outputDesc),
-                    "cudnnCreateTensorDescriptor"))
-    return std::move(error);
-  if (llvm::Error error = dnn.check(
+                    "cudnnCreateTensorDescriptor");
+      !status.isOk())
+    return status;
+  if (Status status = dnn.check(
           dnn.cudnnSetTensor4dDescriptor(impl->outputDesc, format,
                                          CUDNN_DATA_FLOAT, on, oc, oh, ow),
-          "cudnnSetTensor4dDescriptor(output)"))
-    return std::move(error);
+          "cudnnSetTensor4dDescriptor(output)");
+      !status.isOk())
+    return status;
 
   // The heuristics rank algorithms; take the best that runs with FMA math.
   int maxCount = 0;
-  if (llvm::Error error =
-          dnn.check(dnn.cudnnGetConvolutionForwardAlgorithmMaxCount(
-                        impl->handle, &maxCount),
-                    "cudnnGetConvolutionForwardAlgorithmMaxCount"))
-    return std::move(error);
+  if (Status status = dnn.check(dnn.cudnnGetConvolutionForwardAlgorithmMaxCount(
+                                    impl->handle, &maxCount),
+                                "cudnnGetConvolutionForwardAlgorithmMaxCount");
+      !status.isOk())
+    return status;
   std::vector<cudnnConvolutionFwdAlgoPerf_t> results(
       size_t(std::max(maxCount, 1)));
   int returned = 0;
-  if (llvm::Error error = dnn.check(
+  if (Status status = dnn.check(
           dnn.cudnnGetConvolutionForwardAlgorithm_v7(
               impl->handle, impl->inputDesc, impl->filterDesc, impl->convDesc,
               impl->outputDesc, int(results.size()), &returned, results.data()),
-          "cudnnGetConvolutionForwardAlgorithm_v7"))
-    return std::move(error);
-  llvm::ArrayRef<cudnnConvolutionFwdAlgoPerf_t> ranked =
-      llvm::ArrayRef(results).take_front(
-          size_t(std::clamp(returned, 0, int(results.size()))));
-  const cudnnConvolutionFwdAlgoPerf_t *chosen =
-      llvm::find_if(ranked, [](const cudnnConvolutionFwdAlgoPerf_t &result) {
-        return result.status == CUDNN_STATUS_SUCCESS &&
-               result.mathType != CUDNN_TENSOR_OP_MATH &&
-               result.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-      });
-  if (chosen == ranked.end())
-    return llvm::createStringError("cuDNN has no fp32 FMA algorithm for conv "
-                                   "output '%s'",
-                                   output.name.c_str());
+          "cudnnGetConvolutionForwardAlgorithm_v7");
+      !status.isOk())
+    return status;
+  auto rankedEnd =
+      results.begin() + std::clamp(returned, 0, int(results.size()));
+  auto chosen = std::find_if(results.begin(), rankedEnd,
+                             [](const cudnnConvolutionFwdAlgoPerf_t &result) {
+                               return result.status == CUDNN_STATUS_SUCCESS &&
+                                      result.mathType != CUDNN_TENSOR_OP_MATH &&
+                                      result.mathType !=
+                                          CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+                             });
+  if (chosen == rankedEnd)
+    return Status::error(StatusCode::Unsupported,
+                         "cuDNN has no fp32 FMA algorithm for conv output '" +
+                             output.name + "'");
   impl->algorithm = chosen->algo;
   size_t workspaceBytes = 0;
-  if (llvm::Error error = dnn.check(
+  if (Status status = dnn.check(
           dnn.cudnnGetConvolutionForwardWorkspaceSize(
               impl->handle, impl->inputDesc, impl->filterDesc, impl->convDesc,
               impl->outputDesc, impl->algorithm, &workspaceBytes),
-          "cudnnGetConvolutionForwardWorkspaceSize"))
-    return std::move(error);
+          "cudnnGetConvolutionForwardWorkspaceSize");
+      !status.isOk())
+    return status;
   auto workspace = DeviceBuffer::allocate(context, int64_t(workspaceBytes));
   if (!workspace)
-    return workspace.takeError();
+    return workspace.status();
   impl->workspace = std::move(*workspace);
 
   if (nhwc) {
@@ -336,29 +352,35 @@ CudnnConv::create(const CudaContext &context, const ConvStep &step,
     impl->kw = kw;
     impl->channels = c;
     impl->features = f;
-    auto copy = DeviceBuffer::allocate(context, filter.getBytes());
+    std::optional<int64_t> filterBytes = filter.getBytes();
+    if (!filterBytes)
+      return Status::error(StatusCode::OutOfRange,
+                           "conv filter '" + filter.name + "' is too large");
+    auto copy = DeviceBuffer::allocate(context, *filterBytes);
     if (!copy)
-      return copy.takeError();
+      return copy.status();
     impl->filterCopy = std::move(*copy);
     auto compiled = compileCuda(kFilterTransposeSource, "kopt_hwcf_to_fhwc.cu",
                                 context.getDeviceInfo().getArch());
     if (!compiled)
-      return compiled.takeError();
+      return compiled.status();
     const CudaDriver &driver = context.getDriver();
-    if (llvm::Error error = driver.check(
+    if (Status status = driver.check(
             driver.cuModuleLoadData(&impl->module, compiled->cubin.data()),
-            "cuModuleLoadData(filter transpose)"))
-      return std::move(error);
-    if (llvm::Error error = driver.check(
+            "cuModuleLoadData(filter transpose)");
+        !status.isOk())
+      return status;
+    if (Status status = driver.check(
             driver.cuModuleGetFunction(&impl->transpose, impl->module,
                                        "kopt_hwcf_to_fhwc"),
-            "cuModuleGetFunction(kopt_hwcf_to_fhwc)"))
-      return std::move(error);
+            "cuModuleGetFunction(kopt_hwcf_to_fhwc)");
+        !status.isOk())
+      return status;
   }
   return std::unique_ptr<CudnnConv>(new CudnnConv(std::move(impl)));
 }
 
-llvm::Error CudnnConv::run(CUstream stream, const ConvBuffers &buffers) const {
+Status CudnnConv::run(CUstream stream, const ConvBuffers &buffers) const {
   const CudnnLibrary &dnn = *impl->dnn;
   CUdeviceptr filter = buffers.filter;
   if (impl->transposeFilter) {
@@ -368,18 +390,20 @@ llvm::Error CudnnConv::run(CUstream stream, const ConvBuffers &buffers) const {
     void *args[] = {
         &in, &out, &impl->kh, &impl->kw, &impl->channels, &impl->features};
     unsigned blocks = unsigned((total + 255) / 256);
-    if (llvm::Error error = driver.check(
+    if (Status status = driver.check(
             driver.cuLaunchKernel(impl->transpose, blocks, 1, 1, 256, 1, 1, 0,
                                   stream, args, nullptr),
-            "cuLaunchKernel(kopt_hwcf_to_fhwc)"))
-      return error;
+            "cuLaunchKernel(kopt_hwcf_to_fhwc)");
+        !status.isOk())
+      return status;
     filter = out;
   }
-  if (llvm::Error error =
+  if (Status status =
           dnn.check(dnn.cudnnSetStream(impl->handle,
                                        reinterpret_cast<cudaStream_t>(stream)),
-                    "cudnnSetStream"))
-    return error;
+                    "cudnnSetStream");
+      !status.isOk())
+    return status;
   float alpha = 1.0f, beta = 0.0f;
   return dnn.check(
       dnn.cudnnConvolutionForward(

@@ -13,17 +13,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_LIB_EXECUTION_DYNAMICLIBRARY_H
-#define KOPT_LIB_EXECUTION_DYNAMICLIBRARY_H
+#ifndef KOPT_RUNTIME_CUDA_DYNAMICLIBRARY_H
+#define KOPT_RUNTIME_CUDA_DYNAMICLIBRARY_H
 
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/StringRef.h"
-#include "llvm/Support/Error.h"
+#include "kopt/Runtime/Status.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
-namespace mlir::kopt::dynlib {
+namespace kopt::runtime::dynlib {
 
 /// Turns a macro's expansion into a string: `KOPT_EXPANDED_NAME(cuMemAlloc)`
 /// is "cuMemAlloc_v2" with CUDA 13's cuda.h.
@@ -38,8 +37,9 @@ constexpr bool equalNames(const char *a, const char *b) {
 /// Opens the first of `candidates` (names for the loader's search, or paths)
 /// that dlopen accepts. Fails with `missing`, followed by the candidates tried
 /// and the loader's last message.
-llvm::Expected<void *> openFirstLibrary(llvm::ArrayRef<std::string> candidates,
-                                        llvm::StringRef missing);
+/// The error is `Unavailable`.
+Result<void *> openFirstLibrary(const std::vector<std::string> &candidates,
+                                std::string_view missing);
 
 /// Resolves `name` in `library`; null when absent.
 void *lookupSymbol(void *library, const char *name);
@@ -49,13 +49,19 @@ std::string getEnvironment(const char *name);
 
 /// Files in directory `dir` whose names start with `prefix`, sorted with the
 /// longest (most versioned) name first; empty when `dir` does not exist.
-std::vector<std::string> listLibraries(llvm::StringRef dir,
-                                       llvm::StringRef prefix);
+std::vector<std::string> listLibraries(const std::string &dir,
+                                       std::string_view prefix);
+
+/// True when `path` exists.
+bool pathExists(const std::string &path);
+
+/// `text` without trailing whitespace.
+std::string_view trimRight(std::string_view text);
 
 /// Prefixes of CUDA toolkit installations to search, in order: `$CUDA_HOME`,
 /// `$CUDA_PATH`, then the default `/usr/local/cuda`.
 std::vector<std::string> getCudaRoots();
 
-} // namespace mlir::kopt::dynlib
+} // namespace kopt::runtime::dynlib
 
-#endif // KOPT_LIB_EXECUTION_DYNAMICLIBRARY_H
+#endif // KOPT_RUNTIME_CUDA_DYNAMICLIBRARY_H

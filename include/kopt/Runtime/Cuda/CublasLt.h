@@ -14,15 +14,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_EXECUTION_CUBLASLT_H
-#define KOPT_EXECUTION_CUBLASLT_H
+#ifndef KOPT_RUNTIME_CUDA_CUBLASLT_H
+#define KOPT_RUNTIME_CUDA_CUBLASLT_H
 
-#include "kopt/Codegen/KernelPlan.h"
-#include "kopt/Execution/CudaDriver.h"
+#include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/TaskPlan.h"
 
 #include <memory>
 
-namespace mlir::kopt {
+namespace kopt::runtime {
 
 /// Device pointers of one GEMM call (`bias` is 0 when the step has none).
 struct GemmBuffers {
@@ -38,15 +38,15 @@ public:
 
   /// Loads cuBLASLt, checks `step` (fp32 operands of `elementType`), and
   /// picks an algorithm for it on `context`'s device.
-  static llvm::Expected<std::unique_ptr<CublasLtGemm>>
+  static Result<std::unique_ptr<CublasLtGemm>>
   create(const CudaContext &context, const GemmStep &step,
          ElementType elementType);
   ~CublasLtGemm();
 
   /// Enqueues the GEMM on `stream`, with `workspace` of at least
   /// `kWorkspaceBytes`.
-  llvm::Error run(CUstream stream, const GemmBuffers &buffers,
-                  CUdeviceptr workspace) const;
+  Status run(CUstream stream, const GemmBuffers &buffers,
+             CUdeviceptr workspace) const;
 
   struct Impl;
 
@@ -57,8 +57,8 @@ private:
 
 /// cuBLASLt's version (such as 130100), or an error when it cannot be
 /// loaded.
-llvm::Expected<size_t> getCublasLtVersion();
+Result<size_t> getCublasLtVersion();
 
-} // namespace mlir::kopt
+} // namespace kopt::runtime
 
-#endif // KOPT_EXECUTION_CUBLASLT_H
+#endif // KOPT_RUNTIME_CUDA_CUBLASLT_H

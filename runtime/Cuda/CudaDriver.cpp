@@ -6,12 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Execution/CudaDriver.h"
+#include "kopt/Runtime/Cuda/CudaDriver.h"
 
 #include "DynamicLibrary.h"
 
-using namespace mlir;
-using namespace mlir::kopt;
+using namespace kopt::runtime;
 
 // Every table entry must name the symbol cuda.h maps its API name to, or we
 // would call a function through a pointer of another version's signature.
@@ -21,24 +20,26 @@ using namespace mlir::kopt;
 KOPT_CUDA_DRIVER_SYMBOLS(KOPT_CHECK_DRIVER_SYMBOL)
 #undef KOPT_CHECK_DRIVER_SYMBOL
 
-llvm::Error CudaDriver::check(CUresult result, llvm::StringRef call) const {
+Status CudaDriver::check(CUresult result, std::string_view call) const {
   if (result == CUDA_SUCCESS)
-    return llvm::Error::success();
+    return Status::success();
   const char *name = nullptr;
   const char *description = nullptr;
   if (cuGetErrorName(result, &name) != CUDA_SUCCESS || !name)
     name = "unknown CUresult";
   if (cuGetErrorString(result, &description) != CUDA_SUCCESS || !description)
     description = "no description";
-  return llvm::createStringError("%s failed: %s (%d: %s)", call.str().c_str(),
-                                 name, int(result), description);
+  return Status::error(StatusCode::Internal, std::string(call) +
+                                                 " failed: " + name + " (" +
+                                                 std::to_string(int(result)) +
+                                                 ": " + description + ")");
 }
 
 namespace {
 /// The outcome of the one attempt to load the driver.
 struct DriverLoad {
   std::unique_ptr<CudaDriver> driver;
-  std::string error;
+  Status error;
 };
 } // namespace
 
@@ -48,7 +49,7 @@ static DriverLoad loadDriverOnce() {
       {"libcuda.so.1"},
       "no CUDA driver (libcuda.so.1 not found): this machine has no GPU");
   if (!library) {
-    load.error = llvm::toString(library.takeError());
+    load.error = library.status();
     return load;
   }
   auto driver = std::make_unique<CudaDriver>();
@@ -56,21 +57,25 @@ static DriverLoad loadDriverOnce() {
   driver->symbol = reinterpret_cast<decltype(driver->symbol)>(                 \
       dynlib::lookupSymbol(*library, #symbol));                                \
   if (!driver->symbol) {                                                       \
-    load.error = "the CUDA driver lacks " #symbol                              \
-                 " (a driver for CUDA 13 or newer is needed)";                 \
+    load.error = Status::error(StatusCode::Unavailable,                        \
+                               "the CUDA driver lacks " #symbol                \
+                               " (a driver for CUDA 13 or newer is needed)");  \
     return load;                                                               \
   }
   KOPT_CUDA_DRIVER_SYMBOLS(KOPT_RESOLVE_DRIVER_SYMBOL)
 #undef KOPT_RESOLVE_DRIVER_SYMBOL
 
-  if (llvm::Error error = driver->check(driver->cuInit(0), "cuInit")) {
-    load.error = "the CUDA driver is present but does not start: " +
-                 llvm::toString(std::move(error));
+  if (Status status = driver->check(driver->cuInit(0), "cuInit");
+      !status.isOk()) {
+    load.error = Status::error(
+        StatusCode::Unavailable,
+        "the CUDA driver is present but does not start: " + status.message());
     return load;
   }
-  if (llvm::Error error = driver->check(
-          driver->cuDriverGetVersion(&driver->version), "cuDriverGetVersion")) {
-    load.error = llvm::toString(std::move(error));
+  if (Status status = driver->check(
+          driver->cuDriverGetVersion(&driver->version), "cuDriverGetVersion");
+      !status.isOk()) {
+    load.error = status;
     return load;
   }
   // The library stays open for the life of the process: the table points
@@ -79,10 +84,10 @@ static DriverLoad loadDriverOnce() {
   return load;
 }
 
-llvm::Expected<const CudaDriver *> mlir::kopt::loadCudaDriver() {
+Result<const CudaDriver *> kopt::runtime::loadCudaDriver() {
   static const DriverLoad load = loadDriverOnce();
   if (!load.driver)
-    return llvm::createStringError(load.error);
+    return load.error;
   return load.driver.get();
 }
 
@@ -99,24 +104,27 @@ double DeviceInfo::getTheoreticalBandwidthGBs() const {
          1e9;
 }
 
-llvm::Expected<DeviceInfo> mlir::kopt::queryDeviceInfo(const CudaDriver &driver,
-                                                       int ordinal) {
+Result<DeviceInfo> kopt::runtime::queryDeviceInfo(const CudaDriver &driver,
+                                                  int ordinal) {
   DeviceInfo info;
   info.ordinal = ordinal;
   CUdevice device = 0;
-  if (llvm::Error error =
-          driver.check(driver.cuDeviceGet(&device, ordinal), "cuDeviceGet"))
-    return std::move(error);
+  if (Status status =
+          driver.check(driver.cuDeviceGet(&device, ordinal), "cuDeviceGet");
+      !status.isOk())
+    return status;
   char name[256] = {};
-  if (llvm::Error error =
+  if (Status status =
           driver.check(driver.cuDeviceGetName(name, sizeof(name) - 1, device),
-                       "cuDeviceGetName"))
-    return std::move(error);
+                       "cuDeviceGetName");
+      !status.isOk())
+    return status;
   info.name = name;
   size_t totalMemory = 0;
-  if (llvm::Error error = driver.check(
-          driver.cuDeviceTotalMem(&totalMemory, device), "cuDeviceTotalMem"))
-    return std::move(error);
+  if (Status status = driver.check(
+          driver.cuDeviceTotalMem(&totalMemory, device), "cuDeviceTotalMem");
+      !status.isOk())
+    return status;
   info.totalMemoryBytes = int64_t(totalMemory);
 
   struct Attribute {
@@ -143,10 +151,11 @@ llvm::Expected<DeviceInfo> mlir::kopt::queryDeviceInfo(const CudaDriver &driver,
   };
   for (const Attribute &attribute : attributes) {
     int value = 0;
-    if (llvm::Error error = driver.check(
+    if (Status status = driver.check(
             driver.cuDeviceGetAttribute(&value, attribute.attribute, device),
-            std::string("cuDeviceGetAttribute(") + attribute.name + ")"))
-      return std::move(error);
+            std::string("cuDeviceGetAttribute(") + attribute.name + ")");
+        !status.isOk())
+      return status;
     if (attribute.intoInt)
       *attribute.intoInt = value;
     else
@@ -163,51 +172,58 @@ llvm::Expected<DeviceInfo> mlir::kopt::queryDeviceInfo(const CudaDriver &driver,
 // CudaContext
 //===----------------------------------------------------------------------===//
 
-llvm::Expected<std::unique_ptr<CudaContext>> CudaContext::create(int ordinal) {
+Result<std::unique_ptr<CudaContext>> CudaContext::create(int ordinal) {
   auto driver = loadCudaDriver();
   if (!driver)
-    return driver.takeError();
+    return driver.status();
   const CudaDriver &api = **driver;
   int count = 0;
-  if (llvm::Error error =
-          api.check(api.cuDeviceGetCount(&count), "cuDeviceGetCount"))
-    return std::move(error);
+  if (Status status =
+          api.check(api.cuDeviceGetCount(&count), "cuDeviceGetCount");
+      !status.isOk())
+    return status;
   if (ordinal < 0 || ordinal >= count)
-    return llvm::createStringError("no CUDA device %d (the driver sees %d)",
-                                   ordinal, count);
+    return Status::error(StatusCode::Unavailable,
+                         "no CUDA device " + std::to_string(ordinal) +
+                             " (the driver sees " + std::to_string(count) +
+                             ")");
   std::unique_ptr<CudaContext> context(new CudaContext(api));
   auto info = queryDeviceInfo(api, ordinal);
   if (!info)
-    return info.takeError();
+    return info.status();
   context->info = std::move(*info);
-  if (llvm::Error error =
-          api.check(api.cuDeviceGet(&context->device, ordinal), "cuDeviceGet"))
-    return std::move(error);
+  if (Status status =
+          api.check(api.cuDeviceGet(&context->device, ordinal), "cuDeviceGet");
+      !status.isOk())
+    return status;
   // cuCtxCreate is cuCtxCreate_v4 in CUDA 13 and takes creation parameters;
   // the primary context needs none and is shared with the CUDA runtime.
-  if (llvm::Error error = api.check(
+  if (Status status = api.check(
           api.cuDevicePrimaryCtxRetain(&context->context, context->device),
-          "cuDevicePrimaryCtxRetain"))
-    return std::move(error);
-  if (llvm::Error error = context->makeCurrent())
-    return std::move(error);
-  if (llvm::Error error = api.check(
+          "cuDevicePrimaryCtxRetain");
+      !status.isOk())
+    return status;
+  if (Status status = context->makeCurrent(); !status.isOk())
+    return status;
+  if (Status status = api.check(
           api.cuStreamCreate(&context->stream, CU_STREAM_NON_BLOCKING),
-          "cuStreamCreate"))
-    return std::move(error);
+          "cuStreamCreate");
+      !status.isOk())
+    return status;
   return context;
 }
 
 CudaContext::~CudaContext() {
   if (stream)
-    llvm::consumeError(
-        driver->check(driver->cuStreamDestroy(stream), "cuStreamDestroy"));
+    driver->check(driver->cuStreamDestroy(stream), "cuStreamDestroy").ignore();
   if (context)
-    llvm::consumeError(driver->check(driver->cuDevicePrimaryCtxRelease(device),
-                                     "cuDevicePrimaryCtxRelease"));
+    driver
+        ->check(driver->cuDevicePrimaryCtxRelease(device),
+                "cuDevicePrimaryCtxRelease")
+        .ignore();
 }
 
-llvm::Error CudaContext::makeCurrent() const {
+Status CudaContext::makeCurrent() const {
   return driver->check(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
 }
 
@@ -215,15 +231,16 @@ llvm::Error CudaContext::makeCurrent() const {
 // DeviceBuffer
 //===----------------------------------------------------------------------===//
 
-llvm::Expected<DeviceBuffer> DeviceBuffer::allocate(const CudaContext &context,
-                                                    int64_t bytes) {
+Result<DeviceBuffer> DeviceBuffer::allocate(const CudaContext &context,
+                                            int64_t bytes) {
   const CudaDriver &driver = context.getDriver();
   DeviceBuffer buffer;
   int64_t size = std::max<int64_t>(bytes, 1);
-  if (llvm::Error error =
+  if (Status status =
           driver.check(driver.cuMemAlloc(&buffer.pointer, size_t(size)),
-                       "cuMemAlloc(" + std::to_string(size) + " bytes)"))
-    return std::move(error);
+                       "cuMemAlloc(" + std::to_string(size) + " bytes)");
+      !status.isOk())
+    return status;
   buffer.driver = &driver;
   buffer.bytes = bytes;
   return buffer;
@@ -243,7 +260,7 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) {
 
 void DeviceBuffer::reset() {
   if (pointer && driver)
-    llvm::consumeError(driver->check(driver->cuMemFree(pointer), "cuMemFree"));
+    driver->check(driver->cuMemFree(pointer), "cuMemFree").ignore();
   pointer = 0;
   bytes = 0;
 }

@@ -6,20 +6,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Execution/Nvrtc.h"
+#include "kopt/Runtime/Cuda/Nvrtc.h"
 
 #include "DynamicLibrary.h"
 
-#include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
-
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <memory>
 
-using namespace mlir;
-using namespace mlir::kopt;
+using namespace kopt::runtime;
 
 /// NVRTC functions kopt uses; none has a versioned name in NVRTC 13.
 #define KOPT_NVRTC_SYMBOLS(X)                                                  \
@@ -45,7 +41,7 @@ struct NvrtcLibrary {
 
 struct NvrtcLoad {
   std::unique_ptr<NvrtcLibrary> library;
-  std::string error;
+  Status error;
 };
 } // namespace
 
@@ -56,13 +52,14 @@ static NvrtcLoad loadNvrtcOnce() {
   std::vector<std::string> candidates = {"libnvrtc.so.13", "libnvrtc.so"};
   for (const std::string &root : dynlib::getCudaRoots())
     for (const char *lib : {"/lib64", "/lib"})
-      llvm::append_range(candidates,
-                         dynlib::listLibraries(root + lib, "libnvrtc.so"));
+      for (std::string &found :
+           dynlib::listLibraries(root + lib, "libnvrtc.so"))
+        candidates.push_back(std::move(found));
   auto handle = dynlib::openFirstLibrary(
       candidates, "NVRTC (libnvrtc.so.13) not found: install the CUDA 13 "
                   "toolkit or set CUDA_HOME");
   if (!handle) {
-    load.error = llvm::toString(handle.takeError());
+    load.error = handle.status();
     return load;
   }
   auto library = std::make_unique<NvrtcLibrary>();
@@ -70,7 +67,9 @@ static NvrtcLoad loadNvrtcOnce() {
   library->symbol = reinterpret_cast<decltype(library->symbol)>(               \
       dynlib::lookupSymbol(*handle, #symbol));                                 \
   if (!library->symbol) {                                                      \
-    load.error = "NVRTC lacks " #symbol " (NVRTC 12 or newer is needed)";      \
+    load.error = Status::error(StatusCode::Unavailable,                        \
+                               "NVRTC lacks " #symbol                          \
+                               " (NVRTC 12 or newer is needed)");              \
     return load;                                                               \
   }
   KOPT_NVRTC_SYMBOLS(KOPT_RESOLVE_NVRTC_SYMBOL)
@@ -79,29 +78,34 @@ static NvrtcLoad loadNvrtcOnce() {
   return load;
 }
 
-static llvm::Expected<const NvrtcLibrary *> loadNvrtc() {
+static Result<const NvrtcLibrary *> loadNvrtc() {
   static const NvrtcLoad load = loadNvrtcOnce();
   if (!load.library)
-    return llvm::createStringError(load.error);
+    return load.error;
   return load.library.get();
 }
 
-llvm::Expected<std::pair<int, int>> mlir::kopt::getNvrtcVersion() {
+Result<std::pair<int, int>> kopt::runtime::getNvrtcVersion() {
   auto nvrtc = loadNvrtc();
   if (!nvrtc)
-    return nvrtc.takeError();
+    return nvrtc.status();
   int major = 0, minor = 0;
   if ((*nvrtc)->nvrtcVersion(&major, &minor) != NVRTC_SUCCESS)
-    return llvm::createStringError("nvrtcVersion failed");
+    return Status::error(StatusCode::Internal, "nvrtcVersion failed");
   return std::make_pair(major, minor);
 }
 
-bool mlir::kopt::nvrtcLogHasWarning(llvm::StringRef log) {
-  llvm::SmallVector<llvm::StringRef> lines;
-  log.split(lines, '\n');
-  return llvm::any_of(lines, [](llvm::StringRef line) {
-    return line.contains(": warning") || line.starts_with("warning");
-  });
+bool kopt::runtime::nvrtcLogHasWarning(std::string_view log) {
+  while (true) {
+    size_t end = log.find('\n');
+    std::string_view line = log.substr(0, end);
+    if (line.find(": warning") != std::string_view::npos ||
+        line.substr(0, 7) == "warning")
+      return true;
+    if (end == std::string_view::npos)
+      return false;
+    log.remove_prefix(end + 1);
+  }
 }
 
 /// The include folder of the first CUDA toolkit found, or empty. NVRTC 13
@@ -110,7 +114,7 @@ bool mlir::kopt::nvrtcLogHasWarning(llvm::StringRef log) {
 static std::string findCudaIncludeDir() {
   for (const std::string &root : dynlib::getCudaRoots()) {
     std::string dir = root + "/include";
-    if (llvm::sys::fs::exists(dir + "/cuda_fp16.h"))
+    if (dynlib::pathExists(dir + "/cuda_fp16.h"))
       return dir;
   }
   return "";
@@ -128,23 +132,28 @@ struct ProgramGuard {
 };
 } // namespace
 
-llvm::Expected<CompiledKernel>
-mlir::kopt::compileCuda(llvm::StringRef source, llvm::StringRef name,
-                        llvm::StringRef arch, const NvrtcOptions &options) {
+Result<CompiledKernel> kopt::runtime::compileCuda(std::string_view source,
+                                                  std::string_view name,
+                                                  std::string_view arch,
+                                                  const NvrtcOptions &options) {
   auto loaded = loadNvrtc();
   if (!loaded)
-    return loaded.takeError();
+    return loaded.status();
   const NvrtcLibrary &nvrtc = **loaded;
-  auto fail = [&](llvm::StringRef what, nvrtcResult result,
-                  llvm::StringRef log) -> llvm::Error {
-    return llvm::createStringError(
-        "NVRTC: %s '%s' for %s: %s%s%s", what.str().c_str(), name.str().c_str(),
-        arch.str().c_str(), nvrtc.nvrtcGetErrorString(result),
-        log.empty() ? "" : "\n", log.str().c_str());
+  std::string sourceText(source);
+  std::string nameText(name);
+  std::string archText(arch);
+  // Failures of the source (it does not compile, or warns when warnings are
+  // errors) are InvalidArgument: the plan is at fault, not the machine.
+  auto fail = [&](std::string_view what, nvrtcResult result,
+                  const std::string &log) -> Status {
+    return Status::error(StatusCode::InvalidArgument,
+                         "NVRTC: " + std::string(what) + " '" + nameText +
+                             "' for " + archText + ": " +
+                             nvrtc.nvrtcGetErrorString(result) +
+                             (log.empty() ? "" : "\n") + log);
   };
 
-  std::string sourceText = source.str();
-  std::string nameText = name.str();
   ProgramGuard guard{nvrtc};
   nvrtcResult result =
       nvrtc.nvrtcCreateProgram(&guard.program, sourceText.c_str(),
@@ -152,18 +161,19 @@ mlir::kopt::compileCuda(llvm::StringRef source, llvm::StringRef name,
   if (result != NVRTC_SUCCESS)
     return fail("cannot create a program for", result, "");
 
-  std::vector<std::string> arguments = {"--gpu-architecture=" + arch.str(),
+  std::vector<std::string> arguments = {"--gpu-architecture=" + archText,
                                         "-default-device"};
-  bool hasStd = llvm::any_of(options.extra, [](const std::string &option) {
-    return llvm::StringRef(option).starts_with("--std") ||
-           llvm::StringRef(option).starts_with("-std");
-  });
+  bool hasStd = std::any_of(options.extra.begin(), options.extra.end(),
+                            [](const std::string &option) {
+                              return option.rfind("--std", 0) == 0 ||
+                                     option.rfind("-std", 0) == 0;
+                            });
   if (!hasStd)
     arguments.push_back("--std=c++17");
   std::string includeDir = findCudaIncludeDir();
   if (!includeDir.empty())
     arguments.push_back("--include-path=" + includeDir);
-  llvm::append_range(arguments, options.extra);
+  arguments.insert(arguments.end(), options.extra.begin(), options.extra.end());
   std::vector<const char *> argv;
   for (const std::string &argument : arguments)
     argv.push_back(argument.c_str());
@@ -179,14 +189,16 @@ mlir::kopt::compileCuda(llvm::StringRef source, llvm::StringRef name,
         NVRTC_SUCCESS)
       compiled.log.clear();
     // Drop the terminating NUL and trailing blank lines.
-    compiled.log = llvm::StringRef(compiled.log.c_str()).rtrim().str();
+    compiled.log = std::string(dynlib::trimRight(compiled.log.c_str()));
   }
   if (result != NVRTC_SUCCESS)
     return fail("cannot compile", result, compiled.log);
   if (options.warningsAsErrors && nvrtcLogHasWarning(compiled.log))
-    return llvm::createStringError(
-        "NVRTC: '%s' for %s compiled with warnings, which are errors here:\n%s",
-        nameText.c_str(), arch.str().c_str(), compiled.log.c_str());
+    return Status::error(StatusCode::InvalidArgument,
+                         "NVRTC: '" + nameText + "' for " + archText +
+                             " compiled with warnings, which are errors "
+                             "here:\n" +
+                             compiled.log);
 
   size_t size = 0;
   if ((result = nvrtc.nvrtcGetCUBINSize(guard.program, &size)) != NVRTC_SUCCESS)
@@ -205,9 +217,10 @@ mlir::kopt::compileCuda(llvm::StringRef source, llvm::StringRef name,
   while (!compiled.ptx.empty() && compiled.ptx.back() == '\0')
     compiled.ptx.pop_back();
   if (compiled.cubin.empty())
-    return llvm::createStringError(
-        "NVRTC: '%s' gave no cubin for %s (a virtual architecture such as "
-        "compute_90 gives PTX only; pass a real one such as sm_90)",
-        nameText.c_str(), arch.str().c_str());
+    return Status::error(
+        StatusCode::InvalidArgument,
+        "NVRTC: '" + nameText + "' gave no cubin for " + archText +
+            " (a virtual architecture such as compute_90 gives PTX only; pass "
+            "a real one such as sm_90)");
   return compiled;
 }

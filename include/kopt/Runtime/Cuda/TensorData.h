@@ -15,17 +15,16 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_EXECUTION_TENSORDATA_H
-#define KOPT_EXECUTION_TENSORDATA_H
+#ifndef KOPT_RUNTIME_CUDA_TENSORDATA_H
+#define KOPT_RUNTIME_CUDA_TENSORDATA_H
 
-#include "kopt/Codegen/KernelTask.h"
+#include "kopt/Runtime/TaskPlan.h"
 
-#include "llvm/ADT/ArrayRef.h"
-
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
-namespace mlir::kopt {
+namespace kopt::runtime {
 
 /// IEEE binary16 bits of `value`, rounded to nearest even (overflow gives
 /// infinity, NaN stays a quiet NaN).
@@ -40,11 +39,16 @@ float bfloat16ToFloat(uint16_t bits);
 /// Encodes `values` as `type` elements (integers are rounded to nearest and
 /// wrap like a C cast of an in-range value; i1 stores `value != 0`).
 std::vector<uint8_t> encodeTensorData(ElementType type,
-                                      llvm::ArrayRef<double> values);
+                                      const std::vector<double> &values);
 /// Decodes raw `bytes` of `type` elements into doubles; the byte count must
 /// be a multiple of the element size (extra bytes are ignored).
-std::vector<double> decodeTensorData(ElementType type,
-                                     llvm::ArrayRef<uint8_t> bytes);
+std::vector<double> decodeTensorData(ElementType type, const uint8_t *bytes,
+                                     size_t size);
+/// Decodes `bytes`, as the pointer-and-size overload.
+inline std::vector<double> decodeTensorData(ElementType type,
+                                            const std::vector<uint8_t> &bytes) {
+  return decodeTensorData(type, bytes.data(), bytes.size());
+}
 
 /// Deterministic pseudo-random contents for `tensor` from `seed`: standard
 /// normal values for float types (rounded to the type), round(3 * normal)
@@ -52,6 +56,6 @@ std::vector<double> decodeTensorData(ElementType type,
 std::vector<uint8_t> makeRandomTensorData(const TensorSpec &tensor,
                                           uint64_t seed);
 
-} // namespace mlir::kopt
+} // namespace kopt::runtime
 
-#endif // KOPT_EXECUTION_TENSORDATA_H
+#endif // KOPT_RUNTIME_CUDA_TENSORDATA_H

@@ -6,14 +6,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Execution/TensorData.h"
+#include "kopt/Runtime/Cuda/TensorData.h"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-using namespace mlir;
-using namespace mlir::kopt;
+using namespace kopt::runtime;
+
+/// True for f16, bf16, f32 and f64.
+static bool isFloat(ElementType type) {
+  return type == ElementType::F16 || type == ElementType::BF16 ||
+         type == ElementType::F32 || type == ElementType::F64;
+}
 
 static uint32_t floatBits(float value) {
   uint32_t bits;
@@ -27,7 +32,7 @@ static float bitsFloat(uint32_t bits) {
   return value;
 }
 
-uint16_t mlir::kopt::floatToHalf(float value) {
+uint16_t kopt::runtime::floatToHalf(float value) {
   uint32_t bits = floatBits(value);
   uint16_t sign = uint16_t((bits >> 16) & 0x8000u);
   uint32_t exponent = (bits >> 23) & 0xffu;
@@ -60,7 +65,7 @@ uint16_t mlir::kopt::floatToHalf(float value) {
   return sign | uint16_t(half);
 }
 
-float mlir::kopt::halfToFloat(uint16_t bits) {
+float kopt::runtime::halfToFloat(uint16_t bits) {
   uint32_t sign = uint32_t(bits & 0x8000u) << 16;
   uint32_t exponent = (bits >> 10) & 0x1fu;
   uint32_t mantissa = bits & 0x3ffu;
@@ -74,7 +79,7 @@ float mlir::kopt::halfToFloat(uint16_t bits) {
   return bitsFloat(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
 }
 
-uint16_t mlir::kopt::floatToBFloat16(float value) {
+uint16_t kopt::runtime::floatToBFloat16(float value) {
   uint32_t bits = floatBits(value);
   if ((bits & 0x7f800000u) == 0x7f800000u && (bits & 0x7fffffu))
     return uint16_t((bits >> 16) | 0x40u); // Quiet NaN.
@@ -82,7 +87,7 @@ uint16_t mlir::kopt::floatToBFloat16(float value) {
   return uint16_t((bits + rounding) >> 16);
 }
 
-float mlir::kopt::bfloat16ToFloat(uint16_t bits) {
+float kopt::runtime::bfloat16ToFloat(uint16_t bits) {
   return bitsFloat(uint32_t(bits) << 16);
 }
 
@@ -96,9 +101,9 @@ static void storeValue(std::vector<uint8_t> &bytes, size_t index, T value) {
 }
 
 template <typename T>
-static T loadValue(llvm::ArrayRef<uint8_t> bytes, size_t index) {
+static T loadValue(const uint8_t *bytes, size_t index) {
   T value;
-  std::memcpy(&value, bytes.data() + index * sizeof(T), sizeof(T));
+  std::memcpy(&value, bytes + index * sizeof(T), sizeof(T));
   return value;
 }
 
@@ -117,7 +122,8 @@ static T toInteger(double value) {
 }
 
 std::vector<uint8_t>
-mlir::kopt::encodeTensorData(ElementType type, llvm::ArrayRef<double> values) {
+kopt::runtime::encodeTensorData(ElementType type,
+                                const std::vector<double> &values) {
   std::vector<uint8_t> bytes(values.size() * getElementBytes(type));
   for (size_t i = 0; i < values.size(); ++i) {
     double value = values[i];
@@ -154,9 +160,10 @@ mlir::kopt::encodeTensorData(ElementType type, llvm::ArrayRef<double> values) {
   return bytes;
 }
 
-std::vector<double>
-mlir::kopt::decodeTensorData(ElementType type, llvm::ArrayRef<uint8_t> bytes) {
-  size_t count = bytes.size() / getElementBytes(type);
+std::vector<double> kopt::runtime::decodeTensorData(ElementType type,
+                                                    const uint8_t *bytes,
+                                                    size_t size) {
+  size_t count = size / size_t(getElementBytes(type));
   std::vector<double> values(count);
   for (size_t i = 0; i < count; ++i) {
     switch (type) {
@@ -221,10 +228,10 @@ private:
 };
 } // namespace
 
-std::vector<uint8_t> mlir::kopt::makeRandomTensorData(const TensorSpec &tensor,
-                                                      uint64_t seed) {
+std::vector<uint8_t>
+kopt::runtime::makeRandomTensorData(const TensorSpec &tensor, uint64_t seed) {
   SplitMix64 random(seed);
-  std::vector<double> values(size_t(tensor.getNumElements()));
+  std::vector<double> values(size_t(tensor.getNumElements().value_or(0)));
   for (double &value : values) {
     if (isFloat(tensor.elementType))
       value = random.normal();

@@ -17,17 +17,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_EXECUTION_NVRTC_H
-#define KOPT_EXECUTION_NVRTC_H
+#ifndef KOPT_RUNTIME_CUDA_NVRTC_H
+#define KOPT_RUNTIME_CUDA_NVRTC_H
 
-#include "llvm/ADT/ArrayRef.h"
-#include "llvm/ADT/StringRef.h"
-#include "llvm/Support/Error.h"
+#include "kopt/Runtime/Status.h"
 
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
-namespace mlir::kopt {
+namespace kopt::runtime {
 
 /// What NVRTC produced for one source.
 struct CompiledKernel {
@@ -53,18 +53,17 @@ struct NvrtcOptions {
 /// `--std=c++17` and, when a CUDA toolkit is found (`$CUDA_HOME`,
 /// `$CUDA_PATH`, `/usr/local/cuda`), its include folder, which NVRTC needs for
 /// cuda_fp16.h and cuda_bf16.h. A failure carries NVRTC's log.
-llvm::Expected<CompiledKernel> compileCuda(llvm::StringRef source,
-                                           llvm::StringRef name,
-                                           llvm::StringRef arch,
-                                           const NvrtcOptions &options = {});
+Result<CompiledKernel> compileCuda(std::string_view source,
+                                   std::string_view name, std::string_view arch,
+                                   const NvrtcOptions &options = {});
 
 /// NVRTC's version as (major, minor); fails when NVRTC cannot be loaded.
-llvm::Expected<std::pair<int, int>> getNvrtcVersion();
+Result<std::pair<int, int>> getNvrtcVersion();
 
 /// True when `log` holds a warning diagnostic (`file(line): warning #...`,
 /// `nvrtc: warning : ...`).
-bool nvrtcLogHasWarning(llvm::StringRef log);
+bool nvrtcLogHasWarning(std::string_view log);
 
-} // namespace mlir::kopt
+} // namespace kopt::runtime
 
-#endif // KOPT_EXECUTION_NVRTC_H
+#endif // KOPT_RUNTIME_CUDA_NVRTC_H
