@@ -69,8 +69,8 @@ public:
          const KernelPlan &plan, const PlanRunnerOptions &options = {});
   ~PlanRunner();
 
-  /// Uploads `bytes` (row-major, in the tensor's element type, exactly the
-  /// tensor's size) into input `name`.
+  /// Uploads the `size` bytes at `data` (row-major, in the tensor's element
+  /// type, exactly the tensor's size) into input `name`.
   Status setInput(std::string_view name, const uint8_t *data, size_t size);
   /// Uploads `bytes` into input `name`, as the pointer-and-size overload.
   Status setInput(std::string_view name, const std::vector<uint8_t> &bytes) {

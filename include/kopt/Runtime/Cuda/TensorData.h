@@ -40,8 +40,8 @@ float bfloat16ToFloat(uint16_t bits);
 /// wrap like a C cast of an in-range value; i1 stores `value != 0`).
 std::vector<uint8_t> encodeTensorData(ElementType type,
                                       const std::vector<double> &values);
-/// Decodes raw `bytes` of `type` elements into doubles; the byte count must
-/// be a multiple of the element size (extra bytes are ignored).
+/// Decodes the `size` raw `bytes` of `type` elements into doubles; `size`
+/// should be a multiple of the element size (extra bytes are ignored).
 std::vector<double> decodeTensorData(ElementType type, const uint8_t *bytes,
                                      size_t size);
 /// Decodes `bytes`, as the pointer-and-size overload.
