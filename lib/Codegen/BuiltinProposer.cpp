@@ -28,7 +28,9 @@
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
 
 #include <algorithm>
 #include <map>
@@ -122,28 +124,154 @@ static void addPlan(Proposal &proposal, PlanBuilder &builder,
   proposal.plans.push_back(std::move(plan));
 }
 
+/// The single user of `value`, when it has exactly one and `value` is not a
+/// task output.
+static linalg::GenericOp getOnlyUser(Value value, func::FuncOp group) {
+  if (!value.hasOneUse() || llvm::is_contained(returnedValues(group), value))
+    return nullptr;
+  return dyn_cast<linalg::GenericOp>(*value.getUsers().begin());
+}
+
+/// The yielded value's defining op, for a single-result generic whose body
+/// is that op and the yield.
+static Operation *getSingleBodyOp(linalg::GenericOp op) {
+  Block &body = op.getRegion().front();
+  if (op.getNumResults() != 1 || body.getOperations().size() != 2 ||
+      op.getNumReductionLoops() != 0)
+    return nullptr;
+  return body.getTerminator()->getOperand(0).getDefiningOp();
+}
+
+namespace {
+/// The part of a GEMM's epilogue cuBLASLt can run: a bias over the N
+/// columns, then a ReLU.
+struct GemmEpilogue {
+  Value bias;
+  bool relu = false;
+  /// The last value the epilogue computes.
+  Value result;
+};
+} // namespace
+
+static std::optional<GemmEpilogue> matchGemmEpilogue(Operation *anchor,
+                                                     func::FuncOp group) {
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(anchor))
+    return std::nullopt;
+  Value product = anchor->getResult(0);
+  linalg::GenericOp add = getOnlyUser(product, group);
+  if (!add || add.getNumDpsInputs() != 2 || add.getNumResults() != 1 ||
+      add.getNumReductionLoops() != 0)
+    return std::nullopt;
+  // The body yields x + bias, or max(x + bias, 0); constants aside, nothing
+  // else.
+  Block &addBody = add.getRegion().front();
+  Operation *yielded = addBody.getTerminator()->getOperand(0).getDefiningOp();
+  bool fusedRelu = false;
+  Operation *addOp = yielded;
+  if (yielded && isa<arith::MaximumFOp, arith::MaxNumFOp>(yielded)) {
+    Value lhs = yielded->getOperand(0), rhs = yielded->getOperand(1);
+    Value other = matchPattern(rhs, m_AnyZeroFloat())   ? lhs
+                  : matchPattern(lhs, m_AnyZeroFloat()) ? rhs
+                                                        : Value();
+    addOp = other ? other.getDefiningOp() : nullptr;
+    fusedRelu = true;
+  }
+  if (!addOp || !isa<arith::AddFOp>(addOp) ||
+      llvm::any_of(addBody.without_terminator(), [&](Operation &op) {
+        return &op != addOp && &op != yielded && !isa<arith::ConstantOp>(op);
+      }))
+    return std::nullopt;
+  // One operand is the product at the identity map, the other a vector
+  // indexed by the last (N) loop only.
+  GemmEpilogue epilogue;
+  unsigned rank = add.getNumLoops();
+  for (OpOperand *input : add.getDpsInputOperands()) {
+    AffineMap map = add.getMatchingIndexingMap(input);
+    if (input->get() == product) {
+      if (!map.isIdentity())
+        return std::nullopt;
+      continue;
+    }
+    if (map.getNumResults() != 1 ||
+        map.getResult(0) != getAffineDimExpr(rank - 1, add.getContext()))
+      return std::nullopt;
+    epilogue.bias = input->get();
+  }
+  Block &body = add.getRegion().front();
+  if (!epilogue.bias || addOp->getOperand(0) == addOp->getOperand(1) ||
+      !llvm::all_of(addOp->getOperands(), [&](Value v) {
+        return isa<BlockArgument>(v) &&
+               cast<BlockArgument>(v).getOwner() == &body &&
+               cast<BlockArgument>(v).getArgNumber() < 2;
+      }))
+    return std::nullopt;
+  epilogue.result = add.getResult(0);
+  epilogue.relu = fusedRelu;
+
+  // max(x, 0) right after: cuBLASLt's RELU_BIAS.
+  linalg::GenericOp relu =
+      fusedRelu ? nullptr : getOnlyUser(epilogue.result, group);
+  if (relu) {
+    Operation *maxOp = getSingleBodyOp(relu);
+    if (maxOp && relu.getNumDpsInputs() == 1 &&
+        relu.getMatchingIndexingMap(relu.getDpsInputOperand(0)).isIdentity() &&
+        isa<arith::MaximumFOp, arith::MaxNumFOp>(maxOp) &&
+        llvm::any_of(maxOp->getOperands(), [](Value v) {
+          return matchPattern(v, m_AnyZeroFloat());
+        })) {
+      epilogue.relu = true;
+      epilogue.result = relu.getResult(0);
+    }
+  }
+  return epilogue;
+}
+
 static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
-                                   const KernelTask &task, Operation *anchor) {
+                                   const KernelTask &task, Operation *anchor,
+                                   bool useEpilogue) {
   MLIRContext *context = group.getContext();
+  std::optional<GemmEpilogue> epilogue;
+  if (useEpilogue) {
+    epilogue = matchGemmEpilogue(anchor, group);
+    if (!epilogue)
+      return;
+  }
+  // The value the library call leaves in memory.
+  Value produced = epilogue ? epilogue->result : anchor->getResult(0);
   SmallVector<Value> rest;
   for (Value value : returnedValues(group))
-    if (value != anchor->getResult(0))
+    if (value != produced)
       rest.push_back(value);
   auto shape = cast<ShapedType>(anchor->getResult(0).getType()).getShape();
   std::vector<PointwiseVariant> variants =
       rest.empty() ? std::vector<PointwiseVariant>{{256, 1}}
                    : pointwiseVariants(ElementType::F32, shape.back());
   std::string comment = describeGroup(group);
+  std::string prefix = epilogue ? "gemm_epilogue" : "library";
   for (const PointwiseVariant &variant : variants) {
-    std::string name = rest.empty() ? "library" : "library_" + variant.name();
+    std::string name = rest.empty() ? prefix : prefix + "_" + variant.name();
     PlanBuilder builder(task, group, "builtin", name);
     std::optional<LibraryStep> library = buildLibraryCall(anchor, builder);
     if (!library) {
-      proposal.remarks.push_back(
-          "builtin: " + describeOpForCode(anchor) +
-          " does not fit a library call (needs f32 operands in the default "
-          "layout and a zero accumulator); baseline only");
+      if (!epilogue)
+        proposal.remarks.push_back(
+            "builtin: " + describeOpForCode(anchor) +
+            " does not fit a library call (needs f32 operands in the default "
+            "layout and a zero accumulator); baseline only");
       return;
+    }
+    if (epilogue) {
+      // cuBLASLt adds the bias (and applies the ReLU) as it writes C.
+      std::string bias = builder.findBuffer(epilogue->bias);
+      if (bias.empty())
+        return;
+      GemmStep &gemm = library->step.gemm;
+      gemm.bias = bias;
+      gemm.activation = epilogue->relu ? "relu" : "none";
+      gemm.c = builder.materialize(epilogue->result);
+      library->step.comment += epilogue->relu ? " with bias and ReLU epilogue"
+                                              : " with bias epilogue";
+      library->writes = {epilogue->result};
     }
     builder.addStep(library->step, library->writes);
     llvm::Error error = rest.empty()
@@ -264,7 +392,10 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
   }
 
   if (libraryAnchor) {
-    proposeLibraryAnchored(proposal, group, task, libraryAnchor);
+    proposeLibraryAnchored(proposal, group, task, libraryAnchor,
+                           /*useEpilogue=*/false);
+    proposeLibraryAnchored(proposal, group, task, libraryAnchor,
+                           /*useEpilogue=*/true);
     return proposal;
   }
   if ((task.kind == "reduction" || task.kind == "softmax") && reduction) {
