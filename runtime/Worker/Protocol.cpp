@@ -34,7 +34,7 @@ static constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
 // Message types
 //===----------------------------------------------------------------------===//
 
-bool DeviceInfo::operator==(const DeviceInfo &other) const {
+bool WorkerDeviceInfo::operator==(const WorkerDeviceInfo &other) const {
   return name == other.name &&
          computeCapabilityMajor == other.computeCapabilityMajor &&
          computeCapabilityMinor == other.computeCapabilityMinor &&
@@ -53,9 +53,20 @@ bool EvaluateOptions::operator==(const EvaluateOptions &other) const {
          seed == other.seed;
 }
 
+bool OutputReference::operator==(const OutputReference &other) const {
+  return output == other.output && indices == other.indices &&
+         values == other.values;
+}
+
+bool ReferenceSet::operator==(const ReferenceSet &other) const {
+  return seed == other.seed && distribution == other.distribution &&
+         outputs == other.outputs;
+}
+
 bool EvaluateMessage::operator==(const EvaluateMessage &other) const {
   return requestId == other.requestId && task == other.task &&
-         candidates == other.candidates && options == other.options;
+         candidates == other.candidates && options == other.options &&
+         reference == other.reference;
 }
 
 bool Timing::operator==(const Timing &other) const {
@@ -286,7 +297,7 @@ static Result<Message> helloFromJson(const json::Value &value) {
   if (!read.isOk())
     return read.status();
   FieldReader readDevice(*device, "hello: device");
-  DeviceInfo &info = hello.device;
+  WorkerDeviceInfo &info = hello.device;
   info.name = readDevice.string("name");
   if (const json::Value *capability = readDevice.array("compute_capability")) {
     std::optional<int64_t> major, minor;

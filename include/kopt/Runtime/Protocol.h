@@ -43,7 +43,7 @@ inline constexpr uint32_t kDefaultMaxFrameBytes = 64u << 20;
 //===----------------------------------------------------------------------===//
 
 /// The device a worker owns.
-struct DeviceInfo {
+struct WorkerDeviceInfo {
   /// As the driver names it (`NVIDIA H200`).
   std::string name;
   /// Compute capability, such as 9 and 0 for sm_90.
@@ -56,12 +56,12 @@ struct DeviceInfo {
   /// Memory bandwidth in GB/s (1e9 bytes per second).
   double memoryBandwidthGBps = 0;
 
-  bool operator==(const DeviceInfo &other) const;
+  bool operator==(const WorkerDeviceInfo &other) const;
 };
 
 /// worker -> caller, first message after start: what the worker runs on.
 struct HelloMessage {
-  DeviceInfo device;
+  WorkerDeviceInfo device;
   /// CUDA driver version, `major.minor` (`12.8`).
   std::string driverVersion;
   /// NVRTC version, `major.minor`.
@@ -85,6 +85,33 @@ struct EvaluateOptions {
   bool operator==(const EvaluateOptions &other) const;
 };
 
+/// fp64 reference values of one output at sampled points.
+struct OutputReference {
+  /// The task output's name.
+  std::string output;
+  /// Row-major linear indices into the output.
+  std::vector<int64_t> indices;
+  /// The fp64 reference value at each index (finite: JSON has no NaN).
+  std::vector<double> values;
+
+  bool operator==(const OutputReference &other) const;
+};
+
+/// Reference values for validation set 0, computed by the caller in fp64 on
+/// the inputs that the evaluator's input generator gives for `seed` and
+/// `distribution` (runtime/Evaluator/InputGenerator.h, `generateInputSet`).
+struct ReferenceSet {
+  /// The seed of `generateInputSet` for set 0.
+  int64_t seed = 0;
+  /// The distribution's name: `normal`, `large-mean`, `wide-range` or
+  /// `small-int`.
+  std::string distribution = "normal";
+  /// Sampled outputs; outputs not named are not checked against fp64.
+  std::vector<OutputReference> outputs;
+
+  bool operator==(const ReferenceSet &other) const;
+};
+
 /// caller -> worker: compile, validate and time candidates of one task.
 struct EvaluateMessage {
   /// Chosen by the caller; the report carries it back.
@@ -96,6 +123,8 @@ struct EvaluateMessage {
   /// (check `compile`), not as a message.
   std::vector<json::Value> candidates;
   EvaluateOptions options;
+  /// fp64 reference values for set 0, when the caller computed them.
+  std::optional<ReferenceSet> reference;
 
   bool operator==(const EvaluateMessage &other) const;
 };

@@ -1,0 +1,101 @@
+//===- Evaluator.h - Validating and timing candidate plans ------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The GPU evaluation engine behind `kopt-worker` (DESIGN, "Evaluator"): it
+// compiles every candidate plan of one task, validates each against the
+// baseline (candidate 0) on fresh input sets with poisoned outputs, redzones
+// and input checksums, checks input dependence, determinism and interleaving,
+// then times the valid ones interleaved with the baseline and checks their
+// outputs again after timing and their times against the physical floor.
+// docs/Evaluator.md ("The evaluation engine") lists the checks in order.
+//
+// This is the library `KoptEvaluatorEngine` (KoptRuntimeCuda plus
+// KoptEvaluatorCore); no LLVM/MLIR, no exceptions.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_RUNTIME_EVALUATOR_EVALUATOR_H
+#define KOPT_RUNTIME_EVALUATOR_EVALUATOR_H
+
+#include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/Protocol.h"
+#include "kopt/Runtime/Status.h"
+#include "kopt/Runtime/TaskPlan.h"
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopt::runtime {
+
+/// Runs one plan execution (enqueue, synchronize) and returns its status.
+using PlanExecution = std::function<Status()>;
+
+/// The hook for DESIGN's validation point 6 (CUPTI). When set, the engine
+/// calls it once per validated candidate with one execution of the plan; the
+/// tracer must call `run` exactly once and return the names of every kernel
+/// that ran on the device while it did (as the module exports them, mangled
+/// where the source did not use `extern "C"`), in launch order. An error
+/// from the tracer itself (CUPTI missing) skips the check and is noted in
+/// the evidence; the run's own failure is reported as the run's failure.
+using LaunchTracer =
+    std::function<Result<std::vector<std::string>>(const PlanExecution &run)>;
+
+/// How `evaluateCandidates` works. (Named apart from the protocol's
+/// `EvaluateOptions`, from which the worker fills it.)
+struct EvaluatorOptions {
+  /// Input sets each candidate is validated on (at least 1; DESIGN asks for
+  /// 5).
+  unsigned validationSets = 5;
+  /// Timed repetitions per candidate, after warm-up.
+  unsigned repetitions = 20;
+  /// Warm-up by time before timing, in milliseconds.
+  double warmupMs = 25;
+  /// Seeds the input generator; the sets of one evaluation are derived from
+  /// it, so the same seed gives the same inputs.
+  uint64_t seed = 0;
+  /// fp64 reference values for set 0: when present, set 0's inputs are drawn
+  /// with its seed and distribution, and every candidate (the baseline too)
+  /// must match the reference at its sampled points within the tolerance.
+  std::optional<ReferenceSet> reference;
+  /// Point 6: when set, wraps one validation run of each candidate; a kernel
+  /// that was not declared, or a declared kernel that ran a different number
+  /// of times, fails the candidate with `launch-count`.
+  LaunchTracer launchTracer;
+  /// Device memory bandwidth in bytes per second for the physical floor; 0
+  /// measures it once per process and device with a device-to-device copy.
+  double bandwidthBytesPerSecond = 0;
+  /// Treat NVRTC warnings as compile errors.
+  bool warningsAsErrors = false;
+};
+
+/// Evaluates `candidates[0]` (the baseline) and `candidates[1..]` for `task`
+/// on `context`: one EvalReport per candidate, in order, with `candidate`
+/// set to its index. One candidate's failure (compile error, wrong output,
+/// fault) is recorded in its report and never fails the call; the call fails
+/// only when the task itself cannot be evaluated (no candidates, a tensor
+/// too large to allocate on the host). A baseline that fails validation
+/// makes every other candidate fail too, with the baseline's check and
+/// `evidence.baseline_failed`, since nothing can be compared with it. A
+/// sticky device fault (an illegal address) poisons the context: the
+/// remaining candidates then fail as `crash` and the worker should exit.
+Result<std::vector<EvalReport>>
+evaluateCandidates(const CudaContext &context, const KernelTask &task,
+                   const std::vector<KernelPlan> &candidates,
+                   const EvaluatorOptions &options);
+
+/// The device-to-device copy bandwidth of `context`'s device in bytes per
+/// second (read plus write bytes per second), measured on the first call per
+/// device ordinal and cached for the process.
+Result<double> measureCopyBandwidth(const CudaContext &context);
+
+} // namespace kopt::runtime
+
+#endif // KOPT_RUNTIME_EVALUATOR_EVALUATOR_H
