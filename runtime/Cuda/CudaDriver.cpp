@@ -205,8 +205,13 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int ordinal) {
     return status;
   if (Status status = context->makeCurrent(); !status.isOk())
     return status;
+  // A blocking stream: it waits for work on the legacy default stream, where
+  // cuMemcpyHtoD and cuMemsetD8 run. A copy from pageable host memory may
+  // return before its DMA lands; with a non-blocking stream a kernel could
+  // then read a partly copied input (seen on an H200: intermittently wrong
+  // outputs for 1 MB inputs).
   if (Status status = api.check(
-          api.cuStreamCreate(&context->stream, CU_STREAM_NON_BLOCKING),
+          api.cuStreamCreate(&context->stream, CU_STREAM_DEFAULT),
           "cuStreamCreate");
       !status.isOk())
     return status;
