@@ -210,9 +210,9 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int ordinal) {
   // return before its DMA lands; with a non-blocking stream a kernel could
   // then read a partly copied input (seen on an H200: intermittently wrong
   // outputs for 1 MB inputs).
-  if (Status status = api.check(
-          api.cuStreamCreate(&context->stream, CU_STREAM_DEFAULT),
-          "cuStreamCreate");
+  if (Status status =
+          api.check(api.cuStreamCreate(&context->stream, CU_STREAM_DEFAULT),
+                    "cuStreamCreate");
       !status.isOk())
     return status;
   return context;
