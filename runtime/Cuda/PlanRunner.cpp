@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <set>
 
 using namespace kopt::runtime;
@@ -99,6 +100,12 @@ struct PlanRunner::Impl {
   PlanRunnerOptions options;
   std::map<std::string, TensorSpec> tensors;
   std::map<std::string, DeviceBuffer> buffers;
+  /// Offset of each tensor inside its buffer (non-zero with redzones).
+  std::map<std::string, size_t> offsets;
+  /// Timing state of `timeRun`, made on first use.
+  DeviceBuffer flush;
+  CUevent timingBegin = nullptr, timingEnd = nullptr;
+  unsigned flushRound = 0;
   std::map<std::string, CompiledKernel> compiled;
   std::vector<CUmodule> modules;
   std::vector<PreparedStep> steps;
@@ -106,6 +113,10 @@ struct PlanRunner::Impl {
   std::set<std::string> inputsSet;
 
   ~Impl() {
+    if (timingBegin)
+      context->getDriver().cuEventDestroy(timingBegin);
+    if (timingEnd)
+      context->getDriver().cuEventDestroy(timingEnd);
     for (CUmodule module : modules)
       context->getDriver()
           .check(context->getDriver().cuModuleUnload(module), "cuModuleUnload")
@@ -116,7 +127,11 @@ struct PlanRunner::Impl {
 
   CUdeviceptr pointer(const std::string &name) const {
     auto it = buffers.find(name);
-    return it == buffers.end() ? 0 : it->second.get();
+    if (it == buffers.end())
+      return 0;
+    auto offset = offsets.find(name);
+    return it->second.get() +
+           (offset == offsets.end() ? 0 : CUdeviceptr(offset->second));
   }
 
   Status prepareLaunch(const LaunchStep &step,
@@ -237,6 +252,34 @@ PlanRunner::Impl::prepareLaunch(const LaunchStep &step,
 PlanRunner::PlanRunner(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 PlanRunner::~PlanRunner() = default;
 
+/// Compiles through a process-wide cache keyed by everything that affects
+/// NVRTC's output: the architecture, the options, the source's name and its
+/// code. Failures are not cached (they are cheap to repeat and carry logs).
+static Result<CompiledKernel> compileCached(const std::string &code,
+                                            const std::string &name,
+                                            const std::string &arch,
+                                            const NvrtcOptions &options) {
+  static std::mutex mutex;
+  static std::map<std::string, CompiledKernel> cache;
+  std::string key =
+      arch + '\0' + name + '\0' + (options.warningsAsErrors ? "W" : "w") + '\0';
+  for (const std::string &option : options.extra)
+    key += option + '\0';
+  key += code;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end())
+      return it->second;
+  }
+  auto compiled = compileCuda(code, name, arch, options);
+  if (!compiled)
+    return compiled.status();
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.emplace(key, *compiled);
+  return compiled;
+}
+
 static std::string describeStep(const PlanStep &step, size_t index) {
   std::string where = "step " + std::to_string(index);
   const char *kind = step.kind == PlanStep::Kind::Launch ? "launch"
@@ -274,7 +317,7 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
   nvrtcOptions.warningsAsErrors = options.warningsAsErrors;
   for (const KernelSource &source : plan.sources) {
     auto compiled =
-        compileCuda(source.code, source.id + ".cu", arch, nvrtcOptions);
+        compileCached(source.code, source.id + ".cu", arch, nvrtcOptions);
     if (!compiled)
       return compiled.status();
     impl->compiled.emplace(source.id, std::move(*compiled));
@@ -302,16 +345,21 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
     if (!bytes)
       return Status::error(StatusCode::OutOfRange,
                            "tensor '" + name + "' is too large");
-    auto buffer = DeviceBuffer::allocate(context, *bytes);
+    // With redzones: the guard rounded up to the alignment in front, the
+    // guard itself behind.
+    size_t offset = (options.redzoneBytes + 255) / 256 * 256;
+    auto buffer = DeviceBuffer::allocate(
+        context, int64_t(offset + size_t(*bytes) + options.redzoneBytes));
     if (!buffer)
       return buffer.status();
+    impl->offsets.emplace(name, offset);
     bool isInput = std::any_of(
         task.inputs.begin(), task.inputs.end(),
         [&](const TensorSpec &input) { return input.name == name; });
     if (!isInput)
-      if (Status status =
-              api.check(api.cuMemsetD8(buffer->get(), 0xff, size_t(*bytes)),
-                        "cuMemsetD8");
+      if (Status status = api.check(
+              api.cuMemsetD8(buffer->get() + offset, 0xff, size_t(*bytes)),
+              "cuMemsetD8");
           !status.isOk())
         return status;
     impl->buffers.emplace(name, std::move(*buffer));
@@ -536,6 +584,113 @@ Result<PlanTiming> PlanRunner::timePlan(unsigned iterations, double warmupMs) {
   PlanTiming summary = summarizeTimings(timesUs);
   summary.warmupRuns = timing.warmupRuns;
   return summary;
+}
+
+Status PlanRunner::warmUp(double warmupMs) {
+  if (Status status = impl->context->makeCurrent(); !status.isOk())
+    return status;
+  const CudaDriver &api = impl->driver();
+  auto start = std::chrono::steady_clock::now();
+  do {
+    if (Status status = impl->enqueue(/*synchronizeEachStep=*/false);
+        !status.isOk())
+      return status;
+    if (Status status =
+            api.check(api.cuStreamSynchronize(impl->context->getStream()),
+                      "cuStreamSynchronize");
+        !status.isOk())
+      return status;
+  } while (std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - start)
+               .count() < warmupMs);
+  return Status::success();
+}
+
+Result<double> PlanRunner::timeRun() {
+  if (Status status = impl->context->makeCurrent(); !status.isOk())
+    return status;
+  const CudaDriver &api = impl->driver();
+  CUstream stream = impl->context->getStream();
+  int64_t flushBytes =
+      std::max<int64_t>(2 * impl->context->getDeviceInfo().l2Bytes, 1 << 20);
+  if (!impl->flush.get()) {
+    auto flush = DeviceBuffer::allocate(*impl->context, flushBytes);
+    if (!flush)
+      return flush.status();
+    impl->flush = std::move(*flush);
+  }
+  for (CUevent *event : {&impl->timingBegin, &impl->timingEnd})
+    if (!*event)
+      if (Status status = api.check(api.cuEventCreate(event, CU_EVENT_DEFAULT),
+                                    "cuEventCreate");
+          !status.isOk())
+        return status;
+  // Evict the plan's data from L2, before the start event.
+  if (Status status = api.check(api.cuMemsetD8Async(impl->flush.get(),
+                                                    uint8_t(++impl->flushRound),
+                                                    size_t(flushBytes), stream),
+                                "cuMemsetD8Async(L2 flush)");
+      !status.isOk())
+    return status;
+  if (Status status = api.check(api.cuEventRecord(impl->timingBegin, stream),
+                                "cuEventRecord");
+      !status.isOk())
+    return status;
+  if (Status status = impl->enqueue(/*synchronizeEachStep=*/false);
+      !status.isOk())
+    return status;
+  if (Status status = api.check(api.cuEventRecord(impl->timingEnd, stream),
+                                "cuEventRecord");
+      !status.isOk())
+    return status;
+  if (Status status = api.check(api.cuEventSynchronize(impl->timingEnd),
+                                "cuEventSynchronize");
+      !status.isOk())
+    return status;
+  float ms = 0;
+  if (Status status = api.check(
+          api.cuEventElapsedTime(&ms, impl->timingBegin, impl->timingEnd),
+          "cuEventElapsedTime");
+      !status.isOk())
+    return status;
+  return double(ms) * 1e3;
+}
+
+Status PlanRunner::writeTensor(std::string_view name,
+                               const std::vector<uint8_t> &bytes) {
+  auto it = impl->tensors.find(std::string(name));
+  if (it == impl->tensors.end())
+    return invalid("no tensor '" + std::string(name) + "'");
+  for (const TensorSpec &input : impl->task.inputs)
+    if (input.name == name)
+      return setInput(name, bytes);
+  int64_t size = it->second.getBytes().value_or(-1);
+  if (int64_t(bytes.size()) != size)
+    return invalid("tensor '" + std::string(name) + "' takes " +
+                   std::to_string(size) + " bytes, got " +
+                   std::to_string(bytes.size()));
+  if (Status status = impl->context->makeCurrent(); !status.isOk())
+    return status;
+  const CudaDriver &api = impl->driver();
+  if (bytes.empty())
+    return Status::success();
+  return api.check(
+      api.cuMemcpyHtoD(impl->pointer(it->first), bytes.data(), bytes.size()),
+      "cuMemcpyHtoD(" + it->first + ")");
+}
+
+std::optional<TensorAllocation>
+PlanRunner::getAllocation(std::string_view name) const {
+  auto it = impl->buffers.find(std::string(name));
+  if (it == impl->buffers.end())
+    return std::nullopt;
+  TensorAllocation allocation;
+  allocation.base = it->second.get();
+  allocation.bufferOffset = impl->offsets.at(it->first);
+  allocation.bufferBytes =
+      size_t(impl->tensors.at(it->first).getBytes().value_or(0));
+  allocation.totalBytes = size_t(it->second.getBytes());
+  return allocation;
 }
 
 Result<std::vector<uint8_t>>

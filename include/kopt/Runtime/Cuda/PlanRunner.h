@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +41,23 @@ struct PlanRunnerOptions {
   /// In `run()`, synchronize after every step, so that a fault is reported
   /// with the step that caused it. Timing never synchronizes between steps.
   bool synchronizeEachStep = true;
+  /// When non-zero, every tensor (inputs, outputs, temporaries) sits inside
+  /// a larger allocation with at least this many guard bytes on each side,
+  /// its start kept at a multiple of 256 bytes (`getAllocation`). The
+  /// runner leaves the guards' contents to the caller.
+  size_t redzoneBytes = 0;
+};
+
+/// Where a tensor lies inside its allocation.
+struct TensorAllocation {
+  /// Start of the whole allocation.
+  CUdeviceptr base = 0;
+  /// Offset of the tensor from `base`; the leading guard is before it.
+  size_t bufferOffset = 0;
+  /// Bytes of the tensor.
+  size_t bufferBytes = 0;
+  /// Bytes of the whole allocation; the trailing guard follows the tensor.
+  size_t totalBytes = 0;
 };
 
 /// Times of one plan, in microseconds, over `repetitions` timed runs.
@@ -91,6 +109,19 @@ public:
   /// data in L2.
   Result<PlanTiming> timePlan(unsigned iterations, double warmupMs);
 
+  /// Warm-up for timing with `timeRun`: untimed runs, without synchronizing
+  /// between steps, until `warmupMs` milliseconds have passed (at least
+  /// one).
+  Status warmUp(double warmupMs);
+  /// One timed run, as one repetition of `timePlan`: the L2 flush outside
+  /// the timed region, then the steps between two CUDA events. Returns the
+  /// time in microseconds. Lets a caller interleave the runs of several
+  /// plans.
+  Result<double> timeRun();
+
+  /// Uploads `bytes` (exactly the tensor's size) into tensor `name`, an
+  /// input, output or temporary; for inputs it is `setInput`.
+  Status writeTensor(std::string_view name, const std::vector<uint8_t> &bytes);
   /// Downloads tensor `name` (an input, output or temporary).
   Result<std::vector<uint8_t>> readTensor(std::string_view name) const;
   /// Downloads every task output, in the task's order.
@@ -98,6 +129,9 @@ public:
 
   /// The device address of tensor `name`, or 0 when there is none.
   CUdeviceptr getDevicePointer(std::string_view name) const;
+  /// Where tensor `name` lies in its allocation, or std::nullopt when there
+  /// is no such tensor.
+  std::optional<TensorAllocation> getAllocation(std::string_view name) const;
   /// NVRTC's output per source id.
   const std::map<std::string, CompiledKernel> &getCompiledSources() const;
 

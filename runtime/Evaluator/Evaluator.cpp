@@ -1,0 +1,926 @@
+//===- Evaluator.cpp - Validating and timing candidate plans ----*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The engine works in phases, each over every candidate still valid:
+//
+// 1. Compile: a PlanRunner per candidate (NVRTC through the runner's
+//    process-wide cache), all before anything runs or is timed.
+// 2. Validate, set by set: inputs drawn from the set's distribution and
+//    seed; a fresh runner per candidate and set (allocated before the last
+//    one is freed, so the addresses change); redzones filled, outputs
+//    poisoned, inputs checksummed around every run. The baseline runs first
+//    and its outputs are the reference for the set. On set 0 each candidate
+//    runs twice, with the two poison variants, which also checks
+//    determinism bitwise, and once under the launch tracer when one is set;
+//    the fp64 reference, when given, is checked on set 0.
+// 3. Input dependence (outputs change where the baseline's change) and
+//    interleaving (set 0 then the last set again on the last set's runner:
+//    both agree bitwise with their first runs).
+// 4. Time: warm-up by time, then the interleaved A/B schedule, one timed
+//    run at a time; outputs are checked again after the loop; then the
+//    physical floor and suspicious speedups (re-measured).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Evaluator/Evaluator.h"
+
+#include "kopt/Runtime/Cuda/Nvml.h"
+#include "kopt/Runtime/Cuda/PlanRunner.h"
+#include "runtime/Evaluator/Comparison.h"
+#include "runtime/Evaluator/EvaluationChecks.h"
+#include "runtime/Evaluator/Guards.h"
+#include "runtime/Evaluator/InputGenerator.h"
+#include "runtime/Evaluator/PhysicalFloor.h"
+#include "runtime/Evaluator/TimingStats.h"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+using namespace kopt::runtime;
+
+namespace {
+/// Why a run failed its candidate.
+struct Failure {
+  FailedCheck check = FailedCheck::None;
+  json::Value evidence = json::Value::object();
+};
+
+/// Host bytes of one input set, and how it was drawn.
+struct InputSet {
+  std::vector<std::vector<uint8_t>> inputs;
+  InputDistribution distribution = InputDistribution::StandardNormal;
+  uint64_t seed = 0;
+};
+
+/// One candidate in flight.
+struct Candidate {
+  const KernelPlan *plan = nullptr;
+  EvalReport report;
+  /// The runner of the current set (after validation: of the last set).
+  std::unique_ptr<PlanRunner> runner;
+  /// Checksums of each output, per set.
+  std::vector<std::vector<uint64_t>> outputSums;
+  /// Outputs of the last set, for the check after timing.
+  std::vector<std::vector<uint8_t>> lastOutputs;
+  /// Largest relative error against the baseline over all sets.
+  double maxRelativeError = 0;
+  std::vector<double> times;
+  double clockSum = 0, temperatureSum = 0;
+  unsigned clockCount = 0, temperatureCount = 0;
+
+  bool isValid() const { return report.failedCheck == FailedCheck::None; }
+};
+
+Failure makeFailure(FailedCheck check, const std::string &message) {
+  Failure failure;
+  failure.check = check;
+  failure.evidence.set("message", json::Value(message));
+  return failure;
+}
+
+void fail(Candidate &candidate, Failure failure) {
+  if (!candidate.isValid())
+    return;
+  candidate.report.valid = false;
+  candidate.report.failedCheck = failure.check;
+  candidate.report.evidence = std::move(failure.evidence);
+  candidate.runner.reset();
+}
+
+/// The evaluation of one request.
+class Engine {
+public:
+  Engine(const CudaContext &context, const KernelTask &task,
+         const EvaluatorOptions &options)
+      : context(context), api(context.getDriver()), task(task),
+        options(options) {}
+
+  Result<std::vector<EvalReport>> run(const std::vector<KernelPlan> &plans);
+
+private:
+  PlanRunnerOptions runnerOptions() const {
+    PlanRunnerOptions runner;
+    runner.warningsAsErrors = options.warningsAsErrors;
+    runner.redzoneBytes = kDefaultRedzoneBytes;
+    return runner;
+  }
+  std::vector<std::string> guardedTensors(const KernelPlan &plan) const;
+  Status fillRedzones(PlanRunner &runner, const KernelPlan &plan);
+  std::optional<Failure> checkRedzones(PlanRunner &runner,
+                                       const KernelPlan &plan);
+  std::optional<Failure> runChecked(Candidate &candidate, const InputSet &set,
+                                    unsigned variant, bool trace,
+                                    std::vector<std::vector<uint8_t>> &outputs);
+  std::optional<Failure>
+  validateSet(Candidate &candidate, size_t setIndex, const InputSet &set,
+              std::vector<std::vector<uint8_t>> &outputs);
+  void compareWithBaseline(Candidate &candidate, size_t setIndex,
+                           const InputSet &set,
+                           const std::vector<std::vector<uint8_t>> &outputs,
+                           const std::vector<std::vector<uint8_t>> &expected);
+  void checkReference(Candidate &candidate,
+                      const std::vector<std::vector<uint8_t>> &outputs);
+  void checkInputDependence(Candidate &candidate, const Candidate &baseline);
+  void checkInterleaving(Candidate &candidate, const InputSet &first,
+                         const InputSet &last, size_t lastIndex);
+  Status timeRound(const std::vector<Candidate *> &variants,
+                   unsigned repetitions);
+  void failEveryoneAfterBaseline(std::vector<Candidate> &candidates);
+  void markContextLost(std::vector<Candidate> &candidates);
+
+  /// Checks the context after a failed run: a sticky fault (an illegal
+  /// address) leaves it unusable for every later candidate.
+  void noteRunFailure() {
+    if (api.cuCtxSynchronize() != CUDA_SUCCESS)
+      contextLost = true;
+  }
+
+  const CudaContext &context;
+  const CudaDriver &api;
+  const KernelTask &task;
+  const EvaluatorOptions &options;
+  bool contextLost = false;
+};
+} // namespace
+
+std::vector<std::string> Engine::guardedTensors(const KernelPlan &plan) const {
+  std::vector<std::string> names;
+  for (const TensorSpec &tensor : task.inputs)
+    names.push_back(tensor.name);
+  for (const TensorSpec &tensor : task.outputs)
+    names.push_back(tensor.name);
+  for (const TensorSpec &tensor : plan.temporaries)
+    names.push_back(tensor.name);
+  return names;
+}
+
+/// The guard bytes of `allocation`'s leading (`trailing` false) or trailing
+/// guard, as Guards.h's pattern gives them.
+static std::vector<uint8_t> makeGuard(const TensorAllocation &allocation,
+                                      bool trailing) {
+  size_t begin =
+      trailing ? allocation.bufferOffset + allocation.bufferBytes : 0;
+  size_t end = trailing ? allocation.totalBytes : allocation.bufferOffset;
+  std::vector<uint8_t> guard;
+  guard.reserve(end - begin);
+  for (size_t offset = begin; offset < end; ++offset)
+    guard.push_back(getRedzoneByte(offset));
+  return guard;
+}
+
+Status Engine::fillRedzones(PlanRunner &runner, const KernelPlan &plan) {
+  for (const std::string &name : guardedTensors(plan)) {
+    std::optional<TensorAllocation> allocation = runner.getAllocation(name);
+    if (!allocation)
+      continue;
+    for (bool trailing : {false, true}) {
+      std::vector<uint8_t> guard = makeGuard(*allocation, trailing);
+      if (guard.empty())
+        continue;
+      CUdeviceptr at =
+          allocation->base +
+          (trailing ? allocation->bufferOffset + allocation->bufferBytes : 0);
+      if (Status status = api.check(
+              api.cuMemcpyHtoD(at, guard.data(), guard.size()), "cuMemcpyHtoD");
+          !status.isOk())
+        return status.withContext("redzone of '" + name + "'");
+    }
+  }
+  return Status::success();
+}
+
+std::optional<Failure> Engine::checkRedzones(PlanRunner &runner,
+                                             const KernelPlan &plan) {
+  for (const std::string &name : guardedTensors(plan)) {
+    std::optional<TensorAllocation> allocation = runner.getAllocation(name);
+    if (!allocation)
+      continue;
+    for (bool trailing : {false, true}) {
+      std::vector<uint8_t> expected = makeGuard(*allocation, trailing);
+      if (expected.empty())
+        continue;
+      size_t begin =
+          trailing ? allocation->bufferOffset + allocation->bufferBytes : 0;
+      std::vector<uint8_t> actual(expected.size());
+      if (Status status = api.check(api.cuMemcpyDtoH(actual.data(),
+                                                     allocation->base + begin,
+                                                     actual.size()),
+                                    "cuMemcpyDtoH");
+          !status.isOk())
+        return makeFailure(FailedCheck::Crash, status.message());
+      size_t corrupted = 0, first = 0;
+      for (size_t i = 0; i < actual.size(); ++i)
+        if (actual[i] != expected[i] && corrupted++ == 0)
+          first = begin + i;
+      if (!corrupted)
+        continue;
+      int64_t fromBuffer = int64_t(first) - int64_t(allocation->bufferOffset);
+      Failure failure = makeFailure(
+          FailedCheck::Redzone,
+          "a write " +
+              std::string(trailing ? "past the end of"
+                                   : "before the start of") +
+              " '" + name + "' (" + std::to_string(corrupted) +
+              " guard bytes changed, the first at byte " +
+              std::to_string(fromBuffer) + " from the buffer's start)");
+      failure.evidence.set("tensor", json::Value(name));
+      failure.evidence.set("offset_from_buffer", json::Value(fromBuffer));
+      failure.evidence.set("corrupted_bytes", json::Value(corrupted));
+      return failure;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure>
+Engine::runChecked(Candidate &candidate, const InputSet &set, unsigned variant,
+                   bool trace, std::vector<std::vector<uint8_t>> &outputs) {
+  PlanRunner &runner = *candidate.runner;
+  const KernelPlan &plan = *candidate.plan;
+  if (Status status = runner.setInputs(set.inputs); !status.isOk())
+    return makeFailure(FailedCheck::Crash, status.message());
+  for (const TensorSpec &output : task.outputs)
+    if (Status status = runner.writeTensor(
+            output.name,
+            makePoisonedBuffer(output.elementType,
+                               uint64_t(output.getNumElements().value_or(0)),
+                               variant));
+        !status.isOk())
+      return makeFailure(FailedCheck::Crash, status.message());
+  if (Status status = fillRedzones(runner, plan); !status.isOk())
+    return makeFailure(FailedCheck::Crash, status.message());
+
+  // Point 6 wraps exactly one run; the tracer's own failure skips the check.
+  Status runStatus;
+  std::optional<std::vector<std::string>> launched;
+  if (trace && options.launchTracer) {
+    auto traced = options.launchTracer([&] {
+      runStatus = runner.run();
+      return runStatus;
+    });
+    if (traced)
+      launched = std::move(*traced);
+    else if (runStatus.isOk())
+      candidate.report.evidence.set("launch_trace_skipped",
+                                    json::Value(traced.status().message()));
+  } else {
+    runStatus = runner.run();
+  }
+  if (!runStatus.isOk()) {
+    noteRunFailure();
+    return makeFailure(FailedCheck::Crash, runStatus.message());
+  }
+
+  if (std::optional<Failure> failure = checkRedzones(runner, plan))
+    return failure;
+  for (size_t i = 0; i < task.inputs.size(); ++i) {
+    auto after = runner.readTensor(task.inputs[i].name);
+    if (!after)
+      return makeFailure(FailedCheck::Crash, after.status().message());
+    if (checksum(*after) != checksum(set.inputs[i])) {
+      Failure failure = makeFailure(FailedCheck::InputModified,
+                                    "input '" + task.inputs[i].name +
+                                        "' changed during the run");
+      failure.evidence.set("input", json::Value(task.inputs[i].name));
+      return failure;
+    }
+  }
+  auto read = runner.readOutputs();
+  if (!read)
+    return makeFailure(FailedCheck::Crash, read.status().message());
+  outputs = std::move(*read);
+  for (size_t i = 0; i < task.outputs.size(); ++i) {
+    ElementType type = task.outputs[i].elementType;
+    // An integer sentinel may be a legal value: those outputs are checked
+    // by the two-run rule on set 0 instead.
+    if (isIntegerType(type) && type != ElementType::I1)
+      continue;
+    std::vector<uint64_t> unwritten =
+        findUnwrittenElements(outputs[i], type, variant);
+    if (unwritten.empty())
+      continue;
+    Failure failure =
+        makeFailure(FailedCheck::UnwrittenOutput,
+                    std::to_string(unwritten.size()) + " elements of output '" +
+                        task.outputs[i].name + "' were not written");
+    failure.evidence.set("output", json::Value(task.outputs[i].name));
+    failure.evidence.set("unwritten", json::Value(unwritten.size()));
+    json::Value first = json::Value::array();
+    for (size_t k = 0; k < unwritten.size() && k < kDefaultWorstElements; ++k)
+      first.push(json::Value(unwritten[k]));
+    failure.evidence.set("first_unwritten", std::move(first));
+    return failure;
+  }
+  if (launched) {
+    std::string mismatch = checkLaunches(plan, *launched);
+    if (!mismatch.empty()) {
+      Failure failure = makeFailure(FailedCheck::LaunchCount, mismatch);
+      json::Value names = json::Value::array();
+      for (const std::string &name : *launched)
+        names.push(json::Value(name));
+      failure.evidence.set("launched", std::move(names));
+      return failure;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure>
+Engine::validateSet(Candidate &candidate, size_t setIndex, const InputSet &set,
+                    std::vector<std::vector<uint8_t>> &outputs) {
+  if (std::optional<Failure> failure =
+          runChecked(candidate, set, /*variant=*/0, setIndex == 0, outputs))
+    return failure;
+  if (setIndex == 0) {
+    // A second run with the other poison: every element written (integers),
+    // and the same bits as the first run (determinism).
+    std::vector<std::vector<uint8_t>> second;
+    if (std::optional<Failure> failure =
+            runChecked(candidate, set, /*variant=*/1, false, second))
+      return failure;
+    for (size_t i = 0; i < task.outputs.size(); ++i) {
+      ElementType type = task.outputs[i].elementType;
+      if (isIntegerType(type) && type != ElementType::I1) {
+        std::vector<uint64_t> unwritten =
+            findUnwrittenElements(outputs[i], second[i], type);
+        if (!unwritten.empty()) {
+          Failure failure = makeFailure(
+              FailedCheck::UnwrittenOutput,
+              std::to_string(unwritten.size()) + " elements of output '" +
+                  task.outputs[i].name + "' were not written");
+          failure.evidence.set("output", json::Value(task.outputs[i].name));
+          failure.evidence.set("unwritten", json::Value(unwritten.size()));
+          return failure;
+        }
+      }
+      RunComparison runs = compareRuns(type, outputs[i], second[i]);
+      if (!runs.identical) {
+        Failure failure =
+            makeFailure(FailedCheck::Nondeterministic,
+                        "two runs on the same inputs differ in output '" +
+                            task.outputs[i].name + "': " + runs.message);
+        failure.evidence.set("output", json::Value(task.outputs[i].name));
+        failure.evidence.set("differing", json::Value(runs.numDiffering));
+        return failure;
+      }
+    }
+  }
+  std::vector<uint64_t> sums;
+  for (const std::vector<uint8_t> &output : outputs)
+    sums.push_back(checksum(output));
+  candidate.outputSums.push_back(std::move(sums));
+  return std::nullopt;
+}
+
+void Engine::compareWithBaseline(
+    Candidate &candidate, size_t setIndex, const InputSet &set,
+    const std::vector<std::vector<uint8_t>> &outputs,
+    const std::vector<std::vector<uint8_t>> &expected) {
+  for (size_t i = 0; i < task.outputs.size(); ++i) {
+    ComparisonResult comparison = compareOutputBytes(
+        task.outputs[i].elementType, outputs[i], expected[i], task.tolerance);
+    candidate.maxRelativeError =
+        std::max(candidate.maxRelativeError, comparison.relativeError);
+    if (comparison.passed)
+      continue;
+    Failure failure;
+    failure.check = FailedCheck::OutputMismatch;
+    failure.evidence = describeComparison(comparison, task.outputs[i].name);
+    failure.evidence.set("input_set", json::Value(setIndex));
+    failure.evidence.set("distribution",
+                         json::Value(getDistributionName(set.distribution)));
+    failure.evidence.set("seed", json::Value(set.seed));
+    fail(candidate, std::move(failure));
+    return;
+  }
+}
+
+void Engine::checkReference(Candidate &candidate,
+                            const std::vector<std::vector<uint8_t>> &outputs) {
+  if (!options.reference)
+    return;
+  for (const OutputReference &reference : options.reference->outputs) {
+    size_t index = 0;
+    while (task.outputs[index].name != reference.output)
+      ++index;
+    ComparisonResult comparison =
+        compareWithReference(task.outputs[index].elementType, outputs[index],
+                             reference, task.tolerance);
+    if (comparison.passed)
+      continue;
+    Failure failure;
+    failure.check = FailedCheck::OutputMismatch;
+    failure.evidence = describeComparison(comparison, reference.output);
+    failure.evidence.set("input_set", json::Value(0));
+    failure.evidence.set("fp64_reference", json::Value(true));
+    fail(candidate, std::move(failure));
+    return;
+  }
+}
+
+void Engine::checkInputDependence(Candidate &candidate,
+                                  const Candidate &baseline) {
+  size_t sets =
+      std::min(candidate.outputSums.size(), baseline.outputSums.size());
+  for (size_t i = 0; i < task.outputs.size(); ++i)
+    for (size_t s = 1; s < sets; ++s) {
+      // Where the baseline's output did not change, a constant is right.
+      if (baseline.outputSums[s][i] == baseline.outputSums[0][i] ||
+          candidate.outputSums[s][i] != candidate.outputSums[0][i])
+        continue;
+      Failure failure =
+          makeFailure(FailedCheck::InputIndependent,
+                      "output '" + task.outputs[i].name +
+                          "' is the same on input sets 0 "
+                          "and " +
+                          std::to_string(s) + ", where the baseline's differs");
+      failure.evidence.set("output", json::Value(task.outputs[i].name));
+      failure.evidence.set(
+          "input_sets", json::Value::array({json::Value(0), json::Value(s)}));
+      fail(candidate, std::move(failure));
+      return;
+    }
+}
+
+void Engine::checkInterleaving(Candidate &candidate, const InputSet &first,
+                               const InputSet &last, size_t lastIndex) {
+  // Set 0 again on the last set's buffers, then the last set again: each
+  // must give the bits it gave the first time.
+  for (auto [set, index] :
+       {std::pair<const InputSet *, size_t>{&first, 0}, {&last, lastIndex}}) {
+    std::vector<std::vector<uint8_t>> outputs;
+    if (std::optional<Failure> failure =
+            runChecked(candidate, *set, 0, false, outputs)) {
+      fail(candidate, std::move(*failure));
+      return;
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (checksum(outputs[i]) == candidate.outputSums[index][i])
+        continue;
+      Failure failure =
+          makeFailure(FailedCheck::Nondeterministic,
+                      "output '" + task.outputs[i].name + "' of input set " +
+                          std::to_string(index) +
+                          " changed when the set ran again after another set");
+      failure.evidence.set("output", json::Value(task.outputs[i].name));
+      failure.evidence.set("interleaved", json::Value(true));
+      fail(candidate, std::move(failure));
+      return;
+    }
+    if (index == lastIndex)
+      candidate.lastOutputs = std::move(outputs);
+  }
+}
+
+Status Engine::timeRound(const std::vector<Candidate *> &variants,
+                         unsigned repetitions) {
+  std::vector<ScheduledRun> schedule =
+      makeInterleavedSchedule(unsigned(variants.size() - 1), repetitions);
+  unsigned ordinal = unsigned(context.getDeviceInfo().ordinal);
+  for (const ScheduledRun &scheduled : schedule) {
+    Candidate &candidate = *variants[scheduled.variant];
+    if (!candidate.isValid())
+      continue;
+    auto time = candidate.runner->timeRun();
+    if (!time) {
+      noteRunFailure();
+      fail(candidate, makeFailure(FailedCheck::Crash, time.status().message()));
+      if (contextLost)
+        return time.status();
+      continue;
+    }
+    candidate.times.push_back(*time);
+    DeviceReading reading = readDeviceState(ordinal);
+    if (reading.smClockMhz) {
+      candidate.clockSum += *reading.smClockMhz;
+      ++candidate.clockCount;
+    }
+    if (reading.temperatureC) {
+      candidate.temperatureSum += *reading.temperatureC;
+      ++candidate.temperatureCount;
+    }
+  }
+  return Status::success();
+}
+
+void Engine::failEveryoneAfterBaseline(std::vector<Candidate> &candidates) {
+  const EvalReport &baseline = candidates[0].report;
+  for (size_t i = 1; i < candidates.size(); ++i) {
+    Failure failure;
+    failure.check = baseline.failedCheck;
+    failure.evidence.set("baseline_failed", json::Value(true));
+    failure.evidence.set("message",
+                         json::Value("the baseline failed its own check, so "
+                                     "nothing can be compared with it"));
+    fail(candidates[i], std::move(failure));
+  }
+}
+
+void Engine::markContextLost(std::vector<Candidate> &candidates) {
+  for (Candidate &candidate : candidates)
+    fail(candidate,
+         makeFailure(FailedCheck::Crash,
+                     "the device context was lost to an earlier fault"));
+}
+
+Result<std::vector<EvalReport>>
+Engine::run(const std::vector<KernelPlan> &plans) {
+  if (plans.empty())
+    return Status::error(StatusCode::InvalidArgument, "no candidates");
+  if (options.reference)
+    if (Status status = verifyReference(task, *options.reference);
+        !status.isOk())
+      return status;
+  std::vector<Candidate> candidates(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    candidates[i].plan = &plans[i];
+    candidates[i].report.candidate = int64_t(i);
+  }
+
+  // Phase 1: compile everything before anything runs.
+  for (Candidate &candidate : candidates) {
+    auto runner =
+        PlanRunner::create(context, task, *candidate.plan, runnerOptions());
+    if (!runner) {
+      candidate.report.compileLog = runner.status().message();
+      fail(candidate,
+           makeFailure(FailedCheck::Compile, runner.status().message()));
+      continue;
+    }
+    candidate.report.compiled = true;
+    for (const auto &[id, compiled] : (*runner)->getCompiledSources())
+      candidate.report.compileLog += compiled.log;
+    candidate.runner = std::move(*runner);
+  }
+  auto finish = [&]() {
+    std::vector<EvalReport> reports;
+    for (Candidate &candidate : candidates) {
+      candidate.report.valid = candidate.isValid();
+      reports.push_back(std::move(candidate.report));
+    }
+    return reports;
+  };
+  if (!candidates[0].isValid()) {
+    failEveryoneAfterBaseline(candidates);
+    return finish();
+  }
+
+  // Phase 2: validation, set by set, the baseline first.
+  unsigned numSets = std::max(1u, options.validationSets);
+  std::vector<InputDistribution> distributions =
+      getValidationDistributions(numSets);
+  InputSet firstSet, lastSet;
+  json::Value setsTried = json::Value::array();
+  for (size_t s = 0; s < numSets; ++s) {
+    InputSet set;
+    set.distribution = distributions[s];
+    set.seed = deriveSeed(options.seed, s);
+    if (s == 0 && options.reference) {
+      set.distribution =
+          *parseDistributionName(options.reference->distribution);
+      set.seed = uint64_t(options.reference->seed);
+    }
+    set.inputs = generateInputSet(task.inputs, set.distribution, set.seed);
+    json::Value tried = json::Value::object();
+    tried.set("distribution",
+              json::Value(getDistributionName(set.distribution)));
+    tried.set("seed", json::Value(set.seed));
+    setsTried.push(std::move(tried));
+
+    std::vector<std::vector<uint8_t>> expected;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      Candidate &candidate = candidates[i];
+      if (!candidate.isValid())
+        continue;
+      if (s > 0) {
+        // The new runner is allocated while the old one still holds its
+        // memory, so the set runs at new addresses.
+        auto runner =
+            PlanRunner::create(context, task, *candidate.plan, runnerOptions());
+        if (!runner) {
+          fail(candidate,
+               makeFailure(FailedCheck::Crash, runner.status().message()));
+          continue;
+        }
+        candidate.runner = std::move(*runner);
+      }
+      std::vector<std::vector<uint8_t>> outputs;
+      if (std::optional<Failure> failure =
+              validateSet(candidate, s, set, outputs)) {
+        failure->evidence.set("input_set", json::Value(s));
+        fail(candidate, std::move(*failure));
+      } else {
+        if (s == 0)
+          checkReference(candidate, outputs);
+        if (i == 0)
+          expected = std::move(outputs);
+        else
+          compareWithBaseline(candidate, s, set, outputs, expected);
+      }
+      if (contextLost) {
+        markContextLost(candidates);
+        return finish();
+      }
+      if (i == 0 && !candidate.isValid()) {
+        failEveryoneAfterBaseline(candidates);
+        return finish();
+      }
+    }
+    if (s == 0)
+      firstSet = set;
+    if (s + 1 == numSets)
+      lastSet = std::move(set);
+  }
+
+  // Phase 3: input dependence and interleaving.
+  for (size_t i = 1; i < candidates.size(); ++i)
+    if (candidates[i].isValid())
+      checkInputDependence(candidates[i], candidates[0]);
+  for (Candidate &candidate : candidates) {
+    if (!candidate.isValid())
+      continue;
+    checkInterleaving(candidate, firstSet, lastSet, numSets - 1);
+    if (contextLost) {
+      markContextLost(candidates);
+      return finish();
+    }
+  }
+  if (!candidates[0].isValid()) {
+    failEveryoneAfterBaseline(candidates);
+    return finish();
+  }
+  for (Candidate &candidate : candidates) {
+    candidate.report.evidence.set("input_sets", setsTried);
+    if (candidate.isValid() && &candidate != &candidates[0])
+      candidate.report.evidence.set("max_rel_error",
+                                    toJsonNumber(candidate.maxRelativeError));
+  }
+
+  // Phase 4: timing, the baseline and every valid candidate interleaved.
+  std::vector<Candidate *> variants;
+  for (Candidate &candidate : candidates)
+    if (candidate.isValid())
+      variants.push_back(&candidate);
+  for (Candidate *candidate : variants)
+    if (Status status = candidate->runner->warmUp(options.warmupMs);
+        !status.isOk()) {
+      noteRunFailure();
+      fail(*candidate, makeFailure(FailedCheck::Crash, status.message()));
+      if (contextLost) {
+        markContextLost(candidates);
+        return finish();
+      }
+    }
+  unsigned repetitions = std::max(1u, options.repetitions);
+  if (!timeRound(variants, repetitions).isOk()) {
+    markContextLost(candidates);
+    return finish();
+  }
+
+  // Point 7: the outputs left by the last timed run.
+  for (Candidate *candidate : variants) {
+    if (!candidate->isValid())
+      continue;
+    auto outputs = candidate->runner->readOutputs();
+    if (!outputs) {
+      fail(*candidate,
+           makeFailure(FailedCheck::Crash, outputs.status().message()));
+      continue;
+    }
+    for (size_t i = 0; i < task.outputs.size(); ++i) {
+      // The baseline must reproduce itself; the others, the baseline.
+      ComparisonResult comparison =
+          compareOutputBytes(task.outputs[i].elementType, (*outputs)[i],
+                             candidates[0].lastOutputs[i], task.tolerance);
+      if (comparison.passed)
+        continue;
+      Failure failure;
+      failure.check = FailedCheck::PostTimingMismatch;
+      failure.evidence = describeComparison(comparison, task.outputs[i].name);
+      fail(*candidate, std::move(failure));
+      break;
+    }
+  }
+  if (!candidates[0].isValid()) {
+    failEveryoneAfterBaseline(candidates);
+    return finish();
+  }
+
+  auto summarize = [](Candidate &candidate) {
+    TimingSummary summary = summarizeTimes(candidate.times);
+    Timing timing;
+    timing.medianUs = summary.median;
+    timing.minUs = summary.min;
+    timing.p10Us = summary.p10;
+    timing.p90Us = summary.p90;
+    timing.repetitions = int64_t(summary.count);
+    candidate.report.times = timing;
+    if (candidate.clockCount)
+      candidate.report.smClockMhz = candidate.clockSum / candidate.clockCount;
+    if (candidate.temperatureCount)
+      candidate.report.temperatureC =
+          candidate.temperatureSum / candidate.temperatureCount;
+  };
+  for (Candidate *candidate : variants)
+    if (!candidate->times.empty())
+      summarize(*candidate);
+
+  // Point 8: the physical floor, then suspicious speedups.
+  double bandwidth = options.bandwidthBytesPerSecond;
+  if (bandwidth <= 0) {
+    auto measured = measureCopyBandwidth(context);
+    if (measured)
+      bandwidth = *measured;
+    else
+      candidates[0].report.evidence.set(
+          "floor_skipped", json::Value(measured.status().message()));
+  }
+  if (bandwidth > 0) {
+    DeviceLimits limits;
+    limits.bandwidthBytesPerSecond = bandwidth;
+    PhysicalFloor floor = computePhysicalFloor(
+        getCompulsoryBytes(task.inputs, task.outputs), 0, limits);
+    for (Candidate *candidate : variants) {
+      if (!candidate->isValid() || !candidate->report.times ||
+          !isBelowFloor(candidate->report.times->minUs, floor.floorUs))
+        continue;
+      Failure failure = makeFailure(
+          FailedCheck::BelowPhysicalFloor,
+          "the fastest run is faster than moving the task's bytes allows");
+      failure.evidence.set("floor_us", json::Value(floor.floorUs));
+      failure.evidence.set("min_us",
+                           json::Value(candidate->report.times->minUs));
+      failure.evidence.set("bandwidth_gbps", json::Value(bandwidth / 1e9));
+      fail(*candidate, std::move(failure));
+    }
+  }
+  Candidate &baseline = candidates[0];
+  if (!baseline.report.times)
+    return finish();
+  for (Candidate *candidate : variants) {
+    if (candidate == &baseline || !candidate->isValid() ||
+        !candidate->report.times)
+      continue;
+    SpeedupCheck speedup = checkSpeedup(baseline.report.times->medianUs,
+                                        candidate->report.times->medianUs);
+    if (speedup.suspicious) {
+      // Re-measure the pair alone; the report keeps the new times.
+      candidate->times.clear();
+      std::vector<double> baselineTimes = std::move(baseline.times);
+      baseline.times.clear();
+      if (!timeRound({&baseline, candidate}, repetitions).isOk()) {
+        markContextLost(candidates);
+        return finish();
+      }
+      TimingSummary again = summarizeTimes(baseline.times);
+      baseline.times = std::move(baselineTimes);
+      if (!candidate->isValid() || candidate->times.empty() || again.count == 0)
+        continue;
+      TimingSummary mine = summarizeTimes(candidate->times);
+      summarize(*candidate);
+      speedup = checkSpeedup(again.median, mine.median);
+      candidate->report.suspicious = speedup.suspicious;
+    }
+    candidate->report.speedup = speedup.speedup;
+  }
+  baseline.report.speedup = 1.0;
+  return finish();
+}
+
+Result<std::vector<EvalReport>>
+kopt::runtime::evaluateCandidates(const CudaContext &context,
+                                  const KernelTask &task,
+                                  const std::vector<KernelPlan> &candidates,
+                                  const EvaluatorOptions &options) {
+  if (Status status = context.makeCurrent(); !status.isOk())
+    return status;
+  Engine engine(context, task, options);
+  return engine.run(candidates);
+}
+
+//===----------------------------------------------------------------------===//
+// Copy bandwidth
+//===----------------------------------------------------------------------===//
+
+/// A grid-stride copy of 16-byte words.
+static const char *const kCopyKernel = R"(
+extern "C" __global__ void kopt_copy(const uint4 *__restrict__ in,
+                                     uint4 *__restrict__ out,
+                                     unsigned long long n) {
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i =
+           (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+       i < n; i += stride)
+    out[i] = in[i];
+}
+)";
+
+static Result<double> measureOnce(const CudaContext &context) {
+  const CudaDriver &api = context.getDriver();
+  const DeviceInfo &info = context.getDeviceInfo();
+  auto compiled = compileCuda(kCopyKernel, "kopt_copy.cu", info.getArch());
+  if (!compiled)
+    return compiled.status();
+  CUmodule module = nullptr;
+  if (Status status =
+          api.check(api.cuModuleLoadData(&module, compiled->cubin.data()),
+                    "cuModuleLoadData(copy kernel)");
+      !status.isOk())
+    return status;
+  struct ModuleGuard {
+    const CudaDriver &api;
+    CUmodule module;
+    ~ModuleGuard() { api.cuModuleUnload(module); }
+  } moduleGuard{api, module};
+  CUfunction function = nullptr;
+  if (Status status =
+          api.check(api.cuModuleGetFunction(&function, module, "kopt_copy"),
+                    "cuModuleGetFunction(kopt_copy)");
+      !status.isOk())
+    return status;
+
+  int64_t bytes =
+      std::min<int64_t>(int64_t(256) << 20, info.totalMemoryBytes / 8) / 16 *
+      16;
+  if (bytes < 16)
+    return Status::error(StatusCode::Unavailable, "too little device memory");
+  auto source = DeviceBuffer::allocate(context, bytes);
+  if (!source)
+    return source.status();
+  auto target = DeviceBuffer::allocate(context, bytes);
+  if (!target)
+    return target.status();
+  if (Status status = api.check(
+          api.cuMemsetD8(source->get(), 0x5a, size_t(bytes)), "cuMemsetD8");
+      !status.isOk())
+    return status;
+
+  CUdeviceptr in = source->get(), out = target->get();
+  unsigned long long n = (unsigned long long)(bytes / 16);
+  void *arguments[] = {&in, &out, &n};
+  unsigned blocks = unsigned(std::min<unsigned long long>(
+      (n + 255) / 256, (unsigned long long)std::max(info.smCount, 1) * 32));
+  CUstream stream = context.getStream();
+  CUevent begin = nullptr, end = nullptr;
+  if (Status status = api.check(api.cuEventCreate(&begin, CU_EVENT_DEFAULT),
+                                "cuEventCreate");
+      !status.isOk())
+    return status;
+  if (Status status =
+          api.check(api.cuEventCreate(&end, CU_EVENT_DEFAULT), "cuEventCreate");
+      !status.isOk()) {
+    api.cuEventDestroy(begin);
+    return status;
+  }
+  double bestMs = 0;
+  Status status;
+  for (int run = 0; run < 12 && status.isOk(); ++run) {
+    status = api.check(api.cuEventRecord(begin, stream), "cuEventRecord");
+    if (status.isOk())
+      status = api.check(api.cuLaunchKernel(function, blocks, 1, 1, 256, 1, 1,
+                                            0, stream, arguments, nullptr),
+                         "cuLaunchKernel(kopt_copy)");
+    if (status.isOk())
+      status = api.check(api.cuEventRecord(end, stream), "cuEventRecord");
+    if (status.isOk())
+      status = api.check(api.cuEventSynchronize(end), "cuEventSynchronize");
+    float ms = 0;
+    if (status.isOk())
+      status = api.check(api.cuEventElapsedTime(&ms, begin, end),
+                         "cuEventElapsedTime");
+    // The first two runs warm up.
+    if (status.isOk() && run >= 2 && (bestMs == 0 || ms < bestMs))
+      bestMs = ms;
+  }
+  api.cuEventDestroy(begin);
+  api.cuEventDestroy(end);
+  if (!status.isOk())
+    return status;
+  if (bestMs <= 0)
+    return Status::error(StatusCode::Internal, "the copy took no time");
+  // Every byte is read once and written once.
+  return 2.0 * double(bytes) / (bestMs * 1e-3);
+}
+
+Result<double> kopt::runtime::measureCopyBandwidth(const CudaContext &context) {
+  static std::mutex mutex;
+  static std::map<int, double> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  int ordinal = context.getDeviceInfo().ordinal;
+  auto it = cache.find(ordinal);
+  if (it != cache.end())
+    return it->second;
+  if (Status status = context.makeCurrent(); !status.isOk())
+    return status;
+  auto measured = measureOnce(context);
+  if (!measured)
+    return measured.status();
+  cache.emplace(ordinal, *measured);
+  return *measured;
+}

@@ -1,0 +1,123 @@
+//===- EvaluationChecksTest.cpp - GPU-free evaluator decisions --*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Evaluator/EvaluationChecks.h"
+
+#include "runtime/Evaluator/ElementCodec.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace kopt::runtime;
+
+namespace {
+KernelPlan makePlan(std::vector<std::string> entries, bool withGemm = false) {
+  KernelPlan plan;
+  for (const std::string &entry : entries) {
+    PlanStep step;
+    step.launch.entry = entry;
+    plan.steps.push_back(step);
+  }
+  if (withGemm) {
+    PlanStep step;
+    step.kind = PlanStep::Kind::Gemm;
+    plan.steps.push_back(step);
+  }
+  return plan;
+}
+
+KernelTask makeTask() {
+  KernelTask task;
+  task.outputs.push_back({"out", ElementType::F32, {4}});
+  task.outputs.push_back({"count", ElementType::I32, {2}});
+  return task;
+}
+} // namespace
+
+TEST(EvaluationChecksTest, ParsesDistributionNames) {
+  EXPECT_EQ(parseDistributionName("normal"), InputDistribution::StandardNormal);
+  EXPECT_EQ(parseDistributionName("small-int"),
+            InputDistribution::SmallIntegers);
+  EXPECT_FALSE(parseDistributionName("uniform"));
+}
+
+TEST(EvaluationChecksTest, AcceptsDeclaredLaunches) {
+  KernelPlan plan = makePlan({"a", "b", "a"});
+  EXPECT_EQ(checkLaunches(plan, {"a", "b", "a"}), "");
+  EXPECT_EQ(checkLaunches(plan, {"a", "a", "b"}), "");
+}
+
+TEST(EvaluationChecksTest, RejectsMissingExtraAndUndeclaredLaunches) {
+  KernelPlan plan = makePlan({"a", "b"});
+  EXPECT_NE(checkLaunches(plan, {"a"}), "");
+  EXPECT_NE(checkLaunches(plan, {"a", "b", "b"}), "");
+  EXPECT_NE(checkLaunches(plan, {"a", "b", "hidden"}).find("hidden"),
+            std::string::npos);
+}
+
+TEST(EvaluationChecksTest, AllowsLibraryKernelsOnlyWithLibrarySteps) {
+  KernelPlan plan = makePlan({"a"}, /*withGemm=*/true);
+  EXPECT_EQ(checkLaunches(plan, {"a", "sm90_xmma_gemm"}), "");
+  EXPECT_NE(checkLaunches(plan, {"sm90_xmma_gemm"}), "");
+}
+
+TEST(EvaluationChecksTest, VerifiesReferences) {
+  KernelTask task = makeTask();
+  ReferenceSet reference;
+  reference.outputs.push_back({"out", {0, 3}, {1.0, 2.0}});
+  EXPECT_TRUE(verifyReference(task, reference).isOk());
+
+  ReferenceSet badName = reference;
+  badName.outputs[0].output = "nope";
+  EXPECT_FALSE(verifyReference(task, badName).isOk());
+  ReferenceSet badIndex = reference;
+  badIndex.outputs[0].indices[1] = 4;
+  EXPECT_FALSE(verifyReference(task, badIndex).isOk());
+  ReferenceSet badLength = reference;
+  badLength.outputs[0].values.push_back(3.0);
+  EXPECT_FALSE(verifyReference(task, badLength).isOk());
+  ReferenceSet badDistribution = reference;
+  badDistribution.distribution = "uniform";
+  EXPECT_FALSE(verifyReference(task, badDistribution).isOk());
+  ReferenceSet twice = reference;
+  twice.outputs.push_back(reference.outputs[0]);
+  EXPECT_FALSE(verifyReference(task, twice).isOk());
+}
+
+TEST(EvaluationChecksTest, ComparesSampledPointsWithTheReference) {
+  std::vector<uint8_t> output =
+      encodeElements(ElementType::F32, {1.0, 5.0, 7.0, 2.0});
+  Tolerance tolerance;
+  ComparisonResult good = compareWithReference(
+      ElementType::F32, output, {"out", {0, 3}, {1.0, 2.0}}, tolerance);
+  EXPECT_TRUE(good.passed);
+  ComparisonResult bad = compareWithReference(
+      ElementType::F32, output, {"out", {0, 2}, {1.0, 2.0}}, tolerance);
+  ASSERT_FALSE(bad.passed);
+  ASSERT_FALSE(bad.worst.empty());
+  // The worst element is reported by its index in the output.
+  EXPECT_EQ(bad.worst[0].index, 2u);
+  EXPECT_EQ(bad.worst[0].actual, 7.0);
+}
+
+TEST(EvaluationChecksTest, ComparesIntegersExactly) {
+  std::vector<uint8_t> output = encodeElements(ElementType::I32, {3, 4});
+  EXPECT_TRUE(compareWithReference(ElementType::I32, output,
+                                   {"count", {1}, {4.0}}, Tolerance())
+                  .passed);
+  EXPECT_FALSE(compareWithReference(ElementType::I32, output,
+                                    {"count", {1}, {5.0}}, Tolerance())
+                   .passed);
+}
+
+TEST(EvaluationChecksTest, WritesNonFiniteNumbersAsStrings) {
+  EXPECT_EQ(toJsonNumber(NAN), json::Value("nan"));
+  EXPECT_EQ(toJsonNumber(-INFINITY), json::Value("-inf"));
+  EXPECT_EQ(toJsonNumber(1.5), json::Value(1.5));
+}
