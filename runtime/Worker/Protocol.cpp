@@ -198,6 +198,27 @@ struct FieldWriter {
     options.set("warmup_ms", evaluate.options.warmupMs);
     options.set("seed", evaluate.options.seed);
     object.set("options", std::move(options));
+    if (evaluate.reference) {
+      json::Value reference = json::Value::object();
+      reference.set("seed", evaluate.reference->seed);
+      reference.set("distribution", evaluate.reference->distribution);
+      json::Value outputs = json::Value::array();
+      for (const OutputReference &output : evaluate.reference->outputs) {
+        json::Value entry = json::Value::object();
+        entry.set("name", output.output);
+        json::Value indices = json::Value::array();
+        for (int64_t index : output.indices)
+          indices.push(index);
+        json::Value values = json::Value::array();
+        for (double number : output.values)
+          values.push(number);
+        entry.set("indices", std::move(indices));
+        entry.set("values", std::move(values));
+        outputs.push(std::move(entry));
+      }
+      reference.set("outputs", std::move(outputs));
+      object.set("reference", std::move(reference));
+    }
   }
   void operator()(const ReportMessage &report) {
     object.set("id", report.requestId);
@@ -361,6 +382,49 @@ static Result<Message> evaluateFromJson(const json::Value &value) {
       return Status::error(StatusCode::InvalidArgument,
                            "evaluate: options: 'warmup_ms' must be within "
                            "[0, 600000]");
+  }
+  if (const json::Value *reference = read.object("reference", false)) {
+    FieldReader readReference(*reference, "evaluate: reference");
+    ReferenceSet set;
+    set.seed = readReference.integer("seed", 0, 0, kMaxInt64, true);
+    set.distribution = readReference.string("distribution");
+    const json::Value *outputs = readReference.array("outputs");
+    if (!readReference.isOk())
+      return readReference.status();
+    for (size_t i = 0, e = outputs->size(); i < e; ++i) {
+      std::string where = "evaluate: reference: output " + std::to_string(i);
+      if (!outputs->at(i).isObject())
+        return Status::error(StatusCode::InvalidArgument,
+                             where + " is not an object");
+      FieldReader readOutput(outputs->at(i), where);
+      OutputReference output;
+      output.output = readOutput.string("name");
+      const json::Value *indices = readOutput.array("indices");
+      const json::Value *values = readOutput.array("values");
+      if (!readOutput.isOk())
+        return readOutput.status();
+      for (size_t k = 0; k < indices->size(); ++k) {
+        std::optional<int64_t> index = indices->at(k).getInteger();
+        if (!index || *index < 0)
+          return Status::error(StatusCode::InvalidArgument,
+                               where + ": 'indices' holds a value that is "
+                                       "not an integer >= 0");
+        output.indices.push_back(*index);
+      }
+      for (size_t k = 0; k < values->size(); ++k) {
+        std::optional<double> number = values->at(k).getNumber();
+        if (!number)
+          return Status::error(StatusCode::InvalidArgument,
+                               where + ": 'values' holds a non-number");
+        output.values.push_back(*number);
+      }
+      if (output.indices.size() != output.values.size())
+        return Status::error(StatusCode::InvalidArgument,
+                             where + ": 'indices' and 'values' differ in "
+                                     "length");
+      set.outputs.push_back(std::move(output));
+    }
+    evaluate.reference = std::move(set);
   }
   return Message(std::move(evaluate));
 }

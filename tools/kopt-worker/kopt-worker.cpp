@@ -23,7 +23,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Runtime/Protocol.h"
+#include "runtime/Evaluator/Evaluator.h"
 
 #include <cerrno>
 #include <chrono>
@@ -31,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -109,13 +113,43 @@ Result<TestMode> parseTestMode(const char *text) {
   return mode;
 }
 
-/// The `hello` of a worker without a GPU evaluator. The protocol has no way
-/// to say "no device" in a hello, so the device is named `none`, with
-/// compute capability 0.0 and the smallest SM count the protocol accepts.
+/// The GPU this worker owns, or null when there is none (no driver, no
+/// device): the worker then answers every candidate as unavailable.
+std::unique_ptr<CudaContext> &getGpu() {
+  static std::unique_ptr<CudaContext> gpu;
+  return gpu;
+}
+
+/// `major.minor` of a CUDA version number such as 13000.
+std::string formatCudaVersion(int version) {
+  return std::to_string(version / 1000) + "." +
+         std::to_string(version % 1000 / 10);
+}
+
+/// The `hello`: the device's description, or, without a GPU, a device named
+/// `none`, with compute capability 0.0 and the smallest SM count the
+/// protocol accepts (the protocol has no way to say "no device").
 HelloMessage makeHello() {
   HelloMessage hello;
-  hello.device.name = "none";
-  hello.device.smCount = 1;
+  const CudaContext *gpu = getGpu().get();
+  if (!gpu) {
+    hello.device.name = "none";
+    hello.device.smCount = 1;
+    return hello;
+  }
+  const DeviceInfo &info = gpu->getDeviceInfo();
+  hello.device.name = info.name;
+  hello.device.computeCapabilityMajor = info.computeMajor;
+  hello.device.computeCapabilityMinor = info.computeMinor;
+  hello.device.smCount = info.smCount;
+  hello.device.l2Bytes = info.l2Bytes;
+  Result<double> bandwidth = measureCopyBandwidth(*gpu);
+  hello.device.memoryBandwidthGBps =
+      bandwidth ? *bandwidth / 1e9 : info.getTheoreticalBandwidthGBs();
+  hello.driverVersion = formatCudaVersion(gpu->getDriver().version);
+  if (Result<std::pair<int, int>> nvrtc = getNvrtcVersion())
+    hello.nvrtcVersion =
+        std::to_string(nvrtc->first) + "." + std::to_string(nvrtc->second);
   return hello;
 }
 
@@ -190,10 +224,70 @@ bool evaluate(const EvaluateMessage &request, const TestMode &mode) {
     return send(ErrorMessage{request.requestId, task.status().message()});
   ReportMessage answer;
   answer.requestId = request.requestId;
-  for (size_t i = 0, e = request.candidates.size(); i < e; ++i)
-    answer.reports.push_back(
-        makeUnavailableReport(static_cast<int64_t>(i), request.candidates[i]));
-  return send(answer);
+  const CudaContext *gpu = getGpu().get();
+  if (!gpu) {
+    for (size_t i = 0, e = request.candidates.size(); i < e; ++i)
+      answer.reports.push_back(makeUnavailableReport(static_cast<int64_t>(i),
+                                                     request.candidates[i]));
+    return send(answer);
+  }
+
+  // Plans that cannot be read fail here; the rest go to the engine, and
+  // their reports are numbered back to the request's indices.
+  std::vector<KernelPlan> plans;
+  std::vector<int64_t> indices;
+  answer.reports.resize(request.candidates.size());
+  for (size_t i = 0, e = request.candidates.size(); i < e; ++i) {
+    Result<KernelPlan> plan = kernelPlanFromJson(request.candidates[i]);
+    if (!plan) {
+      EvalReport &report = answer.reports[i];
+      report.candidate = static_cast<int64_t>(i);
+      report.failedCheck = FailedCheck::Compile;
+      report.compileLog = plan.status().message();
+      report.evidence.set("reason", "unreadable-plan");
+      report.evidence.set("message", plan.status().message());
+      continue;
+    }
+    plans.push_back(std::move(*plan));
+    indices.push_back(static_cast<int64_t>(i));
+  }
+  bool baselineReadable = !indices.empty() && indices[0] == 0;
+  if (!baselineReadable) {
+    // Nothing can be compared with a baseline that cannot be read.
+    for (size_t i = 1; i < answer.reports.size(); ++i) {
+      EvalReport &report = answer.reports[i];
+      report = EvalReport();
+      report.candidate = static_cast<int64_t>(i);
+      report.failedCheck = FailedCheck::Compile;
+      report.evidence.set("baseline_failed", true);
+      report.evidence.set("message", "the baseline plan cannot be read");
+    }
+    return send(answer);
+  }
+  EvaluatorOptions options;
+  options.validationSets = unsigned(request.options.validationSets);
+  options.repetitions = unsigned(request.options.repetitions);
+  options.warmupMs = request.options.warmupMs;
+  options.seed = uint64_t(request.options.seed);
+  options.reference = request.reference;
+  Result<std::vector<EvalReport>> reports =
+      evaluateCandidates(*gpu, *task, plans, options);
+  if (!reports)
+    return send(ErrorMessage{request.requestId, reports.status().message()});
+  for (size_t k = 0; k < reports->size(); ++k) {
+    EvalReport &report = (*reports)[k];
+    report.candidate = indices[k];
+    answer.reports[size_t(indices[k])] = std::move(report);
+  }
+  if (!send(answer))
+    return false;
+  // A sticky fault leaves the context unusable: exit, and let the caller
+  // start a fresh worker for the next request.
+  if (gpu->getDriver().cuCtxSynchronize() != CUDA_SUCCESS) {
+    log("the device context is lost after a fault; exiting");
+    return false;
+  }
+  return true;
 }
 
 /// The `id` of a message that did not decode, when it has a usable one, so
@@ -228,6 +322,10 @@ int main(int argc, char **argv) {
     log(mode.status().message());
     return 2;
   }
+  if (Result<std::unique_ptr<CudaContext>> gpu = CudaContext::create(0))
+    getGpu() = std::move(*gpu);
+  else
+    log("no GPU evaluation: " + gpu.status().message());
   if (!send(makeHello()))
     return 1;
   if (mode->kind == TestMode::Kind::ExitAfterHello) {

@@ -121,3 +121,34 @@ TEST(EvaluationChecksTest, WritesNonFiniteNumbersAsStrings) {
   EXPECT_EQ(toJsonNumber(-INFINITY), json::Value("-inf"));
   EXPECT_EQ(toJsonNumber(1.5), json::Value(1.5));
 }
+
+TEST(EvaluationChecksTest, RoundTripsTheReferenceOfAnEvaluateMessage) {
+  EvaluateMessage evaluate;
+  evaluate.requestId = 3;
+  evaluate.task = json::Value::object();
+  evaluate.candidates.push_back(json::Value::object());
+  ReferenceSet reference;
+  reference.seed = 42;
+  reference.distribution = "wide-range";
+  reference.outputs.push_back({"out", {0, 7}, {0.25, -3.5}});
+  evaluate.reference = reference;
+  Result<Message> decoded = decode(encode(evaluate));
+  ASSERT_TRUE(decoded.isOk()) << decoded.status().message();
+  EXPECT_EQ(std::get<EvaluateMessage>(*decoded), evaluate);
+
+  // Without a reference the field is absent and stays so.
+  evaluate.reference.reset();
+  std::string text = encode(evaluate);
+  EXPECT_EQ(text.find("reference"), std::string::npos);
+  decoded = decode(text);
+  ASSERT_TRUE(decoded.isOk());
+  EXPECT_FALSE(std::get<EvaluateMessage>(*decoded).reference);
+}
+
+TEST(EvaluationChecksTest, RefusesAMalformedReference) {
+  std::string text =
+      R"({"protocol":"kopt.worker/1","type":"evaluate","id":1,"task":{},)"
+      R"("candidates":[{}],"reference":{"seed":1,"distribution":"normal",)"
+      R"("outputs":[{"name":"out","indices":[0,1],"values":[1.0]}]}})";
+  EXPECT_FALSE(decode(text).isOk());
+}
