@@ -1,0 +1,202 @@
+//===- EvaluatorTest.cpp - Tests of the GPU evaluation engine ---*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// A vector addition with an honest baseline, an honest vectorised variant
+// and three cheats, evaluated by evaluateCandidates. Without a CUDA driver
+// every test skips; with KOPT_REQUIRE_GPU=1 a missing driver fails them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Evaluator/Evaluator.h"
+
+#include "runtime/Evaluator/ElementCodec.h"
+#include "runtime/Evaluator/InputGenerator.h"
+
+#include "gtest/gtest.h"
+
+#include <cstdlib>
+
+using namespace kopt::runtime;
+
+namespace {
+
+class EvaluatorTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    const char *require = std::getenv("KOPT_REQUIRE_GPU");
+    bool required = require && std::string(require) == "1";
+    auto driver = loadCudaDriver();
+    if (!driver) {
+      if (required)
+        FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
+      GTEST_SKIP() << driver.status().message();
+    }
+    auto created = CudaContext::create(0);
+    ASSERT_TRUE(bool(created)) << created.status().message();
+    context = std::move(*created);
+  }
+
+  std::unique_ptr<CudaContext> context;
+};
+
+constexpr int64_t kElements = 1 << 16;
+
+KernelTask makeTask() {
+  KernelTask task;
+  task.key = "vector-add";
+  task.name = "vector_add";
+  task.kind = "elementwise";
+  task.inputs = {{"a", ElementType::F32, {kElements}},
+                 {"b", ElementType::F32, {kElements}}};
+  task.outputs = {{"c", ElementType::F32, {kElements}}};
+  return task;
+}
+
+/// A plan of one launch of `entry` in `code`, `perThread` elements per
+/// thread.
+KernelPlan makePlan(const std::string &variant, const std::string &code,
+                    int perThread = 1) {
+  KernelPlan plan;
+  plan.taskKey = "vector-add";
+  plan.proposer = variant == "baseline" ? "baseline" : "builtin";
+  plan.variant = variant;
+  plan.sources.push_back({"add", code});
+  PlanStep step;
+  step.launch.source = "add";
+  step.launch.entry = "add";
+  step.launch.grid = {"cdiv(numel(c), " + std::to_string(256 * perThread) + ")",
+                      "1", "1"};
+  step.launch.block = {"256", "1", "1"};
+  step.launch.args = {"a", "b", "c", "i32:" + std::to_string(kElements)};
+  plan.steps.push_back(step);
+  return plan;
+}
+
+const char *const kBaseline = R"(
+extern "C" __global__ void add(const float *a, const float *b, float *c,
+                               int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    c[i] = a[i] + b[i];
+})";
+
+const char *const kVectorised = R"(
+extern "C" __global__ void add(const float *a, const float *b, float *c,
+                               int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (4 * i + 3 < n) {
+    float4 x = reinterpret_cast<const float4 *>(a)[i];
+    float4 y = reinterpret_cast<const float4 *>(b)[i];
+    reinterpret_cast<float4 *>(c)[i] =
+        make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+  }
+})";
+
+const char *const kHalf = R"(
+extern "C" __global__ void add(const float *a, const float *b, float *c,
+                               int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n / 2)
+    c[i] = a[i] + b[i];
+})";
+
+const char *const kWritesInput = R"(
+extern "C" __global__ void add(float *a, const float *b, float *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    c[i] = a[i] + b[i];
+    a[i] = 0.0f;
+  }
+})";
+
+const char *const kConstant = R"(
+extern "C" __global__ void add(const float *a, const float *b, float *c,
+                               int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    c[i] = 1.0f;
+})";
+
+EvaluatorOptions quickOptions() {
+  EvaluatorOptions options;
+  options.warmupMs = 5;
+  return options;
+}
+
+} // namespace
+
+TEST_F(EvaluatorTest, HonestCandidatesPassAndAreTimed) {
+  std::vector<KernelPlan> plans = {makePlan("baseline", kBaseline),
+                                   makePlan("vectorised", kVectorised, 4)};
+  auto reports =
+      evaluateCandidates(*context, makeTask(), plans, quickOptions());
+  ASSERT_TRUE(bool(reports)) << reports.status().message();
+  ASSERT_EQ(reports->size(), 2u);
+  for (const EvalReport &report : *reports) {
+    EXPECT_TRUE(report.compiled);
+    EXPECT_TRUE(report.valid) << json::write(report.evidence);
+    ASSERT_TRUE(report.times.has_value());
+    EXPECT_GT(report.times->medianUs, 0);
+    EXPECT_EQ(report.times->repetitions, 20);
+    EXPECT_TRUE(report.speedup.has_value());
+  }
+}
+
+TEST_F(EvaluatorTest, CatchesCheatingCandidates) {
+  std::vector<KernelPlan> plans = {
+      makePlan("baseline", kBaseline), makePlan("half", kHalf),
+      makePlan("writes-input", kWritesInput), makePlan("constant", kConstant),
+      makePlan("broken", "this is not CUDA")};
+  auto reports =
+      evaluateCandidates(*context, makeTask(), plans, quickOptions());
+  ASSERT_TRUE(bool(reports)) << reports.status().message();
+  ASSERT_EQ(reports->size(), 5u);
+  EXPECT_TRUE((*reports)[0].valid) << json::write((*reports)[0].evidence);
+  EXPECT_EQ((*reports)[1].failedCheck, FailedCheck::UnwrittenOutput);
+  EXPECT_EQ((*reports)[2].failedCheck, FailedCheck::InputModified);
+  FailedCheck constant = (*reports)[3].failedCheck;
+  EXPECT_TRUE(constant == FailedCheck::OutputMismatch ||
+              constant == FailedCheck::InputIndependent)
+      << stringifyFailedCheck(constant);
+  EXPECT_EQ((*reports)[4].failedCheck, FailedCheck::Compile);
+  EXPECT_FALSE((*reports)[4].compiled);
+  for (size_t i = 1; i < reports->size(); ++i) {
+    EXPECT_FALSE((*reports)[i].valid);
+    EXPECT_FALSE((*reports)[i].times.has_value());
+  }
+}
+
+TEST_F(EvaluatorTest, ChecksTheFp64Reference) {
+  KernelTask task = makeTask();
+  EvaluatorOptions options = quickOptions();
+  ReferenceSet reference;
+  reference.seed = 7;
+  reference.distribution = "normal";
+  std::vector<std::vector<uint8_t>> inputs =
+      generateInputSet(task.inputs, InputDistribution::StandardNormal, 7);
+  OutputReference sampled{"c", {}, {}};
+  for (int64_t index : {int64_t(0), int64_t(5), kElements - 1}) {
+    sampled.indices.push_back(index);
+    sampled.values.push_back(
+        decodeElement(ElementType::F32, inputs[0].data() + 4 * index) +
+        decodeElement(ElementType::F32, inputs[1].data() + 4 * index));
+  }
+  reference.outputs.push_back(sampled);
+  options.reference = reference;
+  auto reports = evaluateCandidates(*context, task,
+                                    {makePlan("baseline", kBaseline)}, options);
+  ASSERT_TRUE(bool(reports)) << reports.status().message();
+  EXPECT_TRUE((*reports)[0].valid) << json::write((*reports)[0].evidence);
+
+  // A wrong reference value fails the baseline itself.
+  options.reference->outputs[0].values[1] += 1.0;
+  reports = evaluateCandidates(*context, task,
+                               {makePlan("baseline", kBaseline)}, options);
+  ASSERT_TRUE(bool(reports)) << reports.status().message();
+  EXPECT_EQ((*reports)[0].failedCheck, FailedCheck::OutputMismatch);
+}
