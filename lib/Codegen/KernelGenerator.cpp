@@ -176,24 +176,19 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
   return kernel;
 }
 
-llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
-    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
-    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
-    int64_t numRows, int64_t rowLength, unsigned blockSize,
-    unsigned cacheRegisters) {
-  if (outputs.empty())
-    return llvm::createStringError("a kernel needs an output");
+/// The row and column indices of each output (in terms of the row and the
+/// position in the row), or an
+/// error when an output does not fit the row structure.
+static llvm::Expected<std::vector<std::pair<SmallVector<AffineExpr>, bool>>>
+getRowIndices(MLIRContext *context, llvm::ArrayRef<KernelOutput> outputs,
+              int64_t numRows, int64_t rowLength) {
   AffineExpr row = getAffineDimExpr(0, context);
   AffineExpr col = getAffineDimExpr(1, context);
-
-  // Each output's index in terms of (row, c).
-  std::vector<SmallVector<AffineExpr>> indices;
-  std::vector<bool> perRow;
+  std::vector<std::pair<SmallVector<AffineExpr>, bool>> result;
   for (const KernelOutput &output : outputs) {
     int64_t count = product(output.shape);
     if (count == numRows) {
-      indices.push_back(TensorEmitter::delinearize(row, output.shape));
-      perRow.push_back(true);
+      result.push_back({TensorEmitter::delinearize(row, output.shape), true});
       continue;
     }
     if (count != numRows * rowLength)
@@ -215,8 +210,26 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
     SmallVector<AffineExpr> index = TensorEmitter::delinearize(row, rowShape);
     SmallVector<AffineExpr> cols = TensorEmitter::delinearize(col, colShape);
     index.append(cols.begin(), cols.end());
+    result.push_back({index, false});
+  }
+  return result;
+}
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    int64_t numRows, int64_t rowLength, unsigned blockSize,
+    unsigned cacheRegisters) {
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  auto rowIndices = getRowIndices(context, outputs, numRows, rowLength);
+  if (!rowIndices)
+    return rowIndices.takeError();
+  std::vector<SmallVector<AffineExpr>> indices;
+  std::vector<bool> perRow;
+  for (auto &[index, isPerRow] : *rowIndices) {
     indices.push_back(index);
-    perRow.push_back(false);
+    perRow.push_back(isPerRow);
   }
 
   CodeWriter body, caches;
@@ -293,39 +306,6 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
   kernel.grid = {std::to_string(numRows), "1", "1"};
   kernel.block = {std::to_string(blockSize), "1", "1"};
   return kernel;
-}
-
-/// The row and column indices of each output (see generateRowKernel), or an
-/// error when an output does not fit the row structure.
-static llvm::Expected<std::vector<std::pair<SmallVector<AffineExpr>, bool>>>
-getRowIndices(MLIRContext *context, llvm::ArrayRef<KernelOutput> outputs,
-              int64_t numRows, int64_t rowLength) {
-  AffineExpr row = getAffineDimExpr(0, context);
-  AffineExpr col = getAffineDimExpr(1, context);
-  std::vector<std::pair<SmallVector<AffineExpr>, bool>> result;
-  for (const KernelOutput &output : outputs) {
-    int64_t count = product(output.shape);
-    if (count == numRows) {
-      result.push_back({TensorEmitter::delinearize(row, output.shape), true});
-      continue;
-    }
-    size_t split = 0;
-    int64_t outer = 1;
-    while (split < output.shape.size() && outer < numRows)
-      outer *= output.shape[split++];
-    if (count != numRows * rowLength || outer != numRows)
-      return llvm::createStringError(
-          "an output does not have the rows as its outermost dimensions");
-    std::vector<int64_t> rowShape(output.shape.begin(),
-                                  output.shape.begin() + split);
-    std::vector<int64_t> colShape(output.shape.begin() + split,
-                                  output.shape.end());
-    SmallVector<AffineExpr> index = TensorEmitter::delinearize(row, rowShape);
-    SmallVector<AffineExpr> cols = TensorEmitter::delinearize(col, colShape);
-    index.append(cols.begin(), cols.end());
-    result.push_back({index, false});
-  }
-  return result;
 }
 
 llvm::Expected<std::vector<GeneratedKernel>>
