@@ -10,6 +10,7 @@
 
 #include "runtime/Evaluator/ElementCodec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -27,32 +28,119 @@ kopt::runtime::parseDistributionName(std::string_view name) {
   return std::nullopt;
 }
 
-std::string
-kopt::runtime::checkLaunches(const KernelPlan &plan,
-                             const std::vector<std::string> &launched) {
-  std::map<std::string, int64_t> declared;
+bool kopt::runtime::isKernelNamed(std::string_view recorded,
+                                  std::string_view entry) {
+  if (entry.empty())
+    return false;
+  if (recorded == entry)
+    return true;
+  // `_Z<length><name>` followed by the parameter types.
+  std::string prefix = "_Z" + std::to_string(entry.size()) + std::string(entry);
+  return recorded.size() > prefix.size() &&
+         recorded.substr(0, prefix.size()) == prefix;
+}
+
+static json::Value describeKernel(const KernelActivity &kernel) {
+  json::Value object = json::Value::object();
+  object.set("name", kernel.name);
+  object.set("stream", static_cast<int64_t>(kernel.streamId));
+  json::Value grid = json::Value::array();
+  json::Value block = json::Value::array();
+  for (int i = 0; i < 3; ++i) {
+    grid.push(static_cast<int64_t>(kernel.grid[i]));
+    block.push(static_cast<int64_t>(kernel.block[i]));
+  }
+  object.set("grid", std::move(grid));
+  object.set("block", std::move(block));
+  return object;
+}
+
+LaunchCheck
+kopt::runtime::checkPlanLaunches(const KernelPlan &plan,
+                                 const std::vector<KernelActivity> &record,
+                                 const LaunchCheckOptions &options) {
+  LaunchCheck check;
+  // Declared launches per entry, in the plan's order of first appearance.
+  std::vector<std::pair<std::string, unsigned>> expected;
   bool hasLibrarySteps = false;
   for (const PlanStep &step : plan.steps) {
-    if (step.kind == PlanStep::Kind::Launch)
-      ++declared[step.launch.entry];
-    else
+    if (step.kind != PlanStep::Kind::Launch) {
       hasLibrarySteps = true;
+      continue;
+    }
+    auto found =
+        std::find_if(expected.begin(), expected.end(), [&](const auto &entry) {
+          return entry.first == step.launch.entry;
+        });
+    if (found == expected.end())
+      expected.emplace_back(step.launch.entry, options.runs);
+    else
+      found->second += options.runs;
+    check.expectedPlanKernels += options.runs;
   }
-  std::map<std::string, int64_t> ran;
-  for (const std::string &name : launched)
-    ++ran[name];
-  for (const auto &[entry, count] : declared) {
-    int64_t actual = ran.count(entry) ? ran[entry] : 0;
-    if (actual != count)
-      return "kernel '" + entry + "' ran " + std::to_string(actual) +
-             " times; the plan declares " + std::to_string(count);
+
+  std::map<std::string, unsigned> observedByEntry;
+  std::map<std::string, unsigned> observedByName;
+  json::Value unexpected = json::Value::array();
+  std::vector<std::string> problems;
+  bool otherStream = false;
+  for (const KernelActivity &kernel : record) {
+    ++observedByName[kernel.name];
+    if (options.streamId && kernel.streamId != *options.streamId) {
+      if (!otherStream)
+        problems.push_back("kernel '" + kernel.name + "' ran on stream " +
+                           std::to_string(kernel.streamId) +
+                           ", not on the plan's stream " +
+                           std::to_string(*options.streamId));
+      otherStream = true;
+      unexpected.push(describeKernel(kernel));
+    }
+    auto entry =
+        std::find_if(expected.begin(), expected.end(), [&](const auto &item) {
+          return isKernelNamed(kernel.name, item.first);
+        });
+    if (entry != expected.end()) {
+      ++observedByEntry[entry->first];
+      ++check.planKernels;
+      continue;
+    }
+    ++check.otherKernels;
+    if (!hasLibrarySteps) {
+      if (check.otherKernels == 1)
+        problems.push_back("kernel '" + kernel.name +
+                           "' ran but is no launch step of the plan, which "
+                           "has no library steps");
+      unexpected.push(describeKernel(kernel));
+    }
   }
-  if (!hasLibrarySteps)
-    for (const auto &[name, count] : ran)
-      if (!declared.count(name))
-        return "kernel '" + name + "' ran " + std::to_string(count) +
-               " times; the plan does not declare it";
-  return "";
+  for (const auto &[entry, count] : expected) {
+    unsigned observed = observedByEntry[entry];
+    if (observed != count)
+      problems.push_back("entry '" + entry + "' ran " +
+                         std::to_string(observed) + " times, the plan " +
+                         "declares " + std::to_string(count));
+  }
+  if (hasLibrarySteps && check.otherKernels == 0)
+    problems.push_back("the plan has library steps but no library kernel ran");
+
+  json::Value expectedJson = json::Value::object();
+  for (const auto &[entry, count] : expected)
+    expectedJson.set(entry, static_cast<int64_t>(count));
+  json::Value observedJson = json::Value::object();
+  for (const auto &[name, count] : observedByName)
+    observedJson.set(name, static_cast<int64_t>(count));
+  check.evidence.set("expected", std::move(expectedJson));
+  check.evidence.set("observed", std::move(observedJson));
+  check.evidence.set("unexpected", std::move(unexpected));
+  check.evidence.set(
+      "library_kernels",
+      static_cast<int64_t>(hasLibrarySteps ? check.otherKernels : 0));
+  check.ok = problems.empty();
+  for (const std::string &problem : problems)
+    check.message += (check.message.empty() ? "" : "; ") + problem;
+  if (!check.ok)
+    check.evidence.set("reason", check.message);
+  return check;
 }
 
 Status kopt::runtime::verifyReference(const KernelTask &task,

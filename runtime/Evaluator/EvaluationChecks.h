@@ -7,8 +7,9 @@
 //===----------------------------------------------------------------------===//
 //
 // Decisions of the evaluation engine (Evaluator.h) that need no GPU, kept
-// here so that they are unit-tested anywhere: launch counting against a
-// plan's declared kernels (DESIGN's point 6), checking fp64 reference values
+// here so that they are unit-tested anywhere: checking a record of the
+// kernels that ran (CUPTI's, Cupti.h) against a plan's launch steps (DESIGN's
+// point 6), checking fp64 reference values
 // against an output (point 2), and turning comparisons into evidence.
 //
 //===----------------------------------------------------------------------===//
@@ -22,6 +23,8 @@
 #include "runtime/Evaluator/Comparison.h"
 #include "runtime/Evaluator/InputGenerator.h"
 
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -32,14 +35,63 @@ namespace kopt::runtime {
 /// The distribution whose `getDistributionName` is `name`, or std::nullopt.
 std::optional<InputDistribution> parseDistributionName(std::string_view name);
 
-/// Checks the kernels one run launched (`launched`, kernel names in order)
-/// against `plan`: each launch step's entry must have run exactly as many
-/// times as the plan declares it. Kernels the plan does not declare are
-/// allowed only when the plan has library steps (GEMM, convolution), whose
-/// kernels have no declared names. Returns "" when the launches agree, else
-/// one line saying how they differ.
-std::string checkLaunches(const KernelPlan &plan,
-                          const std::vector<std::string> &launched);
+/// One kernel execution as CUPTI reports it.
+struct KernelActivity {
+  /// The kernel's name as the module exports it: the entry itself for an
+  /// `extern "C"` kernel, the mangled name otherwise.
+  std::string name;
+  uint32_t deviceId = 0;
+  uint32_t contextId = 0;
+  /// CUPTI's id of the stream (see `getCuptiStreamId`), not a CUstream.
+  uint32_t streamId = 0;
+  uint32_t correlationId = 0;
+  /// GPU timestamps in nanoseconds.
+  uint64_t startNs = 0;
+  uint64_t endNs = 0;
+  std::array<int32_t, 3> grid = {1, 1, 1};
+  std::array<int32_t, 3> block = {1, 1, 1};
+  int32_t dynamicSharedBytes = 0;
+};
+
+/// True when the recorded kernel name `recorded` is kernel `entry`: equal
+/// for an `extern "C"` kernel, or the Itanium mangling of a function named
+/// `entry` at namespace scope (`_Z<length><entry>...`).
+bool isKernelNamed(std::string_view recorded, std::string_view entry);
+
+/// How `checkPlanLaunches` judges a record.
+struct LaunchCheckOptions {
+  /// How many times the plan ran while recording.
+  unsigned runs = 1;
+  /// The stream the plan ran on (CUPTI's id); any kernel on another stream
+  /// fails the check. Unset: streams are not checked.
+  std::optional<uint32_t> streamId;
+};
+
+/// The verdict of `checkPlanLaunches`.
+struct LaunchCheck {
+  /// True when the record matches the plan.
+  bool ok = false;
+  /// Why not, for people; empty when `ok`.
+  std::string message;
+  /// Kernels that are launch steps' entries, and the rest (library
+  /// kernels, or anything undeclared).
+  unsigned planKernels = 0;
+  unsigned otherKernels = 0;
+  /// Declared launches (`runs` times the plan's launch steps).
+  unsigned expectedPlanKernels = 0;
+  /// `{"expected": {entry: n}, "observed": {name: n}, "unexpected":
+  /// [{name, stream, grid, block}], "library_kernels": n}`.
+  json::Value evidence = json::Value::object();
+};
+
+/// Checks `record` against `plan`: each launch step's entry must have run
+/// exactly as often as the plan launches it, times `options.runs`. Kernels that
+/// are no launch step's entry are library kernels: allowed, in any number,
+/// only when the plan has library steps (GEMM, convolution). Any kernel on a
+/// stream other than `options.streamId` fails. Pure host code.
+LaunchCheck checkPlanLaunches(const KernelPlan &plan,
+                              const std::vector<KernelActivity> &record,
+                              const LaunchCheckOptions &options = {});
 
 /// Checks that `reference` fits `task`: known distribution, every output
 /// named once and known, indices and values of equal length, indices within

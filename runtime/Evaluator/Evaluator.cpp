@@ -29,6 +29,7 @@
 
 #include "runtime/Evaluator/Evaluator.h"
 
+#include "kopt/Runtime/Cuda/Cupti.h"
 #include "kopt/Runtime/Cuda/Nvml.h"
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 #include "runtime/Evaluator/Comparison.h"
@@ -258,7 +259,7 @@ Engine::runChecked(Candidate &candidate, const InputSet &set, unsigned variant,
 
   // Point 6 wraps exactly one run; the tracer's own failure skips the check.
   Status runStatus;
-  std::optional<std::vector<std::string>> launched;
+  std::optional<std::vector<KernelActivity>> launched;
   if (trace && options.launchTracer) {
     auto traced = options.launchTracer([&] {
       runStatus = runner.run();
@@ -318,13 +319,15 @@ Engine::runChecked(Candidate &candidate, const InputSet &set, unsigned variant,
     return failure;
   }
   if (launched) {
-    std::string mismatch = checkLaunches(plan, *launched);
-    if (!mismatch.empty()) {
-      Failure failure = makeFailure(FailedCheck::LaunchCount, mismatch);
-      json::Value names = json::Value::array();
-      for (const std::string &name : *launched)
-        names.push(json::Value(name));
-      failure.evidence.set("launched", std::move(names));
+    LaunchCheckOptions checkOptions;
+    // CUPTI loaded (the trace worked), so the stream's id is known; a tracer
+    // without CUPTI (a test's) leaves streams unchecked.
+    if (auto streamId = getCuptiStreamId(context.getStream()))
+      checkOptions.streamId = *streamId;
+    LaunchCheck check = checkPlanLaunches(plan, *launched, checkOptions);
+    if (!check.ok) {
+      Failure failure = makeFailure(FailedCheck::LaunchCount, check.message);
+      failure.evidence.set("launches", std::move(check.evidence));
       return failure;
     }
   }

@@ -26,6 +26,7 @@
 #include "kopt/Runtime/Protocol.h"
 #include "kopt/Runtime/Status.h"
 #include "kopt/Runtime/TaskPlan.h"
+#include "runtime/Evaluator/EvaluationChecks.h"
 
 #include <cstdint>
 #include <functional>
@@ -40,13 +41,15 @@ using PlanExecution = std::function<Status()>;
 
 /// The hook for DESIGN's validation point 6 (CUPTI). When set, the engine
 /// calls it once per validated candidate with one execution of the plan; the
-/// tracer must call `run` exactly once and return the names of every kernel
-/// that ran on the device while it did (as the module exports them, mangled
-/// where the source did not use `extern "C"`), in launch order. An error
-/// from the tracer itself (CUPTI missing) skips the check and is noted in
-/// the evidence; the run's own failure is reported as the run's failure.
-using LaunchTracer =
-    std::function<Result<std::vector<std::string>>(const PlanExecution &run)>;
+/// tracer must call `run` exactly once and return every kernel that ran on
+/// the device while it did, in launch order (`recordLaunches` with a
+/// `LaunchRecorder`, Cupti.h, does). The engine judges the record with
+/// `checkPlanLaunches` on the context's stream. An error from the tracer
+/// itself (CUPTI missing) skips the check and is noted in the evidence as
+/// `launch_trace_skipped`; the run's own failure is reported as the run's
+/// failure.
+using LaunchTracer = std::function<Result<std::vector<KernelActivity>>(
+    const PlanExecution &run)>;
 
 /// How `evaluateCandidates` works. (Named apart from the protocol's
 /// `EvaluateOptions`, from which the worker fills it.)
@@ -66,8 +69,9 @@ struct EvaluatorOptions {
   /// must match the reference at its sampled points within the tolerance.
   std::optional<ReferenceSet> reference;
   /// Point 6: when set, wraps one validation run of each candidate; a kernel
-  /// that was not declared, or a declared kernel that ran a different number
-  /// of times, fails the candidate with `launch-count`.
+  /// that was not declared (library kernels aside), a declared kernel that
+  /// ran a different number of times, or a kernel on another stream fails
+  /// the candidate with `launch-count`.
   LaunchTracer launchTracer;
   /// Device memory bandwidth in bytes per second for the physical floor; 0
   /// measures it once per process and device with a device-to-device copy.

@@ -241,15 +241,8 @@ TEST(AdversarialSuiteTest, EveryCheatIsRejectedForItsReason) {
   std::unique_ptr<LaunchRecorder> recorder;
   if (auto created = LaunchRecorder::create()) {
     recorder = std::move(*created);
-    options.launchTracer =
-        [&](const PlanExecution &run) -> Result<std::vector<std::string>> {
-      auto record = recordLaunches(*recorder, run);
-      if (!record)
-        return record.status();
-      std::vector<std::string> names;
-      for (const KernelActivity &kernel : *record)
-        names.push_back(kernel.name);
-      return names;
+    options.launchTracer = [&](const PlanExecution &run) {
+      return recordLaunches(*recorder, run);
     };
   } else {
     std::printf("note: no launch accounting: %s\n",

@@ -6,11 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// checkPlanLaunches on hand-made CUPTI records: no GPU and no CUPTI needed.
+// checkPlanLaunches (EvaluationChecks.h) on hand-made CUPTI records: no GPU
+// and no CUPTI needed.
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Runtime/Cuda/Cupti.h"
+#include "runtime/Evaluator/EvaluationChecks.h"
 
 #include "gtest/gtest.h"
 
@@ -143,3 +144,16 @@ TEST(LaunchCheckTest, MatchesMangledNames) {
 }
 
 } // namespace
+
+TEST(LaunchCheckTest, CountsEachEntryInAnyOrder) {
+  KernelPlan plan;
+  plan.steps = {launchStep("a"), launchStep("b"), launchStep("a")};
+  EXPECT_TRUE(
+      checkPlanLaunches(plan, {kernel("a"), kernel("b"), kernel("a")}).ok);
+  EXPECT_TRUE(
+      checkPlanLaunches(plan, {kernel("a"), kernel("a"), kernel("b")}).ok);
+  LaunchCheck check = checkPlanLaunches(plan, {kernel("a"), kernel("b")});
+  EXPECT_FALSE(check.ok);
+  EXPECT_NE(check.message.find("'a' ran 1 times"), std::string::npos)
+      << check.message;
+}

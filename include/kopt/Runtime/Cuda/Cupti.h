@@ -10,9 +10,9 @@
 // ran, with the declared launch count, and that nothing else ran. A
 // `LaunchRecorder` records every kernel that ran on the device between
 // `start()` and `stop()` through CUPTI's Activity API
-// (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); `checkPlanLaunches` matches such a
-// record against a plan's launch steps. The matching is plain host code and
-// is tested without a GPU.
+// (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); `checkPlanLaunches`
+// (EvaluationChecks.h, plain host code tested without a GPU) matches such a
+// record against a plan's launch steps.
 //
 // CUPTI is opened with dlopen, like every CUDA library of kopt: without it
 // the recorder reports `StatusCode::Unavailable` and the caller decides
@@ -26,6 +26,7 @@
 #include "kopt/Runtime/Json.h"
 #include "kopt/Runtime/Status.h"
 #include "kopt/Runtime/TaskPlan.h"
+#include "runtime/Evaluator/EvaluationChecks.h"
 
 #include <cuda.h>
 
@@ -39,24 +40,6 @@
 #include <vector>
 
 namespace kopt::runtime {
-
-/// One kernel execution as CUPTI reports it.
-struct KernelActivity {
-  /// The kernel's name as the module exports it: the entry itself for an
-  /// `extern "C"` kernel, the mangled name otherwise.
-  std::string name;
-  uint32_t deviceId = 0;
-  uint32_t contextId = 0;
-  /// CUPTI's id of the stream (see `getCuptiStreamId`), not a CUstream.
-  uint32_t streamId = 0;
-  uint32_t correlationId = 0;
-  /// GPU timestamps in nanoseconds.
-  uint64_t startNs = 0;
-  uint64_t endNs = 0;
-  std::array<int32_t, 3> grid = {1, 1, 1};
-  std::array<int32_t, 3> block = {1, 1, 1};
-  int32_t dynamicSharedBytes = 0;
-};
 
 /// Records the kernels that run on the device between `start()` and
 /// `stop()`. CUPTI's activity buffers are global to the process, so at most
@@ -100,46 +83,6 @@ Result<uint32_t> getCuptiStreamId(CUstream stream);
 /// The signature fits the evaluator's `LaunchTracer` hook.
 Result<std::vector<KernelActivity>>
 recordLaunches(LaunchRecorder &recorder, const std::function<Status()> &run);
-
-/// True when the recorded kernel name `recorded` is kernel `entry`: equal
-/// for an `extern "C"` kernel, or the Itanium mangling of a function named
-/// `entry` at namespace scope (`_Z<length><entry>...`).
-bool isKernelNamed(std::string_view recorded, std::string_view entry);
-
-/// How `checkPlanLaunches` judges a record.
-struct LaunchCheckOptions {
-  /// How many times the plan ran while recording.
-  unsigned runs = 1;
-  /// The stream the plan ran on (CUPTI's id); any kernel on another stream
-  /// fails the check. Unset: streams are not checked.
-  std::optional<uint32_t> streamId;
-};
-
-/// The verdict of `checkPlanLaunches`.
-struct LaunchCheck {
-  /// True when the record matches the plan.
-  bool ok = false;
-  /// Why not, for people; empty when `ok`.
-  std::string message;
-  /// Kernels that are launch steps' entries, and the rest (library
-  /// kernels, or anything undeclared).
-  unsigned planKernels = 0;
-  unsigned otherKernels = 0;
-  /// Declared launches (`runs` times the plan's launch steps).
-  unsigned expectedPlanKernels = 0;
-  /// `{"expected": {entry: n}, "observed": {name: n}, "unexpected":
-  /// [{name, stream, grid, block}], "library_kernels": n}`.
-  json::Value evidence = json::Value::object();
-};
-
-/// Checks `record` against `plan`: each launch step's entry must have run
-/// exactly as often as the plan launches it, times `options.runs`. Kernels that
-/// are no launch step's entry are library kernels: allowed, in any number,
-/// only when the plan has library steps (GEMM, convolution). Any kernel on a
-/// stream other than `options.streamId` fails. Pure host code.
-LaunchCheck checkPlanLaunches(const KernelPlan &plan,
-                              const std::vector<KernelActivity> &record,
-                              const LaunchCheckOptions &options = {});
 
 } // namespace kopt::runtime
 
