@@ -1,0 +1,65 @@
+//===- ReferenceBuilder.h - fp64 references for set 0 -----------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The caller's half of DESIGN's validation point 2 ("an fp64 recomputation on
+// at least one set"): the evaluate message's `reference` field. The inputs of
+// validation set 0 come from the runtime's own generator (`generateInputSet`
+// in runtime/Evaluator/InputGenerator.h), the one the worker's engine draws
+// set 0 with when a reference is present, so both sides see the same bytes.
+// The outputs are then recomputed in fp64 at sampled points by the
+// ReferenceInterpreter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_EVALUATOR_REFERENCEBUILDER_H
+#define KOPT_EVALUATOR_REFERENCEBUILDER_H
+
+#include "kopt/Codegen/KernelTask.h"
+#include "kopt/Runtime/Protocol.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace mlir::kopt {
+
+/// The seed and distribution of set 0 for an evaluation seeded with `seed`,
+/// with no outputs yet: set 0's distribution (`normal`) and its derived
+/// stream `deriveSeed(seed, 0)`, with the top bit cleared because the
+/// protocol's seeds are non-negative int64.
+::kopt::runtime::ReferenceSet getReferenceSetSource(uint64_t seed);
+
+/// The bytes of every input of `task` for the reference's set 0: exactly
+/// what the worker's engine generates when it receives `reference` (the same
+/// `generateInputSet` call). Fails on an unknown distribution.
+llvm::Expected<std::vector<std::vector<uint8_t>>>
+generateReferenceInputs(const KernelTask &task,
+                        const ::kopt::runtime::ReferenceSet &reference);
+
+/// The output points checked for an output of `numElements` elements: all of
+/// them when there are at most `maxPoints`; otherwise an even stride of about
+/// half of `maxPoints`, random points (from `seed`) for the rest, and the
+/// last element. Sorted and without duplicates.
+std::vector<int64_t> sampleOutputPoints(int64_t numElements, unsigned maxPoints,
+                                        uint64_t seed);
+
+/// Builds the evaluate message's `reference` for `group` (an outlined fusion
+/// group function) and its `task`, for an evaluation seeded with `seed`: set
+/// 0's inputs as `generateReferenceInputs` gives them, and every output's
+/// fp64 values at `sampleOutputPoints`. Points whose reference value is not
+/// finite are left out (JSON has no NaN). Fails when the interpreter cannot
+/// handle `group`, or when `group` and `task` disagree on the tensors.
+llvm::Expected<::kopt::runtime::ReferenceSet>
+buildReferenceSet(func::FuncOp group, const KernelTask &task, uint64_t seed,
+                  unsigned maxPointsPerOutput = 4096);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_EVALUATOR_REFERENCEBUILDER_H
