@@ -107,7 +107,7 @@ void expectAllFailed(llvm::Expected<std::vector<rt::EvalReport>> &reports,
 }
 
 /// Expects the normal answer of this build's worker: both candidates not
-/// compiled, with the "no GPU evaluator" evidence.
+/// compiled, with the "no GPU or CUDA driver" evidence.
 void expectUnavailable(llvm::Expected<std::vector<rt::EvalReport>> &reports) {
   ASSERT_TRUE(static_cast<bool>(reports))
       << llvm::toString(reports.takeError());
@@ -121,7 +121,7 @@ void expectUnavailable(llvm::Expected<std::vector<rt::EvalReport>> &reports) {
     EXPECT_EQ(getWorkerFailureReason(report), "");
     const rt::json::Value *message = report.evidence.find("message");
     ASSERT_TRUE(message && message->getString());
-    EXPECT_EQ(*message->getString(), "no GPU evaluator in this build yet");
+    EXPECT_EQ(*message->getString(), "no GPU or CUDA driver on this machine");
   }
 }
 

@@ -12,18 +12,23 @@
 // the request itself is unreadable) and exits on `shutdown` or at the end of
 // its input.
 //
-// This build has no GPU evaluator yet: every candidate is reported as not
-// compiled, failing check `compile`, with evidence saying why. The protocol
-// has no check name for "no evaluator available", so `compile` (the first
-// step that could not happen) stands in for it.
+// With a GPU (device 0 of those the process sees) it evaluates through the
+// engine (runtime/Evaluator/Evaluator.h), with CUPTI's launch accounting
+// (DESIGN's validation point 6) when CUPTI loads; without CUPTI the reports
+// say `launch_trace_skipped`. Without a GPU or driver every candidate is
+// reported as not compiled, failing check `compile`, with evidence saying
+// why: the protocol has no check name for "no evaluator available", so
+// `compile` (the first step that could not happen) stands in for it.
 //
 // The environment variable KOPT_WORKER_TEST_MODE makes the worker misbehave
 // on purpose, so the caller's handling of crashes, hangs and protocol errors
-// can be tested without a GPU (docs/Evaluator.md, "The worker process").
+// can be tested without a GPU (docs/Evaluator.md, "The worker process"),
+// and adds the worker's CUDA_VISIBLE_DEVICES to the hello's device name.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/Cuda/Cupti.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Runtime/Protocol.h"
 #include "runtime/Evaluator/Evaluator.h"
@@ -66,9 +71,9 @@ struct TestMode {
   unsigned long sleepMs = 0;
 };
 
-/// The evidence of every candidate while there is no GPU evaluator.
+/// The evidence of every candidate when the worker has no GPU.
 constexpr const char *kUnavailableMessage =
-    "no GPU evaluator in this build yet";
+    "no GPU or CUDA driver on this machine";
 
 /// Writes `message` to stderr as one line, prefixed with the tool's name.
 void log(const std::string &message) {
@@ -120,6 +125,31 @@ std::unique_ptr<CudaContext> &getGpu() {
   return gpu;
 }
 
+/// CUPTI's launch recorder for point 6, or null when CUPTI did not load.
+std::unique_ptr<LaunchRecorder> &getRecorder() {
+  static std::unique_ptr<LaunchRecorder> recorder;
+  return recorder;
+}
+
+/// Why there is no launch recorder (empty when there is one).
+std::string &getRecorderUnavailableReason() {
+  static std::string reason;
+  return reason;
+}
+
+/// The engine's launch tracer: CUPTI's record of one run, or, without
+/// CUPTI, the run alone and an error that the engine notes in each report
+/// as `launch_trace_skipped`.
+Result<std::vector<KernelActivity>> traceLaunches(const PlanExecution &run) {
+  if (LaunchRecorder *recorder = getRecorder().get())
+    return recordLaunches(*recorder, run);
+  if (Status status = run(); !status.isOk())
+    return status;
+  return Status::error(StatusCode::Unavailable,
+                       "no CUPTI launch accounting: " +
+                           getRecorderUnavailableReason());
+}
+
 /// `major.minor` of a CUDA version number such as 13000.
 std::string formatCudaVersion(int version) {
   return std::to_string(version / 1000) + "." +
@@ -128,17 +158,26 @@ std::string formatCudaVersion(int version) {
 
 /// The `hello`: the device's description, or, without a GPU, a device named
 /// `none`, with compute capability 0.0 and the smallest SM count the
-/// protocol accepts (the protocol has no way to say "no device").
-HelloMessage makeHello() {
+/// protocol accepts (the protocol has no way to say "no device"). In a test
+/// mode (`testing`), the device name ends in ` [CUDA_VISIBLE_DEVICES=<v>]`
+/// (`<unset>` when unset), so callers can check the environment a worker
+/// got.
+HelloMessage makeHello(bool testing) {
   HelloMessage hello;
   const CudaContext *gpu = getGpu().get();
   if (!gpu) {
     hello.device.name = "none";
     hello.device.smCount = 1;
-    return hello;
   }
+  if (testing) {
+    const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    hello.device.name += std::string(" [CUDA_VISIBLE_DEVICES=") +
+                         (visible ? visible : "<unset>") + "]";
+  }
+  if (!gpu)
+    return hello;
   const DeviceInfo &info = gpu->getDeviceInfo();
-  hello.device.name = info.name;
+  hello.device.name = info.name + hello.device.name;
   hello.device.computeCapabilityMajor = info.computeMajor;
   hello.device.computeCapabilityMinor = info.computeMinor;
   hello.device.smCount = info.smCount;
@@ -270,6 +309,7 @@ bool evaluate(const EvaluateMessage &request, const TestMode &mode) {
   options.warmupMs = request.options.warmupMs;
   options.seed = uint64_t(request.options.seed);
   options.reference = request.reference;
+  options.launchTracer = traceLaunches;
   Result<std::vector<EvalReport>> reports =
       evaluateCandidates(*gpu, *task, plans, options);
   if (!reports)
@@ -326,7 +366,16 @@ int main(int argc, char **argv) {
     getGpu() = std::move(*gpu);
   else
     log("no GPU evaluation: " + gpu.status().message());
-  if (!send(makeHello()))
+  if (getGpu()) {
+    if (Result<std::unique_ptr<LaunchRecorder>> recorder =
+            LaunchRecorder::create())
+      getRecorder() = std::move(*recorder);
+    else {
+      getRecorderUnavailableReason() = recorder.status().message();
+      log("no launch accounting: " + getRecorderUnavailableReason());
+    }
+  }
+  if (!send(makeHello(mode->kind != TestMode::Kind::None)))
     return 1;
   if (mode->kind == TestMode::Kind::ExitAfterHello) {
     log("test mode 'exit-after-hello': exiting");
