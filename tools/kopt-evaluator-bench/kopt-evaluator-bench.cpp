@@ -164,19 +164,23 @@ double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
 }
 
-/// Prints one phase's samples and its summary.
+/// Prints run `index` of `phase` as soon as it is measured.
+void printSample(const char *phase, size_t index, const Sample &s,
+                 size_t numCandidates) {
+  std::printf("%s %zu: wall %.1f ms, %.1f ms per candidate, candidate "
+              "median %.2f us, baseline median %.2f us%s\n",
+              phase, index + 1, s.wallMs, s.wallMs / double(numCandidates),
+              s.candidateMedianUs, s.baselineMedianUs,
+              s.allValid ? "" : " (NOT ALL VALID)");
+}
+
+/// Prints one phase's summary.
 void report(const char *phase, const std::vector<Sample> &samples,
             size_t numCandidates) {
   std::vector<double> perCandidate, medians;
-  for (size_t r = 0; r < samples.size(); ++r) {
-    const Sample &s = samples[r];
-    double each = s.wallMs / double(numCandidates);
-    perCandidate.push_back(each);
+  for (const Sample &s : samples) {
+    perCandidate.push_back(s.wallMs / double(numCandidates));
     medians.push_back(s.candidateMedianUs);
-    std::printf("%s %zu: wall %.1f ms, %.1f ms per candidate, candidate "
-                "median %.2f us, baseline median %.2f us%s\n",
-                phase, r + 1, s.wallMs, each, s.candidateMedianUs,
-                s.baselineMedianUs, s.allValid ? "" : " (NOT ALL VALID)");
   }
   double mid = median(medians);
   auto [lo, hi] = std::minmax_element(medians.begin(), medians.end());
@@ -194,6 +198,9 @@ void report(const char *phase, const std::vector<Sample> &samples,
 } // namespace
 
 int main(int argc, char **argv) {
+  // Line by line, so a run cut short by a timeout still shows what it
+  // measured.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   std::vector<std::string> files;
   unsigned repeat = 5;
   for (int i = 1; i < argc; ++i) {
@@ -279,6 +286,7 @@ int main(int argc, char **argv) {
       return 0;
     }
     cold.push_back(**sample);
+    printSample("cold", r, cold.back(), plans.size());
   }
 
   Result<std::unique_ptr<CudaContext>> context = CudaContext::create(0);
@@ -299,8 +307,10 @@ int main(int argc, char **argv) {
                    sample.status().message().c_str());
       return 1;
     }
-    if (r > 0) // The first warms the process up.
-      warm.push_back(*sample);
+    if (r == 0) // The first warms the process up.
+      continue;
+    warm.push_back(*sample);
+    printSample("warm", r - 1, warm.back(), plans.size());
   }
   report("warm", warm, plans.size());
   return 0;
