@@ -9,6 +9,7 @@
 #include "kopt/Codegen/KernelTask.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Codegen/RuntimeInterop.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Support/DebugStringHelper.h"
@@ -270,116 +271,31 @@ llvm::Expected<KernelTask> mlir::kopt::buildKernelTask(func::FuncOp func) {
 // JSON
 //===----------------------------------------------------------------------===//
 
+// The runtime reads and writes the documents (kopt/Runtime/TaskPlan.h);
+// these convert.
+
+namespace rt = ::kopt::runtime;
+
 llvm::json::Value mlir::kopt::toJson(const TensorSpec &tensor) {
-  llvm::json::Array shape;
-  for (int64_t size : tensor.shape)
-    shape.push_back(size);
-  return llvm::json::Object{
-      {"name", tensor.name},
-      {"element_type", stringifyElementType(tensor.elementType)},
-      {"shape", std::move(shape)}};
+  return fromRuntime(rt::toJson(toRuntime(tensor)));
 }
 
 llvm::json::Value mlir::kopt::toJson(const KernelTask &task) {
-  llvm::json::Array inputs, outputs;
-  for (const TensorSpec &tensor : task.inputs)
-    inputs.push_back(toJson(tensor));
-  for (const TensorSpec &tensor : task.outputs)
-    outputs.push_back(toJson(tensor));
-  return llvm::json::Object{
-      {"schema", "kopt.task/" + std::to_string(KernelTask::kSchemaVersion)},
-      {"key", task.key},
-      {"name", task.name},
-      {"kind", task.kind},
-      {"inputs", std::move(inputs)},
-      {"outputs", std::move(outputs)},
-      {"tolerance", llvm::json::Object{{"relative", task.tolerance.relative},
-                                       {"absolute", task.tolerance.absolute}}},
-      {"precision", task.precision},
-      {"mlir", task.mlir}};
+  return fromRuntime(rt::toJson(toRuntime(task)));
 }
 
 llvm::Expected<TensorSpec>
 mlir::kopt::tensorSpecFromJson(const llvm::json::Value &value) {
-  const llvm::json::Object *object = value.getAsObject();
-  if (!object)
-    return llvm::createStringError("tensor: expected an object");
-  TensorSpec tensor;
-  auto name = object->getString("name");
-  auto element = object->getString("element_type");
-  const llvm::json::Array *shape = object->getArray("shape");
-  if (!name || !element || !shape)
-    return llvm::createStringError(
-        "tensor: needs 'name', 'element_type' and 'shape'");
-  tensor.name = name->str();
-  std::optional<ElementType> type = parseElementType(*element);
-  if (!type)
-    return llvm::createStringError("tensor '%s': unknown element type '%s'",
-                                   tensor.name.c_str(), element->str().c_str());
-  tensor.elementType = *type;
-  for (const llvm::json::Value &size : *shape) {
-    std::optional<int64_t> dim = size.getAsInteger();
-    if (!dim || *dim < 0)
-      return llvm::createStringError("tensor '%s': bad dimension",
-                                     tensor.name.c_str());
-    tensor.shape.push_back(*dim);
-  }
-  return tensor;
-}
-
-/// Checks `schema` is `<kind>/<version>` with the version this code reads.
-static llvm::Error checkSchema(const llvm::json::Object &object,
-                               llvm::StringRef kind, int64_t version) {
-  auto schema = object.getString("schema");
-  std::string expected = (kind + "/" + llvm::Twine(version)).str();
-  if (!schema)
-    return llvm::createStringError("missing 'schema' (expected '%s')",
-                                   expected.c_str());
-  if (*schema != expected)
-    return llvm::createStringError("schema '%s' is not supported (this kopt "
-                                   "reads '%s')",
-                                   schema->str().c_str(), expected.c_str());
-  return llvm::Error::success();
+  auto tensor = toExpected(rt::tensorSpecFromJson(toRuntime(value)));
+  if (!tensor)
+    return tensor.takeError();
+  return fromRuntime(*tensor);
 }
 
 llvm::Expected<KernelTask>
 mlir::kopt::kernelTaskFromJson(const llvm::json::Value &value) {
-  const llvm::json::Object *object = value.getAsObject();
-  if (!object)
-    return llvm::createStringError("task: expected a JSON object");
-  if (llvm::Error error =
-          checkSchema(*object, "kopt.task", KernelTask::kSchemaVersion))
-    return std::move(error);
-  KernelTask task;
-  auto key = object->getString("key");
-  auto mlirText = object->getString("mlir");
-  if (!key || !mlirText)
-    return llvm::createStringError("task: needs 'key' and 'mlir'");
-  task.key = key->str();
-  task.mlir = mlirText->str();
-  if (auto name = object->getString("name"))
-    task.name = name->str();
-  if (auto kind = object->getString("kind"))
-    task.kind = kind->str();
-  if (auto precision = object->getString("precision"))
-    task.precision = precision->str();
-  for (auto [field, list] : {std::make_pair("inputs", &task.inputs),
-                             std::make_pair("outputs", &task.outputs)}) {
-    const llvm::json::Array *array = object->getArray(field);
-    if (!array)
-      return llvm::createStringError("task: needs '%s'", field);
-    for (const llvm::json::Value &entry : *array) {
-      auto tensor = tensorSpecFromJson(entry);
-      if (!tensor)
-        return tensor.takeError();
-      list->push_back(std::move(*tensor));
-    }
-  }
-  if (const llvm::json::Object *tolerance = object->getObject("tolerance")) {
-    task.tolerance.relative =
-        tolerance->getNumber("relative").value_or(task.tolerance.relative);
-    task.tolerance.absolute =
-        tolerance->getNumber("absolute").value_or(task.tolerance.absolute);
-  }
-  return task;
+  auto task = toExpected(rt::kernelTaskFromJson(toRuntime(value)));
+  if (!task)
+    return task.takeError();
+  return fromRuntime(*task);
 }

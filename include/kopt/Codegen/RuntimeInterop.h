@@ -23,6 +23,7 @@
 #include "kopt/Runtime/TaskPlan.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 namespace mlir::kopt {
 
@@ -34,6 +35,19 @@ namespace mlir::kopt {
 ::kopt::runtime::KernelTask toRuntime(const KernelTask &task);
 /// The runtime's copy of `plan`.
 ::kopt::runtime::KernelPlan toRuntime(const KernelPlan &plan);
+/// The runtime's copy of a JSON value (object members in key order).
+::kopt::runtime::json::Value toRuntime(const llvm::json::Value &value);
+
+/// The compiler's spelling of `type`.
+ElementType fromRuntime(::kopt::runtime::ElementType type);
+/// The compiler's copy of `tensor`.
+TensorSpec fromRuntime(const ::kopt::runtime::TensorSpec &tensor);
+/// The compiler's copy of `task`.
+KernelTask fromRuntime(const ::kopt::runtime::KernelTask &task);
+/// The compiler's copy of `plan`.
+KernelPlan fromRuntime(const ::kopt::runtime::KernelPlan &plan);
+/// LLVM's copy of a runtime JSON value.
+llvm::json::Value fromRuntime(const ::kopt::runtime::json::Value &value);
 
 /// Success for an ok `status`; otherwise an error with its message (the code
 /// is dropped: the compiler reports errors by message).
