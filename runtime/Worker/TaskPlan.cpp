@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Reads and writes the documents of docs/KernelPlan.md with the same field
-// names and defaults as the compiler's reader (lib/Codegen), but strictly: a
-// field present with the wrong type is an error rather than a default.
+// Reads and writes the documents of docs/KernelPlan.md: the one JSON
+// implementation, which the compiler (lib/Codegen) also goes through. Strict:
+// a field present with the wrong type is an error rather than a default.
 //
 //===----------------------------------------------------------------------===//
 
