@@ -18,6 +18,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include "WorkerTestUtils.h"
 #include "gtest/gtest.h"
 
 #include <cerrno>
@@ -34,27 +35,6 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-/// Reads a file of test/Runtime/Inputs as JSON.
-rt::json::Value readInput(const std::string &name) {
-  std::ifstream file(std::string(KOPT_SOURCE_DIR) + "/test/Runtime/Inputs/" +
-                     name);
-  std::stringstream text;
-  text << file.rdbuf();
-  rt::Result<rt::json::Value> value = rt::json::parse(text.str());
-  EXPECT_TRUE(value.isOk()) << name << ": " << value.status().message();
-  return value.isOk() ? *value : rt::json::Value::object();
-}
-
-/// A request with the mlp_block_g1 task, its baseline and a builtin plan.
-rt::EvaluateMessage makeRequest(int64_t id) {
-  rt::EvaluateMessage request;
-  request.requestId = id;
-  request.task = readInput("mlp_block_g1.task.json");
-  request.candidates.push_back(readInput("mlp_block_g1.baseline.plan.json"));
-  request.candidates.push_back(readInput("mlp_block_g1.builtin.plan.json"));
-  return request;
-}
 
 /// Options that run the built worker in test mode `mode` ("" is normal),
 /// with short deadlines.
@@ -170,11 +150,11 @@ TEST_F(WorkerClientTest, HelloRoundTrip) {
 
 TEST_F(WorkerClientTest, EvaluateGivesOneReportPerCandidate) {
   WorkerClient client(makeOptions());
-  auto reports = client.evaluate(makeRequest(1));
+  auto reports = client.evaluate(mlir::kopt::testing::makeWorkerRequest(1));
   pid_t pid = track(client);
   expectUnavailable(reports);
   // The same worker answers the next request.
-  auto again = client.evaluate(makeRequest(2));
+  auto again = client.evaluate(mlir::kopt::testing::makeWorkerRequest(2));
   expectUnavailable(again);
   EXPECT_EQ(client.getPid(), pid);
   EXPECT_EQ(client.getStartCount(), 1u);
@@ -183,7 +163,7 @@ TEST_F(WorkerClientTest, EvaluateGivesOneReportPerCandidate) {
 
 TEST_F(WorkerClientTest, RefusedRequestKeepsTheWorker) {
   WorkerClient client(makeOptions());
-  rt::EvaluateMessage request = makeRequest(3);
+  rt::EvaluateMessage request = mlir::kopt::testing::makeWorkerRequest(3);
   request.task = rt::json::Value::object();
   auto refused = client.evaluate(request);
   pid_t pid = track(client);
@@ -191,7 +171,7 @@ TEST_F(WorkerClientTest, RefusedRequestKeepsTheWorker) {
   std::string message = llvm::toString(refused.takeError());
   EXPECT_NE(message.find("refused request 3"), std::string::npos) << message;
   EXPECT_NE(message.find("task"), std::string::npos) << message;
-  auto reports = client.evaluate(makeRequest(4));
+  auto reports = client.evaluate(mlir::kopt::testing::makeWorkerRequest(4));
   expectUnavailable(reports);
   EXPECT_EQ(client.getPid(), pid);
 }
@@ -200,7 +180,7 @@ TEST_F(WorkerClientTest, CrashIsRecordedWithTheSignal) {
   WorkerClient client(makeOptions("crash"));
   ASSERT_FALSE(static_cast<bool>(client.start()));
   pid_t crashed = track(client);
-  auto reports = client.evaluate(makeRequest(1));
+  auto reports = client.evaluate(mlir::kopt::testing::makeWorkerRequest(1));
   expectAllFailed(reports, rt::FailedCheck::Crash, "crash: signal 6");
   EXPECT_EQ(client.getLastFailure().rfind("crash: signal 6", 0), 0u)
       << client.getLastFailure();
@@ -208,7 +188,7 @@ TEST_F(WorkerClientTest, CrashIsRecordedWithTheSignal) {
   expectGone(crashed);
 
   setMode(client, "");
-  auto next = client.evaluate(makeRequest(2));
+  auto next = client.evaluate(mlir::kopt::testing::makeWorkerRequest(2));
   track(client);
   expectUnavailable(next);
   EXPECT_EQ(client.getStartCount(), 2u);
@@ -220,7 +200,8 @@ TEST_F(WorkerClientTest, HangTimesOutAndKillsTheWorker) {
   ASSERT_FALSE(static_cast<bool>(client.start()));
   pid_t hung = track(client);
   Clock::time_point begin = Clock::now();
-  auto reports = client.evaluate(makeRequest(1), milliseconds(300));
+  auto reports = client.evaluate(mlir::kopt::testing::makeWorkerRequest(1),
+                                 milliseconds(300));
   auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - begin);
   expectAllFailed(reports, rt::FailedCheck::Timeout, "timeout after 300 ms");
   EXPECT_GE(elapsed.count(), 300);
@@ -229,14 +210,16 @@ TEST_F(WorkerClientTest, HangTimesOutAndKillsTheWorker) {
   expectGone(hung);
 
   setMode(client, "");
-  auto next = client.evaluate(makeRequest(2), milliseconds(5000));
+  auto next = client.evaluate(mlir::kopt::testing::makeWorkerRequest(2),
+                              milliseconds(5000));
   track(client);
   expectUnavailable(next);
 }
 
 TEST_F(WorkerClientTest, SlowWorkerWithinItsDeadlineAnswers) {
   WorkerClient client(makeOptions("slow:50"));
-  auto reports = client.evaluate(makeRequest(1), milliseconds(5000));
+  auto reports = client.evaluate(mlir::kopt::testing::makeWorkerRequest(1),
+                                 milliseconds(5000));
   track(client);
   expectUnavailable(reports);
 
@@ -244,7 +227,8 @@ TEST_F(WorkerClientTest, SlowWorkerWithinItsDeadlineAnswers) {
   WorkerClient late(makeOptions("slow:5000"));
   ASSERT_FALSE(static_cast<bool>(late.start()));
   pid_t pid = track(late);
-  auto timedOut = late.evaluate(makeRequest(2), milliseconds(200));
+  auto timedOut = late.evaluate(mlir::kopt::testing::makeWorkerRequest(2),
+                                milliseconds(200));
   expectAllFailed(timedOut, rt::FailedCheck::Timeout, "timeout after 200 ms");
   expectGone(pid);
 }
@@ -253,13 +237,14 @@ TEST_F(WorkerClientTest, GarbageIsAProtocolError) {
   WorkerClient client(makeOptions("garbage"));
   ASSERT_FALSE(static_cast<bool>(client.start()));
   pid_t broken = track(client);
-  auto reports = client.evaluate(makeRequest(1), milliseconds(5000));
+  auto reports = client.evaluate(mlir::kopt::testing::makeWorkerRequest(1),
+                                 milliseconds(5000));
   expectAllFailed(reports, rt::FailedCheck::Crash, "protocol error: ");
   EXPECT_FALSE(client.isRunning());
   expectGone(broken);
 
   setMode(client, "");
-  auto next = client.evaluate(makeRequest(2));
+  auto next = client.evaluate(mlir::kopt::testing::makeWorkerRequest(2));
   track(client);
   expectUnavailable(next);
 }
@@ -270,7 +255,7 @@ TEST_F(WorkerClientTest, ExitAfterHelloIsACrash) {
   pid_t exited = track(client);
   // A request larger than a pipe's buffer makes the write itself meet the
   // closed pipe, so SIGPIPE must not reach this process.
-  rt::EvaluateMessage request = makeRequest(1);
+  rt::EvaluateMessage request = mlir::kopt::testing::makeWorkerRequest(1);
   request.candidates[1].set("padding", std::string(1 << 20, 'x'));
   auto reports = client.evaluate(request, milliseconds(5000));
   track(client);
@@ -279,7 +264,7 @@ TEST_F(WorkerClientTest, ExitAfterHelloIsACrash) {
   expectGone(exited);
 
   setMode(client, "");
-  auto next = client.evaluate(makeRequest(2));
+  auto next = client.evaluate(mlir::kopt::testing::makeWorkerRequest(2));
   track(client);
   expectUnavailable(next);
 }
@@ -344,7 +329,7 @@ TEST_F(WorkerClientTest, MissingExecutableIsAnError) {
   WorkerOptions options = makeOptions();
   options.executable = std::string(KOPT_WORKER_PATH) + ".missing";
   WorkerClient client(options);
-  auto reports = client.evaluate(makeRequest(1));
+  auto reports = client.evaluate(mlir::kopt::testing::makeWorkerRequest(1));
   ASSERT_FALSE(static_cast<bool>(reports));
   std::string message = llvm::toString(reports.takeError());
   EXPECT_NE(message.find("cannot run"), std::string::npos) << message;

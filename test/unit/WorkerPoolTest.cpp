@@ -14,6 +14,7 @@
 
 #include "kopt/Evaluator/WorkerPool.h"
 
+#include "WorkerTestUtils.h"
 #include "gtest/gtest.h"
 
 #include <cerrno>
@@ -31,27 +32,6 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-/// Reads a file of test/Runtime/Inputs as JSON.
-rt::json::Value readInput(const std::string &name) {
-  std::ifstream file(std::string(KOPT_SOURCE_DIR) + "/test/Runtime/Inputs/" +
-                     name);
-  std::stringstream text;
-  text << file.rdbuf();
-  rt::Result<rt::json::Value> value = rt::json::parse(text.str());
-  EXPECT_TRUE(value.isOk()) << name << ": " << value.status().message();
-  return value.isOk() ? *value : rt::json::Value::object();
-}
-
-/// A request with the mlp_block_g1 task, its baseline and a builtin plan.
-rt::EvaluateMessage makeRequest(int64_t id) {
-  rt::EvaluateMessage request;
-  request.requestId = id;
-  request.task = readInput("mlp_block_g1.task.json");
-  request.candidates.push_back(readInput("mlp_block_g1.baseline.plan.json"));
-  request.candidates.push_back(readInput("mlp_block_g1.builtin.plan.json"));
-  return request;
-}
 
 /// A pool of the built worker in test mode `mode` on `devices`.
 WorkerPoolOptions makeOptions(const std::string &mode,
@@ -151,7 +131,8 @@ TEST_F(WorkerPoolTest, RequestsOnTwoWorkersRunConcurrently) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 2; ++t)
     threads.emplace_back([&, t] {
-      auto reports = pool.evaluate(makeRequest(t), std::nullopt, &used[t]);
+      auto reports = pool.evaluate(mlir::kopt::testing::makeWorkerRequest(t),
+                                   std::nullopt, &used[t]);
       answered[t] = static_cast<bool>(reports) && reports->size() == 2;
       if (!reports)
         llvm::consumeError(reports.takeError());
@@ -176,7 +157,7 @@ TEST_F(WorkerPoolTest, ARequestWaitsForAFreeWorker) {
   std::mutex mutex;
   for (int t = 0; t < 3; ++t)
     threads.emplace_back([&, t] {
-      auto reports = pool.evaluate(makeRequest(t));
+      auto reports = pool.evaluate(mlir::kopt::testing::makeWorkerRequest(t));
       std::lock_guard<std::mutex> lock(mutex);
       if (reports)
         answered += reports->size() == 2;
@@ -197,7 +178,8 @@ TEST_F(WorkerPoolTest, ACrashTouchesOnlyItsWorker) {
   track(pool);
   pid_t other = pool.getWorker(1).pid;
   size_t used = 9;
-  auto reports = pool.evaluate(makeRequest(1), std::nullopt, &used);
+  auto reports = pool.evaluate(mlir::kopt::testing::makeWorkerRequest(1),
+                               std::nullopt, &used);
   ASSERT_TRUE(static_cast<bool>(reports))
       << llvm::toString(reports.takeError());
   EXPECT_EQ(used, 0u);
@@ -215,7 +197,8 @@ TEST_F(WorkerPoolTest, ACrashTouchesOnlyItsWorker) {
   EXPECT_EQ(survivor.lastFailure, "");
   EXPECT_EQ(::kill(other, 0), 0);
   // The crashed worker starts afresh for the next request.
-  reports = pool.evaluate(makeRequest(2), std::nullopt, &used);
+  reports = pool.evaluate(mlir::kopt::testing::makeWorkerRequest(2),
+                          std::nullopt, &used);
   ASSERT_TRUE(static_cast<bool>(reports));
   EXPECT_EQ(used, 0u);
   EXPECT_EQ(pool.getWorker(0).startCount, 2u);
