@@ -14,7 +14,11 @@
 
 #include "kopt/Runtime/KernelDatabase.h"
 
+#include "Support/FieldReader.h"
+#include "kopt/Runtime/Hash.h"
+
 #include <ctime>
+#include <limits>
 
 using namespace kopt::runtime;
 
@@ -23,11 +27,7 @@ using namespace kopt::runtime;
 //===----------------------------------------------------------------------===//
 
 std::string kopt::runtime::hashBytes(std::string_view bytes) {
-  uint64_t hash = 1469598103934665603ull;
-  for (unsigned char c : bytes) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
+  uint64_t hash = fnv1a64(bytes.data(), bytes.size());
   static const char digits[] = "0123456789abcdef";
   std::string text(16, '0');
   for (int i = 15; i >= 0; --i, hash >>= 4)
@@ -69,68 +69,6 @@ static std::optional<std::string> fromHex(std::string_view text) {
   }
   return bytes;
 }
-
-static Status fieldError(std::string_view key, std::string_view what) {
-  return Status::error(StatusCode::InvalidArgument,
-                       "field '" + std::string(key) + "' " + std::string(what));
-}
-
-/// Reads string member `key` of `object` into `out`; a missing member leaves
-/// `out` unchanged.
-static Status readString(const json::Value &object, std::string_view key,
-                         std::string &out) {
-  const json::Value *member = object.find(key);
-  if (!member)
-    return Status::success();
-  const std::string *text = member->getString();
-  if (!text)
-    return fieldError(key, "must be a string");
-  out = *text;
-  return Status::success();
-}
-
-static Status readInteger(const json::Value &object, std::string_view key,
-                          int64_t &out) {
-  const json::Value *member = object.find(key);
-  if (!member)
-    return Status::success();
-  std::optional<int64_t> number = member->getInteger();
-  if (!number)
-    return fieldError(key, "must be an integer");
-  out = *number;
-  return Status::success();
-}
-
-static Status readNumber(const json::Value &object, std::string_view key,
-                         double &out) {
-  const json::Value *member = object.find(key);
-  if (!member)
-    return Status::success();
-  std::optional<double> number = member->getNumber();
-  if (!number)
-    return fieldError(key, "must be a number");
-  out = *number;
-  return Status::success();
-}
-
-static Status readBool(const json::Value &object, std::string_view key,
-                       bool &out) {
-  const json::Value *member = object.find(key);
-  if (!member)
-    return Status::success();
-  std::optional<bool> flag = member->getBool();
-  if (!flag)
-    return fieldError(key, "must be a boolean");
-  out = *flag;
-  return Status::success();
-}
-
-#define KOPT_DB_TRY(expr)                                                      \
-  do {                                                                         \
-    Status tryStatus = (expr);                                                 \
-    if (!tryStatus.isOk())                                                     \
-      return tryStatus;                                                        \
-  } while (false)
 
 static int64_t now() { return static_cast<int64_t>(std::time(nullptr)); }
 
@@ -185,22 +123,43 @@ json::Value kopt::runtime::toJson(const DeviceFingerprint &fingerprint) {
   return value;
 }
 
+constexpr int64_t kAnyInteger = std::numeric_limits<int64_t>::max();
+
+/// Reads the fingerprint fields with `read`; absent fields keep defaults.
+static DeviceFingerprint readFingerprint(FieldReader &read,
+                                         const json::Value &value) {
+  DeviceFingerprint fp;
+  fp.computeCapability = read.string("compute_capability", false);
+  fp.smCount = read.integer("sm_count", fp.smCount, -kAnyInteger, kAnyInteger);
+  fp.memoryBandwidthMBps =
+      read.integer("memory_bandwidth_mbps", fp.memoryBandwidthMBps,
+                   -kAnyInteger, kAnyInteger);
+  fp.l2Bytes = read.integer("l2_bytes", fp.l2Bytes, -kAnyInteger, kAnyInteger);
+  fp.driverVersion = read.string("driver_version", false);
+  fp.nvrtcVersion = read.string("nvrtc_version", false);
+  fp.codegenVersion = read.string("codegen_version", false);
+  if (value.find("precision"))
+    fp.precision = read.string("precision");
+  return fp;
+}
+
 Result<DeviceFingerprint>
 kopt::runtime::deviceFingerprintFromJson(const json::Value &value) {
-  if (!value.isObject())
-    return Status::error(StatusCode::InvalidArgument,
-                         "a fingerprint must be an object");
-  DeviceFingerprint fp;
-  KOPT_DB_TRY(readString(value, "compute_capability", fp.computeCapability));
-  KOPT_DB_TRY(readInteger(value, "sm_count", fp.smCount));
-  KOPT_DB_TRY(
-      readInteger(value, "memory_bandwidth_mbps", fp.memoryBandwidthMBps));
-  KOPT_DB_TRY(readInteger(value, "l2_bytes", fp.l2Bytes));
-  KOPT_DB_TRY(readString(value, "driver_version", fp.driverVersion));
-  KOPT_DB_TRY(readString(value, "nvrtc_version", fp.nvrtcVersion));
-  KOPT_DB_TRY(readString(value, "codegen_version", fp.codegenVersion));
-  KOPT_DB_TRY(readString(value, "precision", fp.precision));
+  FieldReader read(value, "fingerprint");
+  DeviceFingerprint fp = readFingerprint(read, value);
+  if (!read.isOk())
+    return read.status();
   return fp;
+}
+
+/// The fingerprint object `record` must hold, read into `fp`.
+static void readRecordFingerprint(FieldReader &read, DeviceFingerprint &fp) {
+  if (const json::Value *object = read.object("fingerprint")) {
+    FieldReader inner(*object, "fingerprint");
+    fp = readFingerprint(inner, *object);
+    if (!inner.isOk())
+      read.fail(inner.status().message());
+  }
 }
 
 static json::Value toJson(const TimingSummary &times) {
@@ -212,18 +171,19 @@ static json::Value toJson(const TimingSummary &times) {
   return value;
 }
 
-static Status readTimes(const json::Value &object, std::string_view key,
-                        TimingSummary &times) {
-  const json::Value *value = object.find(key);
-  if (!value)
-    return Status::success();
-  if (!value->isObject())
-    return fieldError(key, "must be an object");
-  KOPT_DB_TRY(readNumber(*value, "median_ms", times.medianMs));
-  KOPT_DB_TRY(readNumber(*value, "min_ms", times.minMs));
-  KOPT_DB_TRY(readNumber(*value, "p10_ms", times.p10Ms));
-  KOPT_DB_TRY(readNumber(*value, "p90_ms", times.p90Ms));
-  return Status::success();
+/// Reads the timing object `key`, when present, into `times`.
+static void readTimes(FieldReader &read, std::string_view key,
+                      TimingSummary &times) {
+  const json::Value *object = read.object(key, /*required=*/false);
+  if (!object)
+    return;
+  FieldReader inner(*object, std::string(key));
+  times.medianMs = inner.number("median_ms", times.medianMs);
+  times.minMs = inner.number("min_ms", times.minMs);
+  times.p10Ms = inner.number("p10_ms", times.p10Ms);
+  times.p90Ms = inner.number("p90_ms", times.p90Ms);
+  if (!inner.isOk())
+    read.fail(inner.status().message());
 }
 
 json::Value kopt::runtime::toJson(const KernelRecord &record,
@@ -257,59 +217,58 @@ json::Value kopt::runtime::toJson(const KernelRecord &record,
   return value;
 }
 
-static Status readBinary(const json::Value &object, std::string_view key,
-                         std::optional<std::string> &out) {
-  const json::Value *member = object.find(key);
-  if (!member)
-    return Status::success();
-  const std::string *text = member->getString();
-  if (!text)
-    return fieldError(key, "must be a hex string");
-  out = fromHex(*text);
+/// Reads the hex-encoded binary `key`, when present, into `out`.
+static void readBinary(FieldReader &read, std::string_view key,
+                       std::optional<std::string> &out) {
+  std::string text = read.string(key, /*required=*/false);
+  if (text.empty())
+    return;
+  out = fromHex(text);
   if (!out)
-    return fieldError(key, "must be a hex string");
-  return Status::success();
+    read.fail("'" + std::string(key) + "' must be a hex string");
+}
+
+/// Reads the task key, which must be present and non-empty.
+static std::string readTaskKey(FieldReader &read) {
+  std::string key = read.string("task_key");
+  if (read.isOk() && key.empty())
+    read.fail("'task_key' must be a non-empty string");
+  return key;
 }
 
 Result<KernelRecord>
 kopt::runtime::kernelRecordFromJson(const json::Value &value) {
-  if (!value.isObject())
-    return Status::error(StatusCode::InvalidArgument,
-                         "a kernel record must be an object");
+  FieldReader read(value, "kernel record");
   KernelRecord record;
-  KOPT_DB_TRY(readString(value, "task_key", record.taskKey));
-  if (record.taskKey.empty())
-    return fieldError("task_key", "must be a non-empty string");
-  const json::Value *fingerprint = value.find("fingerprint");
-  if (!fingerprint)
-    return fieldError("fingerprint", "is missing");
-  Result<DeviceFingerprint> fp = deviceFingerprintFromJson(*fingerprint);
-  if (!fp)
-    return fp.status();
-  record.fingerprint = *fp;
-  KOPT_DB_TRY(readBool(value, "valid", record.valid));
+  record.taskKey = readTaskKey(read);
+  readRecordFingerprint(read, record.fingerprint);
+  record.valid = read.boolean("valid", record.valid);
   if (const json::Value *plan = value.find("plan"))
     record.plan = *plan;
-  KOPT_DB_TRY(readBinary(value, "cubin", record.cubin));
-  KOPT_DB_TRY(readBinary(value, "ptx", record.ptx));
-  KOPT_DB_TRY(readString(value, "cubin_hash", record.cubinHash));
-  KOPT_DB_TRY(readString(value, "ptx_hash", record.ptxHash));
-  KOPT_DB_TRY(readTimes(value, "winner", record.winner));
-  KOPT_DB_TRY(readTimes(value, "baseline", record.baseline));
+  readBinary(read, "cubin", record.cubin);
+  readBinary(read, "ptx", record.ptx);
+  record.cubinHash = read.string("cubin_hash", false);
+  record.ptxHash = read.string("ptx_hash", false);
+  readTimes(read, "winner", record.winner);
+  readTimes(read, "baseline", record.baseline);
   if (const json::Value *validation = value.find("validation"))
     record.validation = *validation;
-  if (const json::Value *provenance = value.find("provenance")) {
-    if (!provenance->isObject())
-      return fieldError("provenance", "must be an object");
-    KOPT_DB_TRY(
-        readString(*provenance, "proposer", record.provenance.proposer));
-    KOPT_DB_TRY(readString(*provenance, "model", record.provenance.model));
-    KOPT_DB_TRY(
-        readString(*provenance, "prompt_hash", record.provenance.promptHash));
-    KOPT_DB_TRY(readInteger(*provenance, "round", record.provenance.round));
+  if (const json::Value *object = read.object("provenance", false)) {
+    FieldReader provenance(*object, "provenance");
+    record.provenance.proposer = provenance.string("proposer", false);
+    record.provenance.model = provenance.string("model", false);
+    record.provenance.promptHash = provenance.string("prompt_hash", false);
+    record.provenance.round = provenance.integer(
+        "round", record.provenance.round, -kAnyInteger, kAnyInteger);
+    if (!provenance.isOk())
+      read.fail(provenance.status().message());
   }
-  KOPT_DB_TRY(readInteger(value, "created_at", record.createdAt));
-  KOPT_DB_TRY(readInteger(value, "updated_at", record.updatedAt));
+  record.createdAt =
+      read.integer("created_at", record.createdAt, -kAnyInteger, kAnyInteger);
+  record.updatedAt =
+      read.integer("updated_at", record.updatedAt, -kAnyInteger, kAnyInteger);
+  if (!read.isOk())
+    return read.status();
   return record;
 }
 
@@ -328,28 +287,20 @@ json::Value kopt::runtime::toJson(const AttemptRecord &attempt) {
 
 Result<AttemptRecord>
 kopt::runtime::attemptRecordFromJson(const json::Value &value) {
-  if (!value.isObject())
-    return Status::error(StatusCode::InvalidArgument,
-                         "an attempt must be an object");
+  FieldReader read(value, "attempt");
   AttemptRecord attempt;
-  KOPT_DB_TRY(readString(value, "task_key", attempt.taskKey));
-  if (attempt.taskKey.empty())
-    return fieldError("task_key", "must be a non-empty string");
-  const json::Value *fingerprint = value.find("fingerprint");
-  if (!fingerprint)
-    return fieldError("fingerprint", "is missing");
-  Result<DeviceFingerprint> fp = deviceFingerprintFromJson(*fingerprint);
-  if (!fp)
-    return fp.status();
-  attempt.fingerprint = *fp;
+  attempt.taskKey = readTaskKey(read);
+  readRecordFingerprint(read, attempt.fingerprint);
   if (const json::Value *plan = value.find("plan"))
     attempt.plan = *plan;
-  KOPT_DB_TRY(readString(value, "proposer", attempt.proposer));
-  KOPT_DB_TRY(readBool(value, "valid", attempt.valid));
-  KOPT_DB_TRY(readString(value, "failed_check", attempt.failedCheck));
+  attempt.proposer = read.string("proposer", false);
+  attempt.valid = read.boolean("valid", attempt.valid);
+  attempt.failedCheck = read.string("failed_check", false);
   if (const json::Value *feedback = value.find("feedback"))
     attempt.feedback = *feedback;
-  KOPT_DB_TRY(readInteger(value, "time", attempt.time));
+  attempt.time = read.integer("time", attempt.time, -kAnyInteger, kAnyInteger);
+  if (!read.isOk())
+    return read.status();
   return attempt;
 }
 
@@ -414,7 +365,8 @@ Result<size_t> KernelDatabase::importJsonLines(std::string_view text) {
           attemptRecordFromJson(*value->find("attempt"));
       if (!attempt)
         return attempt.status().withContext(where);
-      KOPT_DB_TRY(addAttempt(*attempt).withContext(where));
+      if (Status added = addAttempt(*attempt); !added.isOk())
+        return added.withContext(where);
     } else {
       return Status::error(StatusCode::InvalidArgument,
                            where + ": not a kernel or attempt line");

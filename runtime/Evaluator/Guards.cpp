@@ -8,6 +8,8 @@
 
 #include "runtime/Evaluator/Guards.h"
 
+#include "kopt/Runtime/Hash.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -170,12 +172,7 @@ RedzoneCheck kopt::runtime::checkRedzone(const std::vector<uint8_t> &allocation,
 //===----------------------------------------------------------------------===//
 
 uint64_t kopt::runtime::checksum(const uint8_t *data, size_t size) {
-  uint64_t hash = 0xcbf29ce484222325ull; // FNV-1a 64-bit offset basis.
-  for (size_t i = 0; i < size; ++i) {
-    hash ^= data[i];
-    hash *= 0x100000001b3ull; // FNV 64-bit prime.
-  }
-  return hash;
+  return fnv1a64(data, size);
 }
 
 uint64_t kopt::runtime::checksum(const std::vector<uint8_t> &bytes) {
