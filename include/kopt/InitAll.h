@@ -22,6 +22,13 @@ void registerAllDialects(DialectRegistry &registry);
 /// (canonicalize, cse, the TOSA conversions, linalg generalisation).
 void registerAllPasses();
 
+/// Registers kopt's passes and the `kopt-tosa-to-linalg` and
+/// `kopt-fusion-planning` pipelines, and no upstream pass: what a host that
+/// already registers MLIR's passes (`mlir-opt` loading kopt's pass plugin, or
+/// another compiler's driver) needs. registerAllPasses() calls it; call one
+/// of the two, once per process.
+void registerKoptPassesAndPipelines();
+
 } // namespace mlir::kopt
 
 #endif // KOPT_INITALL_H

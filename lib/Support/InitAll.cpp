@@ -38,13 +38,17 @@ void mlir::kopt::registerAllDialects(DialectRegistry &registry) {
 }
 
 void mlir::kopt::registerAllPasses() {
-  registerKoptPasses();
+  registerKoptPassesAndPipelines();
   registerTransformsPasses();
   registerTosaToLinalg();
   registerTosaToLinalgNamed();
   registerTosaToArithPass();
   registerTosaToTensorPass();
   registerLinalgGeneralizeNamedOpsPass();
+}
+
+void mlir::kopt::registerKoptPassesAndPipelines() {
+  registerKoptPasses();
   PassPipelineRegistration<>(
       "kopt-tosa-to-linalg",
       "Lower TOSA to linalg on tensors the way kopt does before planning",
