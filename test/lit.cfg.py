@@ -29,8 +29,17 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.kopt_tools_dir, config.llvm_tools_dir]
-tools = ["kopt", "kopt-opt", "not", "split-file"]
+tools = ["kopt", "kopt-opt", "llvm-nm", "llvm-readobj", "not", "split-file"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# test/Plugin runs kopt's pass plugin in MLIR's own mlir-opt, from the LLVM
+# installation kopt is built against; the feature is set where this build
+# has the plugin (not in the portable build) and that mlir-opt exists.
+mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+if config.kopt_pass_plugin and os.path.exists(mlir_opt):
+    config.available_features.add("kopt-pass-plugin")
+    config.substitutions.append(("%mlir_opt", mlir_opt))
+    config.substitutions.append(("%kopt_plugin", config.kopt_pass_plugin))
 
 # GPU tests carry `REQUIRES: cuda`; the feature is set only when a device
 # answers, so machines without one skip them cleanly.
