@@ -12,8 +12,11 @@
 
 #include <cupti.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <thread>
 
 using namespace kopt::runtime;
 
@@ -26,7 +29,8 @@ using namespace kopt::runtime;
   X(cuptiActivityFlushAll)                                                     \
   X(cuptiActivityGetNextRecord)                                                \
   X(cuptiActivityGetNumDroppedRecords)                                         \
-  X(cuptiGetStreamIdEx)
+  X(cuptiGetStreamIdEx)                                                        \
+  X(cuptiGetTimestamp)
 
 namespace {
 struct CuptiLibrary {
@@ -209,6 +213,10 @@ Status LaunchRecorder::start() {
   ActivityState &state = getActivityState();
   // Drain whatever CUPTI still holds from earlier work, and forget it.
   (void)(*cupti)->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (Status status = (*cupti)->check((*cupti)->cuptiGetTimestamp(&startNs),
+                                      "cuptiGetTimestamp");
+      !status.isOk())
+    return status;
   {
     std::lock_guard<std::mutex> lock(state.mutex);
     state.records.clear();
@@ -227,7 +235,7 @@ Status LaunchRecorder::start() {
   return Status::success();
 }
 
-Result<std::vector<KernelActivity>> LaunchRecorder::stop() {
+Result<std::vector<KernelActivity>> LaunchRecorder::stop(size_t minRecords) {
   auto cupti = loadCupti();
   if (!cupti)
     return cupti.status();
@@ -235,15 +243,33 @@ Result<std::vector<KernelActivity>> LaunchRecorder::stop() {
     return Status::error(StatusCode::InvalidArgument,
                          "the launch recorder is not recording");
   recording = false;
+  ActivityState &state = getActivityState();
   // Flush first, then disable: a forced flush delivers the records of
-  // finished kernels, including those still in CUPTI's per-stream queues.
-  Status flushed = (*cupti)->check(
-      (*cupti)->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
-      "cuptiActivityFlushAll");
+  // finished kernels, including those still in CUPTI's per-stream queues,
+  // though not always at once (measured on an H200: a record arrived one
+  // window late), so flush until the window's records are in.
+  auto countWindow = [&] {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    size_t count = 0;
+    for (const KernelActivity &record : state.records)
+      count += record.startNs >= startNs;
+    return count;
+  };
+  auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  Status flushed;
+  while (true) {
+    flushed = (*cupti)->check(
+        (*cupti)->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
+        "cuptiActivityFlushAll");
+    if (!flushed.isOk() || countWindow() >= minRecords ||
+        std::chrono::steady_clock::now() > deadline)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   Status disabled = (*cupti)->check(
       (*cupti)->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
       "cuptiActivityDisable(CONCURRENT_KERNEL)");
-  ActivityState &state = getActivityState();
   std::vector<KernelActivity> records;
   size_t dropped = 0;
   {
@@ -262,6 +288,12 @@ Result<std::vector<KernelActivity>> LaunchRecorder::stop() {
                          "CUPTI dropped " + std::to_string(dropped) +
                              " activity records: the launch record is "
                              "incomplete");
+  // Late records of earlier windows.
+  records.erase(std::remove_if(records.begin(), records.end(),
+                               [&](const KernelActivity &record) {
+                                 return record.startNs < startNs;
+                               }),
+                records.end());
   std::stable_sort(records.begin(), records.end(),
                    [](const KernelActivity &a, const KernelActivity &b) {
                      return a.startNs < b.startNs;
@@ -284,12 +316,13 @@ Result<uint32_t> kopt::runtime::getCuptiStreamId(CUstream stream) {
 
 Result<std::vector<KernelActivity>>
 kopt::runtime::recordLaunches(LaunchRecorder &recorder,
-                              const std::function<Status()> &run) {
+                              const std::function<Status()> &run,
+                              size_t minRecords) {
   Status started = recorder.start();
   if (!started.isOk())
     return started;
   Status ran = run();
-  auto record = recorder.stop();
+  auto record = recorder.stop(ran.isOk() ? minRecords : 0);
   if (!ran.isOk())
     return ran;
   return record;

@@ -452,6 +452,15 @@ Status PlanRunner::setInput(std::string_view name, const uint8_t *data,
   return Status::success();
 }
 
+Status PlanRunner::markInputWritten(std::string_view name) {
+  for (const TensorSpec &tensor : impl->task.inputs)
+    if (tensor.name == name) {
+      impl->inputsSet.insert(tensor.name);
+      return Status::success();
+    }
+  return invalid("the task has no input '" + std::string(name) + "'");
+}
+
 Status PlanRunner::setInputs(const std::vector<std::vector<uint8_t>> &inputs) {
   if (inputs.size() != impl->task.inputs.size())
     return invalid("the task takes " +

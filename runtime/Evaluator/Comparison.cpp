@@ -172,6 +172,51 @@ kopt::runtime::compareValues(const std::vector<double> &actual,
   return result;
 }
 
+bool ComparisonSums::isConclusive() const {
+  return std::isfinite(errorSquares) && std::isfinite(referenceSquares);
+}
+
+ComparisonResult
+kopt::runtime::judgeComparisonSums(const ComparisonSums &sums, bool integer,
+                                   const Tolerance &tolerance) {
+  ComparisonResult result;
+  result.numElements = sums.numElements;
+  result.numSpecialMismatches = sums.numSpecialMismatches;
+  result.numDiffering = sums.numDiffering;
+  constexpr double infinity = std::numeric_limits<double>::infinity();
+  double error = std::sqrt(sums.errorSquares);
+  double reference = std::sqrt(sums.referenceSquares);
+  if (error == 0.0 && (!integer || sums.numDiffering == 0))
+    result.relativeError = 0.0;
+  else if (reference == 0.0)
+    result.relativeError = infinity;
+  else
+    result.relativeError = error / reference;
+  uint64_t count = integer ? sums.numElements : sums.numFinite;
+  result.rmsError = count ? error / std::sqrt(double(count)) : 0.0;
+  std::ostringstream message;
+  message.precision(3);
+  if (integer) {
+    result.passed = sums.numDiffering == 0;
+    if (!result.passed)
+      message << sums.numDiffering
+              << " integer elements differ (exact match required)";
+  } else {
+    bool withinTolerance = result.relativeError <= tolerance.relative ||
+                           result.rmsError <= tolerance.absolute;
+    result.passed = sums.numSpecialMismatches == 0 && withinTolerance;
+    if (sums.numSpecialMismatches)
+      message << sums.numSpecialMismatches
+              << " elements disagree on NaN or infinity";
+    else if (!result.passed)
+      message << "relative error norm " << result.relativeError << " > "
+              << tolerance.relative << " and RMS error " << result.rmsError
+              << " > " << tolerance.absolute;
+  }
+  result.message = message.str();
+  return result;
+}
+
 ComparisonResult
 kopt::runtime::compareIntegers(const std::vector<int64_t> &actual,
                                const std::vector<int64_t> &expected,

@@ -78,6 +78,29 @@ struct ComparisonResult {
   std::string message;
 };
 
+/// The reductions a comparison's verdict rests on, as a parallel pass over
+/// the device computes them (DeviceChecks): plain sums of squares instead of
+/// `compareValues`'s scaled norms, so they can overflow for outputs near
+/// the double range; `isConclusive` says when they did not.
+struct ComparisonSums {
+  uint64_t numElements = 0;
+  uint64_t numSpecialMismatches = 0;
+  uint64_t numDiffering = 0;
+  /// Pairs where both elements are finite (float types only).
+  uint64_t numFinite = 0;
+  /// Sums over the finite pairs of (out - ref)^2 and of ref^2.
+  double errorSquares = 0.0;
+  double referenceSquares = 0.0;
+
+  bool isConclusive() const;
+};
+
+/// The verdict `compareValues` (`integer` false) or `compareIntegers` would
+/// give, from `sums` alone: no worst elements, and a message only on
+/// failure. Valid when `sums.isConclusive()`.
+ComparisonResult judgeComparisonSums(const ComparisonSums &sums, bool integer,
+                                     const Tolerance &tolerance);
+
 /// Compares float output `actual` with reference `expected` under
 /// `tolerance`, keeping the `maxWorst` worst elements.
 ComparisonResult compareValues(const std::vector<double> &actual,

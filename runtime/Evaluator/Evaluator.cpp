@@ -10,20 +10,25 @@
 //
 // 1. Compile: a PlanRunner per candidate (NVRTC through the runner's
 //    process-wide cache), all before anything runs or is timed.
-// 2. Validate, set by set: inputs drawn from the set's distribution and
-//    seed; a fresh runner per candidate and set (allocated before the last
-//    one is freed, so the addresses change); redzones filled, outputs
-//    poisoned, inputs checksummed around every run. The baseline runs first
-//    and its outputs are the reference for the set. On set 0 each candidate
-//    runs twice, with the two poison variants, which also checks
-//    determinism bitwise, and once under the launch tracer when one is set;
-//    the fp64 reference, when given, is checked on set 0.
+// 2. Validate, set by set: inputs drawn on the device from the set's
+//    distribution and seed; a fresh runner per candidate and set (allocated
+//    before the last one is freed, so the addresses change); redzones
+//    filled, outputs poisoned, inputs checksummed around every run. The
+//    baseline runs first and its outputs are the reference for the set. On
+//    set 0 each candidate runs twice, with the two poison variants, which
+//    also checks determinism bitwise, and once under the launch tracer when
+//    one is set; the fp64 reference, when given, is checked on set 0.
 // 3. Input dependence (outputs change where the baseline's change) and
 //    interleaving (set 0 then the last set again on the last set's runner:
 //    both agree bitwise with their first runs).
 // 4. Time: warm-up by time, then the interleaved A/B schedule, one timed
 //    run at a time; outputs are checked again after the loop; then the
 //    physical floor and suspicious speedups (re-measured).
+//
+// The bulk checks (drawing inputs, poisoning, checksums, unwritten
+// elements, comparisons) run as device kernels (DeviceChecks.h); a device
+// check that finds a problem hands over to the host version, which reads
+// the buffers back and writes the evidence.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +38,7 @@
 #include "kopt/Runtime/Cuda/Nvml.h"
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 #include "runtime/Evaluator/Comparison.h"
+#include "runtime/Evaluator/DeviceChecks.h"
 #include "runtime/Evaluator/EvaluationChecks.h"
 #include "runtime/Evaluator/Guards.h"
 #include "runtime/Evaluator/InputGenerator.h"
@@ -52,11 +58,12 @@ struct Failure {
   json::Value evidence = json::Value::object();
 };
 
-/// Host bytes of one input set, and how it was drawn.
+/// How one input set is drawn, and the device checksums of its inputs
+/// (filled by the first draw).
 struct InputSet {
-  std::vector<std::vector<uint8_t>> inputs;
   InputDistribution distribution = InputDistribution::StandardNormal;
   uint64_t seed = 0;
+  std::vector<uint64_t> inputSums;
 };
 
 /// One candidate in flight.
@@ -65,10 +72,11 @@ struct Candidate {
   EvalReport report;
   /// The runner of the current set (after validation: of the last set).
   std::unique_ptr<PlanRunner> runner;
-  /// Checksums of each output, per set.
+  /// Device checksums of each output, per set.
   std::vector<std::vector<uint64_t>> outputSums;
-  /// Outputs of the last set, for the check after timing.
-  std::vector<std::vector<uint8_t>> lastOutputs;
+  /// Device copies of the outputs of the last set (the baseline's only),
+  /// for the check after timing.
+  std::vector<DeviceBuffer> lastOutputs;
   /// Largest relative error against the baseline over all sets.
   double maxRelativeError = 0;
   std::vector<double> times;
@@ -115,21 +123,28 @@ private:
   Status fillRedzones(PlanRunner &runner, const KernelPlan &plan);
   std::optional<Failure> checkRedzones(PlanRunner &runner,
                                        const KernelPlan &plan);
-  std::optional<Failure> runChecked(Candidate &candidate, const InputSet &set,
+  Status loadInputs(PlanRunner &runner, InputSet &set);
+  std::optional<Failure> runChecked(Candidate &candidate, InputSet &set,
                                     unsigned variant, bool trace,
-                                    std::vector<std::vector<uint8_t>> &outputs);
-  std::optional<Failure>
-  validateSet(Candidate &candidate, size_t setIndex, const InputSet &set,
-              std::vector<std::vector<uint8_t>> &outputs);
+                                    std::vector<uint64_t> &outputSums);
+  std::optional<Failure> checkTwoRuns(Candidate &candidate,
+                                      const std::vector<DeviceBuffer> &first,
+                                      const std::vector<uint64_t> &firstSums,
+                                      const std::vector<uint64_t> &secondSums);
+  std::optional<Failure> validateSet(Candidate &candidate, size_t setIndex,
+                                     InputSet &set);
+  std::optional<Failure> compareOnDevice(const std::string &output,
+                                         ElementType type, CUdeviceptr actual,
+                                         CUdeviceptr expected,
+                                         uint64_t numElements,
+                                         double &relativeError);
   void compareWithBaseline(Candidate &candidate, size_t setIndex,
-                           const InputSet &set,
-                           const std::vector<std::vector<uint8_t>> &outputs,
-                           const std::vector<std::vector<uint8_t>> &expected);
-  void checkReference(Candidate &candidate,
-                      const std::vector<std::vector<uint8_t>> &outputs);
+                           const InputSet &set, const Candidate &baseline);
+  void checkReference(Candidate &candidate);
   void checkInputDependence(Candidate &candidate, const Candidate &baseline);
-  void checkInterleaving(Candidate &candidate, const InputSet &first,
-                         const InputSet &last, size_t lastIndex);
+  void checkInterleaving(Candidate &candidate, InputSet &first, InputSet &last,
+                         size_t lastIndex, bool keepOutputs);
+  Result<std::vector<DeviceBuffer>> copyOutputs(PlanRunner &runner);
   Status timeRound(const std::vector<Candidate *> &variants,
                    unsigned repetitions);
   void failEveryoneAfterBaseline(std::vector<Candidate> &candidates);
@@ -146,8 +161,17 @@ private:
   const CudaDriver &api;
   const KernelTask &task;
   const EvaluatorOptions &options;
+  std::unique_ptr<DeviceChecks> device;
   bool contextLost = false;
 };
+
+uint64_t getElementCount(const TensorSpec &tensor) {
+  return uint64_t(tensor.getNumElements().value_or(0));
+}
+
+uint64_t getByteCount(const TensorSpec &tensor) {
+  return uint64_t(tensor.getBytes().value_or(0));
+}
 } // namespace
 
 std::vector<std::string> Engine::guardedTensors(const KernelPlan &plan) const {
@@ -239,32 +263,61 @@ std::optional<Failure> Engine::checkRedzones(PlanRunner &runner,
   return std::nullopt;
 }
 
-std::optional<Failure>
-Engine::runChecked(Candidate &candidate, const InputSet &set, unsigned variant,
-                   bool trace, std::vector<std::vector<uint8_t>> &outputs) {
+Status Engine::loadInputs(PlanRunner &runner, InputSet &set) {
+  bool first = set.inputSums.empty();
+  for (size_t i = 0; i < task.inputs.size(); ++i) {
+    const TensorSpec &input = task.inputs[i];
+    CUdeviceptr at = runner.getDevicePointer(input.name);
+    if (Status status =
+            device->generate(at, input.elementType, getElementCount(input),
+                             set.distribution, deriveSeed(set.seed, i));
+        !status.isOk())
+      return status;
+    if (Status status = runner.markInputWritten(input.name); !status.isOk())
+      return status;
+    auto sum = device->checksum(at, getByteCount(input));
+    if (!sum)
+      return sum.status();
+    if (first)
+      set.inputSums.push_back(*sum);
+    else if (set.inputSums[i] != *sum)
+      return Status::error(StatusCode::Internal,
+                           "input '" + input.name +
+                               "' came out different when drawn again");
+  }
+  return Status::success();
+}
+
+std::optional<Failure> Engine::runChecked(Candidate &candidate, InputSet &set,
+                                          unsigned variant, bool trace,
+                                          std::vector<uint64_t> &outputSums) {
   PlanRunner &runner = *candidate.runner;
   const KernelPlan &plan = *candidate.plan;
-  if (Status status = runner.setInputs(set.inputs); !status.isOk())
+  if (Status status = loadInputs(runner, set); !status.isOk())
     return makeFailure(FailedCheck::Crash, status.message());
   for (const TensorSpec &output : task.outputs)
-    if (Status status = runner.writeTensor(
-            output.name,
-            makePoisonedBuffer(output.elementType,
-                               uint64_t(output.getNumElements().value_or(0)),
-                               variant));
+    if (Status status = device->fill(
+            runner.getDevicePointer(output.name), getElementCount(output),
+            getPoisonElement(output.elementType, variant));
         !status.isOk())
       return makeFailure(FailedCheck::Crash, status.message());
   if (Status status = fillRedzones(runner, plan); !status.isOk())
     return makeFailure(FailedCheck::Crash, status.message());
 
-  // Point 6 wraps exactly one run; the tracer's own failure skips the check.
+  // Point 6 wraps exactly one run, and waits for the whole context so that
+  // work on other streams is in the record too; the tracer's own failure
+  // skips the check.
   Status runStatus;
   std::optional<std::vector<KernelActivity>> launched;
   if (trace && options.launchTracer) {
-    auto traced = options.launchTracer([&] {
-      runStatus = runner.run();
-      return runStatus;
-    });
+    auto traced = options.launchTracer(
+        [&] {
+          runStatus = runner.run();
+          if (runStatus.isOk())
+            runStatus = api.check(api.cuCtxSynchronize(), "cuCtxSynchronize");
+          return runStatus;
+        },
+        plan.steps.size());
     if (traced)
       launched = std::move(*traced);
     else if (runStatus.isOk())
@@ -281,36 +334,43 @@ Engine::runChecked(Candidate &candidate, const InputSet &set, unsigned variant,
   if (std::optional<Failure> failure = checkRedzones(runner, plan))
     return failure;
   for (size_t i = 0; i < task.inputs.size(); ++i) {
-    auto after = runner.readTensor(task.inputs[i].name);
+    const TensorSpec &input = task.inputs[i];
+    auto after = device->checksum(runner.getDevicePointer(input.name),
+                                  getByteCount(input));
     if (!after)
       return makeFailure(FailedCheck::Crash, after.status().message());
-    if (checksum(*after) != checksum(set.inputs[i])) {
-      Failure failure = makeFailure(FailedCheck::InputModified,
-                                    "input '" + task.inputs[i].name +
-                                        "' changed during the run");
-      failure.evidence.set("input", json::Value(task.inputs[i].name));
+    if (*after != set.inputSums[i]) {
+      Failure failure =
+          makeFailure(FailedCheck::InputModified,
+                      "input '" + input.name + "' changed during the run");
+      failure.evidence.set("input", json::Value(input.name));
       return failure;
     }
   }
-  auto read = runner.readOutputs();
-  if (!read)
-    return makeFailure(FailedCheck::Crash, read.status().message());
-  outputs = std::move(*read);
-  for (size_t i = 0; i < task.outputs.size(); ++i) {
-    ElementType type = task.outputs[i].elementType;
+  for (const TensorSpec &output : task.outputs) {
+    ElementType type = output.elementType;
     // An integer sentinel may be a legal value: those outputs are checked
     // by the two-run rule on set 0 instead.
     if (isIntegerType(type) && type != ElementType::I1)
       continue;
-    std::vector<uint64_t> unwritten =
-        findUnwrittenElements(outputs[i], type, variant);
-    if (unwritten.empty())
+    auto count = device->countEqual(runner.getDevicePointer(output.name),
+                                    getElementCount(output),
+                                    getPoisonElement(type, variant));
+    if (!count)
+      return makeFailure(FailedCheck::Crash, count.status().message());
+    if (*count == 0)
       continue;
+    // The evidence: which elements.
+    auto bytes = runner.readTensor(output.name);
+    if (!bytes)
+      return makeFailure(FailedCheck::Crash, bytes.status().message());
+    std::vector<uint64_t> unwritten =
+        findUnwrittenElements(*bytes, type, variant);
     Failure failure =
         makeFailure(FailedCheck::UnwrittenOutput,
                     std::to_string(unwritten.size()) + " elements of output '" +
-                        task.outputs[i].name + "' were not written");
-    failure.evidence.set("output", json::Value(task.outputs[i].name));
+                        output.name + "' were not written");
+    failure.evidence.set("output", json::Value(output.name));
     failure.evidence.set("unwritten", json::Value(unwritten.size()));
     json::Value first = json::Value::array();
     for (size_t k = 0; k < unwritten.size() && k < kDefaultWorstElements; ++k)
@@ -331,89 +391,186 @@ Engine::runChecked(Candidate &candidate, const InputSet &set, unsigned variant,
       return failure;
     }
   }
+  outputSums.clear();
+  for (const TensorSpec &output : task.outputs) {
+    auto sum = device->checksum(runner.getDevicePointer(output.name),
+                                getByteCount(output));
+    if (!sum)
+      return makeFailure(FailedCheck::Crash, sum.status().message());
+    outputSums.push_back(*sum);
+  }
   return std::nullopt;
 }
 
+Result<std::vector<DeviceBuffer>> Engine::copyOutputs(PlanRunner &runner) {
+  std::vector<DeviceBuffer> copies;
+  for (const TensorSpec &output : task.outputs) {
+    auto copy = DeviceBuffer::allocate(
+        context, std::max<int64_t>(1, int64_t(getByteCount(output))));
+    if (!copy)
+      return copy.status();
+    if (Status status =
+            device->copy(copy->get(), runner.getDevicePointer(output.name),
+                         getByteCount(output));
+        !status.isOk())
+      return status;
+    copies.push_back(std::move(*copy));
+  }
+  return copies;
+}
+
+/// Reads `bytes` bytes at `from` to the host.
+static Result<std::vector<uint8_t>>
+readDevice(const CudaDriver &api, CUdeviceptr from, uint64_t bytes) {
+  std::vector<uint8_t> host(bytes);
+  if (bytes)
+    if (Status status = api.check(api.cuMemcpyDtoH(host.data(), from, bytes),
+                                  "cuMemcpyDtoH");
+        !status.isOk())
+      return status;
+  return host;
+}
+
 std::optional<Failure>
-Engine::validateSet(Candidate &candidate, size_t setIndex, const InputSet &set,
-                    std::vector<std::vector<uint8_t>> &outputs) {
+Engine::checkTwoRuns(Candidate &candidate,
+                     const std::vector<DeviceBuffer> &first,
+                     const std::vector<uint64_t> &firstSums,
+                     const std::vector<uint64_t> &secondSums) {
+  for (size_t i = 0; i < task.outputs.size(); ++i) {
+    if (firstSums[i] == secondSums[i])
+      continue;
+    // The runs differ: the host compares them for the verdict's evidence.
+    const TensorSpec &output = task.outputs[i];
+    auto firstBytes = readDevice(api, first[i].get(), getByteCount(output));
+    auto secondBytes = candidate.runner->readTensor(output.name);
+    if (!firstBytes || !secondBytes)
+      return makeFailure(FailedCheck::Crash,
+                         "reading the outputs of two runs back failed");
+    ElementType type = output.elementType;
+    if (isIntegerType(type) && type != ElementType::I1) {
+      std::vector<uint64_t> unwritten =
+          findUnwrittenElements(*firstBytes, *secondBytes, type);
+      if (!unwritten.empty()) {
+        Failure failure = makeFailure(FailedCheck::UnwrittenOutput,
+                                      std::to_string(unwritten.size()) +
+                                          " elements of output '" +
+                                          output.name + "' were not written");
+        failure.evidence.set("output", json::Value(output.name));
+        failure.evidence.set("unwritten", json::Value(unwritten.size()));
+        return failure;
+      }
+    }
+    RunComparison runs = compareRuns(type, *firstBytes, *secondBytes);
+    if (runs.identical)
+      continue;
+    Failure failure =
+        makeFailure(FailedCheck::Nondeterministic,
+                    "two runs on the same inputs differ in output '" +
+                        output.name + "': " + runs.message);
+    failure.evidence.set("output", json::Value(output.name));
+    failure.evidence.set("differing", json::Value(runs.numDiffering));
+    return failure;
+  }
+  return std::nullopt;
+}
+
+std::optional<Failure> Engine::validateSet(Candidate &candidate,
+                                           size_t setIndex, InputSet &set) {
+  std::vector<uint64_t> sums;
   if (std::optional<Failure> failure =
-          runChecked(candidate, set, /*variant=*/0, setIndex == 0, outputs))
+          runChecked(candidate, set, /*variant=*/0, setIndex == 0, sums))
     return failure;
   if (setIndex == 0) {
     // A second run with the other poison: every element written (integers),
     // and the same bits as the first run (determinism).
-    std::vector<std::vector<uint8_t>> second;
+    auto first = copyOutputs(*candidate.runner);
+    if (!first)
+      return makeFailure(FailedCheck::Crash, first.status().message());
+    std::vector<uint64_t> second;
     if (std::optional<Failure> failure =
             runChecked(candidate, set, /*variant=*/1, false, second))
       return failure;
-    for (size_t i = 0; i < task.outputs.size(); ++i) {
-      ElementType type = task.outputs[i].elementType;
-      if (isIntegerType(type) && type != ElementType::I1) {
-        std::vector<uint64_t> unwritten =
-            findUnwrittenElements(outputs[i], second[i], type);
-        if (!unwritten.empty()) {
-          Failure failure = makeFailure(
-              FailedCheck::UnwrittenOutput,
-              std::to_string(unwritten.size()) + " elements of output '" +
-                  task.outputs[i].name + "' were not written");
-          failure.evidence.set("output", json::Value(task.outputs[i].name));
-          failure.evidence.set("unwritten", json::Value(unwritten.size()));
-          return failure;
-        }
-      }
-      RunComparison runs = compareRuns(type, outputs[i], second[i]);
-      if (!runs.identical) {
-        Failure failure =
-            makeFailure(FailedCheck::Nondeterministic,
-                        "two runs on the same inputs differ in output '" +
-                            task.outputs[i].name + "': " + runs.message);
-        failure.evidence.set("output", json::Value(task.outputs[i].name));
-        failure.evidence.set("differing", json::Value(runs.numDiffering));
-        return failure;
-      }
-    }
+    if (std::optional<Failure> failure =
+            checkTwoRuns(candidate, *first, sums, second))
+      return failure;
   }
-  std::vector<uint64_t> sums;
-  for (const std::vector<uint8_t> &output : outputs)
-    sums.push_back(checksum(output));
   candidate.outputSums.push_back(std::move(sums));
   return std::nullopt;
 }
 
-void Engine::compareWithBaseline(
-    Candidate &candidate, size_t setIndex, const InputSet &set,
-    const std::vector<std::vector<uint8_t>> &outputs,
-    const std::vector<std::vector<uint8_t>> &expected) {
-  for (size_t i = 0; i < task.outputs.size(); ++i) {
-    ComparisonResult comparison = compareOutputBytes(
-        task.outputs[i].elementType, outputs[i], expected[i], task.tolerance);
-    candidate.maxRelativeError =
-        std::max(candidate.maxRelativeError, comparison.relativeError);
-    if (comparison.passed)
+std::optional<Failure>
+Engine::compareOnDevice(const std::string &output, ElementType type,
+                        CUdeviceptr actual, CUdeviceptr expected,
+                        uint64_t numElements, double &relativeError) {
+  auto sums = device->compare(type, actual, expected, numElements);
+  if (!sums)
+    return makeFailure(FailedCheck::Crash, sums.status().message());
+  if (sums->isConclusive()) {
+    ComparisonResult verdict =
+        judgeComparisonSums(*sums, isIntegerType(type), task.tolerance);
+    relativeError = verdict.relativeError;
+    if (verdict.passed)
+      return std::nullopt;
+  }
+  // A mismatch (or sums out of range): the host decides, with evidence.
+  size_t bytes = size_t(numElements) * size_t(getElementBytes(type));
+  auto actualBytes = readDevice(api, actual, bytes);
+  auto expectedBytes = readDevice(api, expected, bytes);
+  if (!actualBytes || !expectedBytes)
+    return makeFailure(FailedCheck::Crash,
+                       "reading outputs back for comparison failed");
+  ComparisonResult comparison =
+      compareOutputBytes(type, *actualBytes, *expectedBytes, task.tolerance);
+  relativeError = comparison.relativeError;
+  if (comparison.passed)
+    return std::nullopt;
+  Failure failure;
+  failure.check = FailedCheck::OutputMismatch;
+  failure.evidence = describeComparison(comparison, output);
+  return failure;
+}
+
+void Engine::compareWithBaseline(Candidate &candidate, size_t setIndex,
+                                 const InputSet &set,
+                                 const Candidate &baseline) {
+  for (const TensorSpec &output : task.outputs) {
+    double relativeError = 0;
+    std::optional<Failure> failure =
+        compareOnDevice(output.name, output.elementType,
+                        candidate.runner->getDevicePointer(output.name),
+                        baseline.runner->getDevicePointer(output.name),
+                        getElementCount(output), relativeError);
+    if (!failure) {
+      candidate.maxRelativeError =
+          std::max(candidate.maxRelativeError, relativeError);
       continue;
-    Failure failure;
-    failure.check = FailedCheck::OutputMismatch;
-    failure.evidence = describeComparison(comparison, task.outputs[i].name);
-    failure.evidence.set("input_set", json::Value(setIndex));
-    failure.evidence.set("distribution",
-                         json::Value(getDistributionName(set.distribution)));
-    failure.evidence.set("seed", json::Value(set.seed));
-    fail(candidate, std::move(failure));
+    }
+    if (failure->check == FailedCheck::OutputMismatch) {
+      failure->evidence.set("input_set", json::Value(setIndex));
+      failure->evidence.set("distribution",
+                            json::Value(getDistributionName(set.distribution)));
+      failure->evidence.set("seed", json::Value(set.seed));
+    }
+    fail(candidate, std::move(*failure));
     return;
   }
 }
 
-void Engine::checkReference(Candidate &candidate,
-                            const std::vector<std::vector<uint8_t>> &outputs) {
+void Engine::checkReference(Candidate &candidate) {
   if (!options.reference)
     return;
+  auto outputs = candidate.runner->readOutputs();
+  if (!outputs) {
+    fail(candidate,
+         makeFailure(FailedCheck::Crash, outputs.status().message()));
+    return;
+  }
   for (const OutputReference &reference : options.reference->outputs) {
     size_t index = 0;
     while (task.outputs[index].name != reference.output)
       ++index;
     ComparisonResult comparison =
-        compareWithReference(task.outputs[index].elementType, outputs[index],
+        compareWithReference(task.outputs[index].elementType, (*outputs)[index],
                              reference, task.tolerance);
     if (comparison.passed)
       continue;
@@ -451,20 +608,21 @@ void Engine::checkInputDependence(Candidate &candidate,
     }
 }
 
-void Engine::checkInterleaving(Candidate &candidate, const InputSet &first,
-                               const InputSet &last, size_t lastIndex) {
+void Engine::checkInterleaving(Candidate &candidate, InputSet &first,
+                               InputSet &last, size_t lastIndex,
+                               bool keepOutputs) {
   // Set 0 again on the last set's buffers, then the last set again: each
   // must give the bits it gave the first time.
   for (auto [set, index] :
-       {std::pair<const InputSet *, size_t>{&first, 0}, {&last, lastIndex}}) {
-    std::vector<std::vector<uint8_t>> outputs;
+       {std::pair<InputSet *, size_t>{&first, 0}, {&last, lastIndex}}) {
+    std::vector<uint64_t> sums;
     if (std::optional<Failure> failure =
-            runChecked(candidate, *set, 0, false, outputs)) {
+            runChecked(candidate, *set, 0, false, sums)) {
       fail(candidate, std::move(*failure));
       return;
     }
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (checksum(outputs[i]) == candidate.outputSums[index][i])
+    for (size_t i = 0; i < sums.size(); ++i) {
+      if (sums[i] == candidate.outputSums[index][i])
         continue;
       Failure failure =
           makeFailure(FailedCheck::Nondeterministic,
@@ -476,9 +634,15 @@ void Engine::checkInterleaving(Candidate &candidate, const InputSet &first,
       fail(candidate, std::move(failure));
       return;
     }
-    if (index == lastIndex)
-      candidate.lastOutputs = std::move(outputs);
   }
+  if (!keepOutputs)
+    return;
+  auto copies = copyOutputs(*candidate.runner);
+  if (!copies) {
+    fail(candidate, makeFailure(FailedCheck::Crash, copies.status().message()));
+    return;
+  }
+  candidate.lastOutputs = std::move(*copies);
 }
 
 Status Engine::timeRound(const std::vector<Candidate *> &variants,
@@ -546,6 +710,11 @@ Engine::run(const std::vector<KernelPlan> &plans) {
     candidates[i].report.candidate = int64_t(i);
   }
 
+  auto checks = DeviceChecks::create(context);
+  if (!checks)
+    return checks.status();
+  device = std::move(*checks);
+
   // Phase 1: compile everything before anything runs.
   for (Candidate &candidate : candidates) {
     auto runner =
@@ -589,14 +758,12 @@ Engine::run(const std::vector<KernelPlan> &plans) {
           *parseDistributionName(options.reference->distribution);
       set.seed = uint64_t(options.reference->seed);
     }
-    set.inputs = generateInputSet(task.inputs, set.distribution, set.seed);
     json::Value tried = json::Value::object();
     tried.set("distribution",
               json::Value(getDistributionName(set.distribution)));
     tried.set("seed", json::Value(set.seed));
     setsTried.push(std::move(tried));
 
-    std::vector<std::vector<uint8_t>> expected;
     for (size_t i = 0; i < candidates.size(); ++i) {
       Candidate &candidate = candidates[i];
       if (!candidate.isValid())
@@ -613,18 +780,14 @@ Engine::run(const std::vector<KernelPlan> &plans) {
         }
         candidate.runner = std::move(*runner);
       }
-      std::vector<std::vector<uint8_t>> outputs;
-      if (std::optional<Failure> failure =
-              validateSet(candidate, s, set, outputs)) {
+      if (std::optional<Failure> failure = validateSet(candidate, s, set)) {
         failure->evidence.set("input_set", json::Value(s));
         fail(candidate, std::move(*failure));
       } else {
         if (s == 0)
-          checkReference(candidate, outputs);
-        if (i == 0)
-          expected = std::move(outputs);
-        else
-          compareWithBaseline(candidate, s, set, outputs, expected);
+          checkReference(candidate);
+        if (i > 0 && candidate.isValid())
+          compareWithBaseline(candidate, s, set, candidates[0]);
       }
       if (contextLost) {
         markContextLost(candidates);
@@ -648,7 +811,8 @@ Engine::run(const std::vector<KernelPlan> &plans) {
   for (Candidate &candidate : candidates) {
     if (!candidate.isValid())
       continue;
-    checkInterleaving(candidate, firstSet, lastSet, numSets - 1);
+    checkInterleaving(candidate, firstSet, lastSet, numSets - 1,
+                      /*keepOutputs=*/&candidate == &candidates[0]);
     if (contextLost) {
       markContextLost(candidates);
       return finish();
@@ -690,23 +854,20 @@ Engine::run(const std::vector<KernelPlan> &plans) {
   for (Candidate *candidate : variants) {
     if (!candidate->isValid())
       continue;
-    auto outputs = candidate->runner->readOutputs();
-    if (!outputs) {
-      fail(*candidate,
-           makeFailure(FailedCheck::Crash, outputs.status().message()));
-      continue;
-    }
     for (size_t i = 0; i < task.outputs.size(); ++i) {
       // The baseline must reproduce itself; the others, the baseline.
-      ComparisonResult comparison =
-          compareOutputBytes(task.outputs[i].elementType, (*outputs)[i],
-                             candidates[0].lastOutputs[i], task.tolerance);
-      if (comparison.passed)
+      const TensorSpec &output = task.outputs[i];
+      double relativeError = 0;
+      std::optional<Failure> failure =
+          compareOnDevice(output.name, output.elementType,
+                          candidate->runner->getDevicePointer(output.name),
+                          candidates[0].lastOutputs[i].get(),
+                          getElementCount(output), relativeError);
+      if (!failure)
         continue;
-      Failure failure;
-      failure.check = FailedCheck::PostTimingMismatch;
-      failure.evidence = describeComparison(comparison, task.outputs[i].name);
-      fail(*candidate, std::move(failure));
+      if (failure->check == FailedCheck::OutputMismatch)
+        failure->check = FailedCheck::PostTimingMismatch;
+      fail(*candidate, std::move(*failure));
       break;
     }
   }

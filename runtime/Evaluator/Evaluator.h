@@ -40,16 +40,18 @@ namespace kopt::runtime {
 using PlanExecution = std::function<Status()>;
 
 /// The hook for DESIGN's validation point 6 (CUPTI). When set, the engine
-/// calls it once per validated candidate with one execution of the plan; the
+/// calls it once per validated candidate with one execution of the plan and
+/// the number of kernels the plan declares at the least (one per step); the
 /// tracer must call `run` exactly once and return every kernel that ran on
 /// the device while it did, in launch order (`recordLaunches` with a
-/// `LaunchRecorder`, Cupti.h, does). The engine judges the record with
+/// `LaunchRecorder`, Cupti.h, does, waiting for at least that many records
+/// to arrive). The engine judges the record with
 /// `checkPlanLaunches` on the context's stream. An error from the tracer
 /// itself (CUPTI missing) skips the check and is noted in the evidence as
 /// `launch_trace_skipped`; the run's own failure is reported as the run's
 /// failure.
 using LaunchTracer = std::function<Result<std::vector<KernelActivity>>(
-    const PlanExecution &run)>;
+    const PlanExecution &run, size_t expectedLaunches)>;
 
 /// How `evaluateCandidates` works. (Named apart from the protocol's
 /// `EvaluateOptions`, from which the worker fills it.)

@@ -97,8 +97,7 @@ static double unitInLastPlace(ElementType type, double value) {
   return std::ldexp(1.0, exponent - 1 - mantissaBits);
 }
 
-/// The symmetric range integer tensors of `type` are drawn from.
-static int64_t getIntegerBound(ElementType type) {
+int64_t kopt::runtime::getIntegerBound(ElementType type) {
   switch (type) {
   case ElementType::I8:
     return 8;
@@ -109,47 +108,89 @@ static int64_t getIntegerBound(ElementType type) {
   }
 }
 
-static double drawFloat(SplitMix64 &random, ElementType type,
-                        InputDistribution distribution) {
+double kopt::runtime::getLargeMeanSpread(ElementType type) {
+  return std::fmax(1e-2, 4.0 * unitInLastPlace(type, 1000.0));
+}
+
+int kopt::runtime::getWideRangeMaxExponent(ElementType type) {
+  return type == ElementType::F16 ? 13 : 19;
+}
+
+uint64_t kopt::runtime::drawBits(uint64_t seed, uint64_t index, unsigned lane) {
+  // The counter-th output of SplitMix64 started at `seed`.
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (index * 4 + lane + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/// Irwin-Hall: twelve 16-bit uniforms, centred. Mean 0, variance 1 (to one
+/// part in 2^32), bounded by 6; an integer times 2^-16, so exact.
+static double drawNormal(uint64_t seed, uint64_t index) {
+  int64_t sum = 0;
+  for (unsigned lane = 0; lane < 3; ++lane) {
+    uint64_t bits = drawBits(seed, index, lane);
+    for (unsigned chunk = 0; chunk < 4; ++chunk)
+      sum += int64_t((bits >> (16 * chunk)) & 0xffff);
+  }
+  // Each uniform is (chunk + 0.5) / 2^16; twelve of them sum to 6 on average.
+  return std::ldexp(double(sum - 393210), -16);
+}
+
+double kopt::runtime::drawFloat(ElementType type,
+                                InputDistribution distribution, uint64_t seed,
+                                uint64_t index) {
   switch (distribution) {
   case InputDistribution::StandardNormal:
-    return random.normal();
+    return drawNormal(seed, index);
   case InputDistribution::LargeMeanSmallSpread: {
     constexpr double mean = 1000.0;
-    double spread = std::fmax(1e-2, 4.0 * unitInLastPlace(type, mean));
-    return mean + spread * random.normal();
+    double spread = getLargeMeanSpread(type);
+    // Two roundings, never fused (this file and the device generator are
+    // compiled without contraction), so host and device agree bitwise.
+    double offset = spread * drawNormal(seed, index);
+    return mean + offset;
   }
   case InputDistribution::WideDynamicRange: {
-    double maxExponent = type == ElementType::F16 ? 4.0 : 6.0;
-    double sign = (random.next() >> 63) ? -1.0 : 1.0;
-    double exponent = -maxExponent + 2.0 * maxExponent * random.uniform();
-    return sign * std::pow(10.0, exponent);
+    // A random binary exponent in [-max, max), a random 52-bit significand
+    // and a random sign: every operation is exact.
+    int maxExponent = getWideRangeMaxExponent(type);
+    uint64_t bits = drawBits(seed, index, 0);
+    int exponent =
+        int((bits & 0xffffffffu) % uint64_t(2 * maxExponent)) - maxExponent;
+    double significand =
+        1.0 + std::ldexp(double(drawBits(seed, index, 1) >> 12), -52);
+    double magnitude = std::ldexp(significand, exponent);
+    return (bits >> 63) ? -magnitude : magnitude;
   }
   case InputDistribution::SmallIntegers:
-    return double(random.uniformInteger(-8, 8));
+    return double(int64_t(drawBits(seed, index, 0) % 17) - 8);
   }
   return 0.0;
+}
+
+double kopt::runtime::drawValue(ElementType type,
+                                InputDistribution distribution, uint64_t seed,
+                                uint64_t index) {
+  if (type == ElementType::I1)
+    return double(drawBits(seed, index, 0) >> 63);
+  if (isIntegerType(type)) {
+    int64_t bound = getIntegerBound(type);
+    uint64_t span = uint64_t(2 * bound + 1);
+    return double(int64_t(drawBits(seed, index, 0) % span) - bound);
+  }
+  uint8_t element[8];
+  // Round to the type so the values are exactly what the device sees.
+  encodeElement(type, drawFloat(type, distribution, seed, index), element);
+  return decodeElement(type, element);
 }
 
 std::vector<double>
 kopt::runtime::generateValues(ElementType type, uint64_t numElements,
                               InputDistribution distribution, uint64_t seed) {
-  SplitMix64 random(seed);
   std::vector<double> values(numElements);
-  std::vector<uint8_t> element(size_t(getElementBytes(type)));
-  for (double &value : values) {
-    if (type == ElementType::I1) {
-      value = double(random.next() >> 63);
-    } else if (isIntegerType(type)) {
-      int64_t bound = getIntegerBound(type);
-      value = double(random.uniformInteger(-bound, bound));
-    } else {
-      // Round to the type so the values are exactly what the device sees.
-      encodeElement(type, drawFloat(random, type, distribution),
-                    element.data());
-      value = decodeElement(type, element.data());
-    }
-  }
+  for (uint64_t i = 0; i < numElements; ++i)
+    values[i] = drawValue(type, distribution, seed, i);
   return values;
 }
 

@@ -10,12 +10,14 @@
 // point 2): at least five sets per candidate, fresh per candidate through the
 // seed, cycling through distributions that catch different shortcuts:
 //
-// - standard normal: the common case;
+// - standard normal (approximated by Irwin-Hall: the sum of twelve uniforms,
+//   centred; mean 0, variance 1, bounded by 6): the common case;
 // - large mean, small spread (mean 1000, standard deviation 1e-2, widened to
 //   four units in the last place at 1000 for f16/bf16, where 1e-2 would
 //   vanish): exposes one-pass variance and softmax without the max shift;
-// - wide dynamic range: sign * 10^uniform(-6, 6) (exponent range +-4 for f16,
-//   whose range ends at 65504): exposes accumulation order and scaling bugs;
+// - wide dynamic range: sign * significand * 2^e with e uniform in
+//   [-19, 19) ([-13, 13) for f16, whose range ends at 65504), about
+//   eleven decades: exposes accumulation order and scaling bugs;
 // - small integers, uniform in [-8, 8]: exact in every float type, so any
 //   computation that the math keeps exact (sums, products of few terms)
 //   must match exactly.
@@ -23,8 +25,14 @@
 // Integer tensors ignore the float distribution and take uniform integers in
 // a range small enough that sums and products of a few thousand of them stay
 // in range (i8: [-8, 8], i16: [-16, 16], i32 and i64: [-1000, 1000]); i1
-// tensors take fair coin flips. The generator (SplitMix64) and every
-// transform are written here, so a seed gives the same bytes everywhere.
+// tensors take fair coin flips.
+//
+// Every element is a pure function of (seed, index): counter-based
+// SplitMix64 bits and only exact or singly rounded arithmetic, compiled
+// without contraction. The evaluator draws its sets on the device with the
+// same functions (DeviceChecks.cpp mirrors them, and a GPU test checks the
+// two bitwise), while the compiler draws the same values on the host for its
+// fp64 reference.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +87,27 @@ private:
 /// A seed for stream `index` derived from `seed`: distinct indices give
 /// unrelated streams (a SplitMix64 finaliser of both).
 uint64_t deriveSeed(uint64_t seed, uint64_t index);
+
+/// The standard deviation of the large-mean distribution in `type`.
+double getLargeMeanSpread(ElementType type);
+/// The wide-range distribution's binary exponents lie in [-e, e) for this e.
+int getWideRangeMaxExponent(ElementType type);
+/// Integer tensors of `type` (not i1) are drawn from [-bound, bound].
+int64_t getIntegerBound(ElementType type);
+
+/// Random bits number `lane` (0 to 3) of element `index` of the stream
+/// `seed`: the (4 * index + lane + 1)-th output of SplitMix64.
+uint64_t drawBits(uint64_t seed, uint64_t index, unsigned lane);
+
+/// Element `index` of a float tensor drawn from `distribution` with `seed`,
+/// before rounding to `type` (which only sets the spread and range).
+double drawFloat(ElementType type, InputDistribution distribution,
+                 uint64_t seed, uint64_t index);
+
+/// Element `index` of a tensor of `type` drawn from `distribution` with
+/// `seed`, already rounded to `type`.
+double drawValue(ElementType type, InputDistribution distribution,
+                 uint64_t seed, uint64_t index);
 
 /// `numElements` values for a tensor of `type` drawn from `distribution`
 /// with `seed`, already rounded to `type` (encoding them loses nothing).

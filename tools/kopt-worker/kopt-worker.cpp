@@ -140,9 +140,10 @@ std::string &getRecorderUnavailableReason() {
 /// The engine's launch tracer: CUPTI's record of one run, or, without
 /// CUPTI, the run alone and an error that the engine notes in each report
 /// as `launch_trace_skipped`.
-Result<std::vector<KernelActivity>> traceLaunches(const PlanExecution &run) {
+Result<std::vector<KernelActivity>> traceLaunches(const PlanExecution &run,
+                                                  size_t expectedLaunches) {
   if (LaunchRecorder *recorder = getRecorder().get())
-    return recordLaunches(*recorder, run);
+    return recordLaunches(*recorder, run, expectedLaunches);
   if (Status status = run(); !status.isOk())
     return status;
   return Status::error(StatusCode::Unavailable,

@@ -241,8 +241,9 @@ TEST(AdversarialSuiteTest, EveryCheatIsRejectedForItsReason) {
   std::unique_ptr<LaunchRecorder> recorder;
   if (auto created = LaunchRecorder::create()) {
     recorder = std::move(*created);
-    options.launchTracer = [&](const PlanExecution &run) {
-      return recordLaunches(*recorder, run);
+    options.launchTracer = [&](const PlanExecution &run,
+                               size_t expectedLaunches) {
+      return recordLaunches(*recorder, run, expectedLaunches);
     };
   } else {
     std::printf("note: no launch accounting: %s\n",

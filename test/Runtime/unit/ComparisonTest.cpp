@@ -204,4 +204,71 @@ TEST(ComparisonTest, RunsMustBeBitwiseEqual) {
   EXPECT_EQ(truncated.numDiffering, 1u);
 }
 
+/// The sums the device comparison would reduce to, computed here.
+ComparisonSums sumUp(const std::vector<double> &actual,
+                     const std::vector<double> &expected) {
+  ComparisonSums sums;
+  sums.numElements = actual.size();
+  for (size_t i = 0; i < actual.size(); ++i) {
+    double out = actual[i], ref = expected[i];
+    if (std::isnan(out) || std::isnan(ref) || std::isinf(out) ||
+        std::isinf(ref)) {
+      bool agree = (std::isnan(out) && std::isnan(ref)) || out == ref;
+      sums.numSpecialMismatches += !agree;
+      sums.numDiffering += !agree;
+      continue;
+    }
+    ++sums.numFinite;
+    sums.numDiffering += out != ref;
+    sums.errorSquares += (out - ref) * (out - ref);
+    sums.referenceSquares += ref * ref;
+  }
+  return sums;
+}
+
+TEST(ComparisonTest, SumsGiveTheSameVerdictAsTheFullComparison) {
+  Tolerance tolerance;
+  std::vector<double> expected = {1.0, -2.0, 3.0, 0.5, 100.0};
+  std::vector<std::vector<double>> cases = {
+      expected,
+      {1.0, -2.0, 3.0, 0.5, 100.0 + 1e-5},
+      {1.0, -2.0, 3.1, 0.5, 100.0},
+      {1.0, std::nan(""), 3.0, 0.5, 100.0},
+      {1.0, -2.0, 3.0, 0.5, std::numeric_limits<double>::infinity()}};
+  for (const std::vector<double> &actual : cases) {
+    ComparisonResult full = compareValues(actual, expected, tolerance);
+    ComparisonSums sums = sumUp(actual, expected);
+    ASSERT_TRUE(sums.isConclusive());
+    ComparisonResult judged = judgeComparisonSums(sums, false, tolerance);
+    EXPECT_EQ(judged.passed, full.passed);
+    EXPECT_EQ(judged.numSpecialMismatches, full.numSpecialMismatches);
+    EXPECT_EQ(judged.numDiffering, full.numDiffering);
+    EXPECT_NEAR(judged.relativeError, full.relativeError,
+                1e-12 * (1 + full.relativeError));
+    EXPECT_EQ(judged.message.empty(), full.passed);
+  }
+  // Zero reference, non-zero error: infinitely wrong.
+  ComparisonSums zero = sumUp({1e-3}, {0.0});
+  EXPECT_EQ(judgeComparisonSums(zero, false, tolerance).relativeError,
+            std::numeric_limits<double>::infinity());
+  // Overflowed sums are not conclusive: the host must decide.
+  ComparisonSums huge = sumUp({1e200}, {-1e200});
+  EXPECT_FALSE(huge.isConclusive());
+}
+
+TEST(ComparisonTest, IntegerSumsRequireExactMatch) {
+  Tolerance tolerance;
+  ComparisonSums same;
+  same.numElements = 4;
+  same.referenceSquares = 30;
+  EXPECT_TRUE(judgeComparisonSums(same, true, tolerance).passed);
+  ComparisonSums off = same;
+  off.numDiffering = 1;
+  off.errorSquares = 1;
+  ComparisonResult verdict = judgeComparisonSums(off, true, tolerance);
+  EXPECT_FALSE(verdict.passed);
+  EXPECT_NE(verdict.message.find("1 integer elements differ"),
+            std::string::npos);
+}
+
 } // namespace

@@ -55,6 +55,7 @@ namespace kopt::runtime {
   X(cuMemFree, cuMemFree_v2)                                                   \
   X(cuMemcpyHtoD, cuMemcpyHtoD_v2)                                             \
   X(cuMemcpyDtoH, cuMemcpyDtoH_v2)                                             \
+  X(cuMemcpyDtoD, cuMemcpyDtoD_v2)                                             \
   X(cuMemsetD8, cuMemsetD8_v2)                                                 \
   X(cuMemsetD8Async, cuMemsetD8Async)                                          \
   X(cuModuleLoadData, cuModuleLoadData)                                        \

@@ -63,15 +63,22 @@ public:
   Status start();
   /// Waits for the context's work (`cuCtxSynchronize` is the caller's job:
   /// call it first), flushes CUPTI's buffers, disables recording and
-  /// returns the kernels recorded since `start()`, ordered by start time.
-  /// Fails when CUPTI dropped records (the record would be incomplete).
-  Result<std::vector<KernelActivity>> stop();
+  /// returns the kernels that started since `start()`, ordered by start
+  /// time. CUPTI may hand records over late (a forced flush does not always
+  /// deliver the last kernels' records at once), so this flushes again
+  /// until at least `minRecords` records of the window have arrived or half
+  /// a second has passed; records of kernels that started before `start()`
+  /// are dropped. Fails when CUPTI dropped records (the record would be
+  /// incomplete).
+  Result<std::vector<KernelActivity>> stop(size_t minRecords = 0);
   /// True between `start()` and `stop()`.
   bool isRecording() const { return recording; }
 
 private:
   LaunchRecorder() = default;
   bool recording = false;
+  /// CUPTI's clock at `start()`.
+  uint64_t startNs = 0;
 };
 
 /// CUPTI's id of `stream` (the `streamId` of its kernels' activities). Needs
@@ -79,10 +86,12 @@ private:
 Result<uint32_t> getCuptiStreamId(CUstream stream);
 
 /// Records the kernels that `run` launches: starts `recorder`, calls `run`
-/// once, stops. When `run` fails, its status is returned (after stopping).
-/// The signature fits the evaluator's `LaunchTracer` hook.
+/// once, stops (waiting for `minRecords` records). When `run` fails, its
+/// status is returned (after stopping). The signature fits the evaluator's
+/// `LaunchTracer` hook.
 Result<std::vector<KernelActivity>>
-recordLaunches(LaunchRecorder &recorder, const std::function<Status()> &run);
+recordLaunches(LaunchRecorder &recorder, const std::function<Status()> &run,
+               size_t minRecords = 0);
 
 } // namespace kopt::runtime
 

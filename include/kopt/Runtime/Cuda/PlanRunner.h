@@ -97,6 +97,10 @@ public:
   /// Uploads `inputs`, one per task input in the task's order.
   Status setInputs(const std::vector<std::vector<uint8_t>> &inputs);
 
+  /// Records that the caller wrote input `name` on the device itself
+  /// (through `getDevicePointer`), as `setInput` would have.
+  Status markInputWritten(std::string_view name);
+
   /// Runs every step once in order on the context's stream and waits for
   /// them. Fails, naming the step, on any launch or library error, and when
   /// an input was never set.
