@@ -55,6 +55,20 @@ static json::Value describeKernel(const KernelActivity &kernel) {
   return object;
 }
 
+TimingCrossCheck
+kopt::runtime::crossCheckTiming(const std::vector<KernelActivity> &record,
+                                double eventMedianUs) {
+  TimingCrossCheck check;
+  for (const KernelActivity &kernel : record)
+    if (kernel.endNs > kernel.startNs)
+      check.kernelUs += double(kernel.endNs - kernel.startNs) * 1e-3;
+  if (check.kernelUs <= 0)
+    return check;
+  check.ratio = eventMedianUs / check.kernelUs;
+  check.suspicious = check.ratio < kMinEventToKernelRatio;
+  return check;
+}
+
 LaunchCheck
 kopt::runtime::checkPlanLaunches(const KernelPlan &plan,
                                  const std::vector<KernelActivity> &record,

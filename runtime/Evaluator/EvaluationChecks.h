@@ -93,6 +93,27 @@ LaunchCheck checkPlanLaunches(const KernelPlan &plan,
                               const std::vector<KernelActivity> &record,
                               const LaunchCheckOptions &options = {});
 
+/// The CUPTI cross-check of the event timing: the kernels' own durations in
+/// one traced run against the median of the timed runs.
+struct TimingCrossCheck {
+  /// Sum of the recorded kernels' durations (end - start), microseconds.
+  double kernelUs = 0;
+  /// Event median over `kernelUs` (0 when `kernelUs` is 0).
+  double ratio = 0;
+  /// True when the events measured much less than the kernels took: work
+  /// outside the timed stream, or a broken timer.
+  bool suspicious = false;
+};
+
+/// Event timings below this fraction of the kernels' own time are
+/// suspicious. Timed runs start from a flushed L2 and include launch gaps,
+/// so honest plans measure at or above their traced kernels' time.
+constexpr double kMinEventToKernelRatio = 0.7;
+
+/// Compares `eventMedianUs` with the durations in `record`.
+TimingCrossCheck crossCheckTiming(const std::vector<KernelActivity> &record,
+                                  double eventMedianUs);
+
 /// Checks that `reference` fits `task`: known distribution, every output
 /// named once and known, indices and values of equal length, indices within
 /// the output, values finite.

@@ -80,6 +80,8 @@ struct Candidate {
   /// Largest relative error against the baseline over all sets.
   double maxRelativeError = 0;
   std::vector<double> times;
+  /// The kernels of the traced run (point 6), for the timing cross-check.
+  std::optional<std::vector<KernelActivity>> traced;
   double clockSum = 0, temperatureSum = 0;
   unsigned clockCount = 0, temperatureCount = 0;
 
@@ -390,6 +392,7 @@ std::optional<Failure> Engine::runChecked(Candidate &candidate, InputSet &set,
       failure.evidence.set("launches", std::move(check.evidence));
       return failure;
     }
+    candidate.traced = std::move(*launched);
   }
   outputSums.clear();
   for (const TensorSpec &output : task.outputs) {
@@ -895,6 +898,25 @@ Engine::run(const std::vector<KernelPlan> &plans) {
     if (!candidate->times.empty())
       summarize(*candidate);
 
+  // The CUPTI cross-check: events that saw much less time than the traced
+  // kernels took mark the result as suspicious.
+  for (Candidate *candidate : variants) {
+    if (!candidate->isValid() || !candidate->traced || !candidate->report.times)
+      continue;
+    TimingCrossCheck check =
+        crossCheckTiming(*candidate->traced, candidate->report.times->medianUs);
+    if (check.kernelUs <= 0)
+      continue;
+    json::Value evidence = json::Value::object();
+    evidence.set("cupti_kernel_us", json::Value(check.kernelUs));
+    evidence.set("event_median_us",
+                 json::Value(candidate->report.times->medianUs));
+    evidence.set("ratio", json::Value(check.ratio));
+    candidate->report.evidence.set("timing_cross_check", std::move(evidence));
+    if (check.suspicious)
+      candidate->report.suspicious = true;
+  }
+
   // Point 8: the physical floor, then suspicious speedups.
   double bandwidth = options.bandwidthBytesPerSecond;
   if (bandwidth <= 0) {
@@ -949,7 +971,7 @@ Engine::run(const std::vector<KernelPlan> &plans) {
       TimingSummary mine = summarizeTimes(candidate->times);
       summarize(*candidate);
       speedup = checkSpeedup(again.median, mine.median);
-      candidate->report.suspicious = speedup.suspicious;
+      candidate->report.suspicious |= speedup.suspicious;
     }
     candidate->report.speedup = speedup.speedup;
   }

@@ -181,7 +181,9 @@ struct EvalReport {
   std::optional<Timing> times;
   /// Baseline median over this candidate's median, when both were timed.
   std::optional<double> speedup;
-  /// Set when the speedup was implausible (over 10x) and re-measured.
+  /// Set when the speedup was implausible (over 10x) and stayed so when
+  /// re-measured, or when the event timing disagreed with CUPTI's kernel
+  /// durations (`timing_cross_check` in the evidence).
   bool suspicious = false;
   /// SM clock and GPU temperature while timing, when known.
   std::optional<double> smClockMhz;

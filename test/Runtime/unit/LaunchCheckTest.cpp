@@ -143,6 +143,25 @@ TEST(LaunchCheckTest, MatchesMangledNames) {
   EXPECT_TRUE(checkPlanLaunches(plan, {kernel("_Z4axpyPfPKfi")}).ok);
 }
 
+TEST(TimingCrossCheckTest, FlagsEventsFasterThanTheKernels) {
+  KernelActivity a = kernel("a"), b = kernel("b");
+  a.startNs = 1000;
+  a.endNs = 41000; // 40 us
+  b.startNs = 50000;
+  b.endNs = 60000; // 10 us
+  TimingCrossCheck honest = crossCheckTiming({a, b}, 55.0);
+  EXPECT_DOUBLE_EQ(honest.kernelUs, 50.0);
+  EXPECT_DOUBLE_EQ(honest.ratio, 1.1);
+  EXPECT_FALSE(honest.suspicious);
+  // Work the events did not see (a side stream): 20 us timed, 50 us run.
+  TimingCrossCheck hidden = crossCheckTiming({a, b}, 20.0);
+  EXPECT_TRUE(hidden.suspicious);
+  // No usable record: nothing to say.
+  TimingCrossCheck empty = crossCheckTiming({}, 20.0);
+  EXPECT_EQ(empty.kernelUs, 0.0);
+  EXPECT_FALSE(empty.suspicious);
+}
+
 } // namespace
 
 TEST(LaunchCheckTest, CountsEachEntryInAnyOrder) {
