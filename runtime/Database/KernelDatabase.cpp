@@ -16,9 +16,13 @@
 
 #include "Support/FieldReader.h"
 #include "kopt/Runtime/Hash.h"
+#include "kopt/Runtime/TaskPlan.h"
 
 #include <ctime>
+#include <istream>
 #include <limits>
+#include <ostream>
+#include <sstream>
 
 using namespace kopt::runtime;
 
@@ -93,7 +97,7 @@ bool KernelRecord::operator==(const KernelRecord &other) const {
          ptxHash == other.ptxHash && winner == other.winner &&
          baseline == other.baseline && validation == other.validation &&
          provenance == other.provenance && createdAt == other.createdAt &&
-         updatedAt == other.updatedAt;
+         updatedAt == other.updatedAt && stale == other.stale;
 }
 
 bool AttemptRecord::operator==(const AttemptRecord &other) const {
@@ -214,6 +218,10 @@ json::Value kopt::runtime::toJson(const KernelRecord &record,
   value.set("provenance", std::move(provenance));
   value.set("created_at", record.createdAt);
   value.set("updated_at", record.updatedAt);
+  // Only when set, so that records written before the flag existed and
+  // records without it read and write the same.
+  if (record.stale)
+    value.set("stale", true);
   return value;
 }
 
@@ -267,9 +275,14 @@ kopt::runtime::kernelRecordFromJson(const json::Value &value) {
       read.integer("created_at", record.createdAt, -kAnyInteger, kAnyInteger);
   record.updatedAt =
       read.integer("updated_at", record.updatedAt, -kAnyInteger, kAnyInteger);
+  record.stale = read.boolean("stale", record.stale);
   if (!read.isOk())
     return read.status();
   return record;
+}
+
+std::string kopt::runtime::describeRecord(const KernelRecord &record) {
+  return "record " + record.taskKey + " on " + record.fingerprint.hash();
 }
 
 json::Value kopt::runtime::toJson(const AttemptRecord &attempt) {
@@ -310,69 +323,146 @@ kopt::runtime::attemptRecordFromJson(const json::Value &value) {
 
 KernelDatabase::~KernelDatabase() = default;
 
-Result<std::string> KernelDatabase::exportJsonLines() {
-  Result<std::vector<KernelRecord>> records = list();
-  if (!records)
-    return records.status();
-  Result<std::vector<AttemptRecord>> attempts = listAttempts();
-  if (!attempts)
-    return attempts.status();
-  std::string text;
-  for (const KernelRecord &record : *records) {
-    json::Value line = json::Value::object();
-    line.set("type", "kernel");
-    line.set("record", toJson(record, /*withBinaries=*/true));
-    json::writeTo(line, text);
-    text.push_back('\n');
-  }
-  for (const AttemptRecord &attempt : *attempts) {
-    json::Value line = json::Value::object();
-    line.set("type", "attempt");
-    line.set("attempt", toJson(attempt));
-    json::writeTo(line, text);
-    text.push_back('\n');
-  }
-  return text;
+Result<bool> KernelDatabase::put(const KernelRecord &record) {
+  Result<PutOutcome> outcome = merge(record);
+  if (!outcome)
+    return outcome.status();
+  return *outcome != PutOutcome::Kept;
 }
 
-Result<size_t> KernelDatabase::importJsonLines(std::string_view text) {
-  size_t stored = 0, lineNumber = 0;
-  while (!text.empty()) {
-    size_t end = text.find('\n');
-    std::string_view line = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view()
-                                         : text.substr(end + 1);
-    ++lineNumber;
-    if (line.find_first_not_of(" \t\r") == std::string_view::npos)
-      continue;
-    std::string where = "line " + std::to_string(lineNumber);
-    Result<json::Value> value = json::parse(line);
-    if (!value)
-      return value.status().withContext(where);
-    const json::Value *type = value->find("type");
-    const std::string *typeName = type ? type->getString() : nullptr;
-    if (typeName && *typeName == "kernel" && value->find("record")) {
-      Result<KernelRecord> record =
-          kernelRecordFromJson(*value->find("record"));
-      if (!record)
-        return record.status().withContext(where);
-      Result<bool> put = this->put(*record);
-      if (!put)
-        return put.status().withContext(where);
-      stored += *put ? 1 : 0;
-    } else if (typeName && *typeName == "attempt" && value->find("attempt")) {
-      Result<AttemptRecord> attempt =
-          attemptRecordFromJson(*value->find("attempt"));
-      if (!attempt)
-        return attempt.status().withContext(where);
-      if (Status added = addAttempt(*attempt); !added.isOk())
-        return added.withContext(where);
-    } else {
-      return Status::error(StatusCode::InvalidArgument,
-                           where + ": not a kernel or attempt line");
+Result<std::vector<KernelRecord>>
+KernelDatabase::list(const RecordFilter &filter) {
+  std::vector<KernelRecord> records;
+  Status status = forEachRecord(filter, [&](const KernelRecord &record) {
+    records.push_back(record);
+    return Status::success();
+  });
+  if (!status.isOk())
+    return status;
+  return records;
+}
+
+Result<std::vector<AttemptRecord>>
+KernelDatabase::listAttempts(std::string_view taskKeyPrefix) {
+  std::vector<AttemptRecord> attempts;
+  Status status =
+      forEachAttempt(taskKeyPrefix, [&](const AttemptRecord &attempt) {
+        attempts.push_back(attempt);
+        return Status::success();
+      });
+  if (!status.isOk())
+    return status;
+  return attempts;
+}
+
+Status KernelDatabase::verify() {
+  Result<std::vector<std::string>> problems = findProblems();
+  if (!problems)
+    return problems.status();
+  if (problems->empty())
+    return Status::success();
+  std::string text;
+  for (const std::string &problem : *problems)
+    text += (text.empty() ? "" : "; ") + problem;
+  return Status::error(StatusCode::Internal, text);
+}
+
+Status KernelDatabase::exportJsonLines(std::ostream &out) {
+  std::string line;
+  auto writeLine = [&](std::string_view type, std::string_view member,
+                       json::Value value) {
+    json::Value object = json::Value::object();
+    object.set("type", type);
+    object.set(member, std::move(value));
+    line.clear();
+    json::writeTo(object, line);
+    line.push_back('\n');
+    out.write(line.data(), static_cast<std::streamsize>(line.size()));
+    if (!out)
+      return Status::error(StatusCode::IoError, "cannot write the export");
+    return Status::success();
+  };
+  return readSnapshot([&] {
+    Status status = forEachRecord({}, [&](const KernelRecord &record) {
+      return writeLine("kernel", "record",
+                       toJson(record, /*withBinaries=*/true));
+    });
+    if (!status.isOk())
+      return status;
+    return forEachAttempt({}, [&](const AttemptRecord &attempt) {
+      return writeLine("attempt", "attempt", toJson(attempt));
+    });
+  });
+}
+
+Result<std::string> KernelDatabase::exportJsonLines() {
+  std::ostringstream out;
+  Status status = exportJsonLines(out);
+  if (!status.isOk())
+    return status;
+  return out.str();
+}
+
+Result<ImportSummary> KernelDatabase::importJsonLines(std::istream &in,
+                                                      std::string_view name) {
+  ImportSummary summary;
+  Status status = transact([&]() -> Status {
+    std::string line;
+    for (size_t lineNumber = 1; std::getline(in, line); ++lineNumber) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos)
+        continue;
+      auto malformed = [&](const Status &status) {
+        return Status::error(StatusCode::InvalidArgument,
+                             std::string(name) + ":" +
+                                 std::to_string(lineNumber) + ": " +
+                                 status.message());
+      };
+      Result<json::Value> value = json::parse(line);
+      if (!value)
+        return malformed(value.status());
+      const json::Value *type = value->find("type");
+      const std::string *typeName = type ? type->getString() : nullptr;
+      if (typeName && *typeName == "kernel" && value->find("record")) {
+        Result<KernelRecord> record =
+            kernelRecordFromJson(*value->find("record"));
+        if (!record)
+          return malformed(record.status());
+        Result<PutOutcome> outcome = merge(*record);
+        if (!outcome)
+          return outcome.status();
+        ++(*outcome == PutOutcome::Added      ? summary.added
+           : *outcome == PutOutcome::Replaced ? summary.replaced
+                                              : summary.kept);
+      } else if (typeName && *typeName == "attempt" && value->find("attempt")) {
+        Result<AttemptRecord> attempt =
+            attemptRecordFromJson(*value->find("attempt"));
+        if (!attempt)
+          return malformed(attempt.status());
+        Result<bool> added = mergeAttempt(*attempt);
+        if (!added)
+          return added.status();
+        ++(*added ? summary.attemptsAdded : summary.attemptsPresent);
+      } else {
+        return malformed(Status::error(
+            StatusCode::InvalidArgument,
+            "not a kernel or attempt line (it needs \"type\": \"kernel\" "
+            "with \"record\", or \"type\": \"attempt\" with \"attempt\")"));
+      }
     }
-  }
-  return stored;
+    if (in.bad())
+      return Status::error(StatusCode::IoError,
+                           std::string(name) + ": cannot read");
+    return Status::success();
+  });
+  if (!status.isOk())
+    return status;
+  return summary;
+}
+
+Result<ImportSummary> KernelDatabase::importJsonLines(std::string_view text,
+                                                      std::string_view name) {
+  std::istringstream in{std::string(text)};
+  return importJsonLines(in, name);
 }
 
 /// Fills what `put` fills: missing hashes and timestamps.
@@ -395,8 +485,7 @@ KernelRecord kopt::runtime::detail::prepareForPut(const KernelRecord &record) {
 }
 
 Status kopt::runtime::detail::checkBinaryHashes(const KernelRecord &record) {
-  std::string where =
-      "record " + record.taskKey + " on " + record.fingerprint.hash() + ": ";
+  std::string where = describeRecord(record) + ": ";
   if (record.cubin && hashBytes(*record.cubin) != record.cubinHash)
     return Status::error(StatusCode::Internal,
                          where + "cubin does not match its stored hash");
@@ -406,9 +495,45 @@ Status kopt::runtime::detail::checkBinaryHashes(const KernelRecord &record) {
   return Status::success();
 }
 
+void kopt::runtime::detail::checkRecord(const KernelRecord &record,
+                                        std::vector<std::string> &problems) {
+  if (Status status = checkBinaryHashes(record); !status.isOk())
+    problems.push_back(status.message());
+  Result<KernelPlan> plan = kernelPlanFromJson(record.plan);
+  if (!plan)
+    problems.push_back(
+        describeRecord(record) +
+        ": stored plan does not read: " + plan.status().message());
+  else if (plan->taskKey != record.taskKey)
+    problems.push_back(describeRecord(record) + ": stored plan is for task " +
+                       plan->taskKey);
+}
+
+bool kopt::runtime::detail::isPruned(const PruneOptions &options,
+                                     const KernelRecord &record) {
+  return options.records &&
+         (!options.before || record.updatedAt < *options.before) &&
+         (!options.invalidOnly || !record.valid) &&
+         (options.fingerprintHash.empty() ||
+          record.fingerprint.hash() == options.fingerprintHash);
+}
+
+bool kopt::runtime::detail::isPruned(const PruneOptions &options,
+                                     const AttemptRecord &attempt) {
+  return options.attempts &&
+         (!options.before || attempt.time < *options.before) &&
+         (!options.invalidOnly || !attempt.valid) &&
+         (options.fingerprintHash.empty() ||
+          attempt.fingerprint.hash() == options.fingerprintHash);
+}
+
 //===----------------------------------------------------------------------===//
 // MemoryKernelDatabase
 //===----------------------------------------------------------------------===//
+
+static bool startsWith(std::string_view text, std::string_view prefix) {
+  return text.substr(0, prefix.size()) == prefix;
+}
 
 Result<std::optional<KernelRecord>>
 MemoryKernelDatabase::lookup(std::string_view taskKey,
@@ -419,7 +544,7 @@ MemoryKernelDatabase::lookup(std::string_view taskKey,
   return std::optional<KernelRecord>(it->second);
 }
 
-Result<bool> MemoryKernelDatabase::put(const KernelRecord &record) {
+Result<PutOutcome> MemoryKernelDatabase::merge(const KernelRecord &record) {
   if (record.taskKey.empty())
     return Status::error(StatusCode::InvalidArgument,
                          "a kernel record needs a task key");
@@ -427,9 +552,11 @@ Result<bool> MemoryKernelDatabase::put(const KernelRecord &record) {
                                           record.fingerprint.hash()};
   auto it = records.find(key);
   if (it != records.end() && !isBetterRecord(record, it->second))
-    return false;
+    return PutOutcome::Kept;
+  PutOutcome outcome =
+      it == records.end() ? PutOutcome::Added : PutOutcome::Replaced;
   records[key] = detail::prepareForPut(record);
-  return true;
+  return outcome;
 }
 
 Status MemoryKernelDatabase::addAttempt(const AttemptRecord &attempt) {
@@ -442,36 +569,117 @@ Status MemoryKernelDatabase::addAttempt(const AttemptRecord &attempt) {
   return Status::success();
 }
 
-Result<std::vector<KernelRecord>> MemoryKernelDatabase::list() {
-  std::vector<KernelRecord> all;
-  for (const auto &entry : records)
-    all.push_back(entry.second);
-  return all;
+Result<bool> MemoryKernelDatabase::mergeAttempt(const AttemptRecord &attempt) {
+  for (const AttemptRecord &stored : attempts)
+    if (stored == attempt)
+      return false;
+  Status status = addAttempt(attempt);
+  if (!status.isOk())
+    return status;
+  return true;
 }
 
-Result<std::vector<AttemptRecord>> MemoryKernelDatabase::listAttempts() {
-  return attempts;
+Status MemoryKernelDatabase::forEachRecord(const RecordFilter &filter,
+                                           const RecordCallback &callback) {
+  for (const auto &entry : records) {
+    if (!startsWith(entry.first.first, filter.taskKeyPrefix))
+      continue;
+    Status status;
+    if (filter.withBinaries) {
+      status = callback(entry.second);
+    } else {
+      KernelRecord record = entry.second;
+      record.cubin.reset();
+      record.ptx.reset();
+      status = callback(record);
+    }
+    if (!status.isOk())
+      return status;
+  }
+  return Status::success();
+}
+
+Status MemoryKernelDatabase::forEachAttempt(std::string_view taskKeyPrefix,
+                                            const AttemptCallback &callback) {
+  for (const AttemptRecord &attempt : attempts)
+    if (startsWith(attempt.taskKey, taskKeyPrefix))
+      if (Status status = callback(attempt); !status.isOk())
+        return status;
+  return Status::success();
 }
 
 Result<KernelDatabaseStats> MemoryKernelDatabase::stats() {
   KernelDatabaseStats stats;
   stats.records = records.size();
-  for (const auto &entry : records)
-    stats.validRecords += entry.second.valid ? 1 : 0;
+  for (const auto &entry : records) {
+    const KernelRecord &record = entry.second;
+    stats.validRecords += record.valid ? 1 : 0;
+    stats.staleRecords += record.stale ? 1 : 0;
+    stats.cubins += record.cubin ? 1 : 0;
+    stats.ptxs += record.ptx ? 1 : 0;
+    stats.binaryBytes +=
+        static_cast<int64_t>((record.cubin ? record.cubin->size() : 0) +
+                             (record.ptx ? record.ptx->size() : 0));
+  }
   stats.attempts = attempts.size();
   for (const AttemptRecord &attempt : attempts)
     stats.failedAttempts += attempt.valid ? 0 : 1;
   return stats;
 }
 
-Status MemoryKernelDatabase::verify() {
-  std::string problems;
-  for (const auto &entry : records) {
-    Status status = detail::checkBinaryHashes(entry.second);
-    if (!status.isOk())
-      problems += (problems.empty() ? "" : "; ") + status.message();
+Result<std::vector<std::string>> MemoryKernelDatabase::findProblems() {
+  std::vector<std::string> problems;
+  for (const auto &entry : records)
+    detail::checkRecord(entry.second, problems);
+  return problems;
+}
+
+Result<bool> MemoryKernelDatabase::setStale(std::string_view taskKey,
+                                            std::string_view fingerprintHash,
+                                            bool stale) {
+  auto it = records.find({std::string(taskKey), std::string(fingerprintHash)});
+  if (it == records.end())
+    return false;
+  it->second.stale = stale;
+  return true;
+}
+
+Result<PruneSummary> MemoryKernelDatabase::prune(const PruneOptions &options) {
+  PruneSummary summary;
+  for (auto it = records.begin(); it != records.end();) {
+    if (!detail::isPruned(options, it->second)) {
+      ++it;
+      continue;
+    }
+    KernelRecord removed = it->second;
+    removed.cubin.reset();
+    removed.ptx.reset();
+    summary.records.push_back(std::move(removed));
+    it = options.dryRun ? std::next(it) : records.erase(it);
   }
-  if (!problems.empty())
-    return Status::error(StatusCode::Internal, problems);
-  return Status::success();
+  std::vector<AttemptRecord> kept;
+  for (const AttemptRecord &attempt : attempts) {
+    if (detail::isPruned(options, attempt))
+      ++summary.attempts;
+    else if (!options.dryRun)
+      kept.push_back(attempt);
+  }
+  if (!options.dryRun)
+    attempts = std::move(kept);
+  return summary;
+}
+
+Status MemoryKernelDatabase::transact(const std::function<Status()> &body) {
+  auto savedRecords = records;
+  auto savedAttempts = attempts;
+  Status status = body();
+  if (!status.isOk()) {
+    records = std::move(savedRecords);
+    attempts = std::move(savedAttempts);
+  }
+  return status;
+}
+
+Status MemoryKernelDatabase::readSnapshot(const std::function<Status()> &body) {
+  return body();
 }

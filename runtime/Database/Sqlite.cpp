@@ -10,6 +10,8 @@
 
 #include <sqlite3.h>
 
+#include <cstring>
+
 using namespace kopt::runtime;
 using namespace kopt::runtime::sqlite;
 
@@ -23,8 +25,7 @@ Result<Database> Database::open(const std::string &path, int flags) {
   if (rc != SQLITE_OK) {
     std::string message =
         db.handle ? sqlite3_errmsg(db.handle) : sqlite3_errstr(rc);
-    return Status::error(StatusCode::IoError,
-                         "cannot open '" + path + "': " + message);
+    return Status::error(StatusCode::IoError, "cannot open: " + message);
   }
   sqlite3_extended_result_codes(db.handle, 1);
   return db;
@@ -47,17 +48,34 @@ Database::~Database() {
 
 Status Database::exec(const std::string &sql) {
   if (sqlite3_exec(handle, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
-    return error("cannot run '" + sql + "'");
+    return error();
   return Status::success();
 }
 
 Status Database::error(std::string_view what) const {
-  int code = sqlite3_errcode(handle);
+  int code = sqlite3_errcode(handle) & 0xff;
   StatusCode statusCode = StatusCode::IoError;
-  if ((code & 0xff) == SQLITE_READONLY)
+  if (code == SQLITE_READONLY)
     statusCode = StatusCode::Unavailable;
-  return Status::error(statusCode,
-                       std::string(what) + ": " + sqlite3_errmsg(handle));
+  else if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB)
+    statusCode = StatusCode::InvalidArgument;
+  std::string message = sqlite3_errmsg(handle);
+  // For a failed read or write, the system's reason says more ("No space
+  // left on device", "File too large").
+  int systemError = sqlite3_system_errno(handle);
+  if ((code == SQLITE_IOERR || code == SQLITE_FULL ||
+       code == SQLITE_CANTOPEN) &&
+      systemError != 0)
+    message += std::string(" (") + std::strerror(systemError) + ")";
+  if (!what.empty())
+    message = std::string(what) + ": " + message;
+  return Status::error(statusCode, message);
+}
+
+int64_t Database::changes() const { return sqlite3_changes64(handle); }
+
+bool Database::inTransaction() const {
+  return sqlite3_get_autocommit(handle) == 0;
 }
 
 //===----------------------------------------------------------------------===//
@@ -68,7 +86,7 @@ Result<Statement> Statement::prepare(Database &db, const std::string &sql) {
   sqlite3_stmt *handle = nullptr;
   if (sqlite3_prepare_v2(db.get(), sql.c_str(), -1, &handle, nullptr) !=
       SQLITE_OK)
-    return db.error("cannot prepare '" + sql + "'");
+    return db.error();
   return Statement(db, handle);
 }
 
@@ -78,8 +96,10 @@ Statement::~Statement() {
 }
 
 Statement &Statement::bind(int index, std::string_view text) {
-  if (sqlite3_bind_text64(handle, index, text.data(), text.size(),
-                          SQLITE_TRANSIENT, SQLITE_UTF8) != SQLITE_OK &&
+  // An empty view may have no data pointer, which SQLite would bind as NULL.
+  if (sqlite3_bind_text64(handle, index, text.data() ? text.data() : "",
+                          text.size(), SQLITE_TRANSIENT,
+                          SQLITE_UTF8) != SQLITE_OK &&
       bindStatus.isOk())
     bindStatus = db->error("cannot bind a parameter");
   return *this;
@@ -117,7 +137,7 @@ Result<bool> Statement::step() {
     return true;
   if (rc == SQLITE_DONE)
     return false;
-  return db->error("statement failed");
+  return db->error();
 }
 
 Status Statement::run() {
@@ -160,21 +180,39 @@ std::optional<std::string> Statement::blob(int column) const {
 // Transaction
 //===----------------------------------------------------------------------===//
 
+Result<Transaction> Transaction::begin(Database &db, const char *sql) {
+  // SQLite has no nested transactions; an inner one is a savepoint, which
+  // RELEASE commits into the outer transaction.
+  bool nested = db.inTransaction();
+  if (Status status = db.exec(nested ? "SAVEPOINT kopt_nested" : sql);
+      !status.isOk())
+    return status.withContext("cannot begin a transaction");
+  return Transaction(db, nested);
+}
+
 Result<Transaction> Transaction::begin(Database &db) {
-  Status status = db.exec("BEGIN IMMEDIATE");
-  if (!status.isOk())
-    return status;
-  return Transaction(db);
+  return begin(db, "BEGIN IMMEDIATE");
+}
+
+Result<Transaction> Transaction::beginRead(Database &db) {
+  return begin(db, "BEGIN DEFERRED");
 }
 
 Transaction::~Transaction() {
-  if (db)
+  if (!db)
+    return;
+  // SQLite may have rolled the whole transaction back already (after a full
+  // disk, for one); then these fail, and there is nothing left to undo.
+  if (nested)
+    db->exec("ROLLBACK TO kopt_nested; RELEASE kopt_nested").ignore();
+  else
     db->exec("ROLLBACK").ignore();
 }
 
 Status Transaction::commit() {
-  Status status = db->exec("COMMIT");
-  if (status.isOk())
-    db = nullptr;
+  Status status = db->exec(nested ? "RELEASE kopt_nested" : "COMMIT");
+  if (!status.isOk())
+    return status.withContext("cannot commit");
+  db = nullptr;
   return status;
 }

@@ -7,8 +7,10 @@
 //===----------------------------------------------------------------------===//
 //
 // A connection, a prepared statement and a transaction, each releasing what
-// it holds when destroyed; a transaction rolls back unless committed. Errors
-// come back as Status values, never exceptions.
+// it holds when destroyed; a transaction rolls back unless committed, and a
+// transaction begun inside another one is a savepoint of it. Errors come back
+// as Status values, never exceptions: SQLite's message, with a code that says
+// what kind of failure it was (read-only, corrupted file, I/O).
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,8 +46,13 @@ public:
 
   /// Runs `sql`, which may hold several statements and return no rows.
   Status exec(const std::string &sql);
-  /// The connection's last error, prefixed with `what`.
-  Status error(std::string_view what) const;
+  /// The connection's last error, prefixed with `what` and ": " unless
+  /// `what` is empty.
+  Status error(std::string_view what = {}) const;
+  /// Rows changed by the last INSERT, UPDATE or DELETE.
+  int64_t changes() const;
+  /// Whether a transaction is open on this connection.
+  bool inTransaction() const;
   /// The raw handle.
   sqlite3 *get() const { return handle; }
 
@@ -96,11 +103,16 @@ private:
 /// A transaction that rolls back when destroyed unless committed.
 class Transaction {
 public:
-  /// Begins an IMMEDIATE transaction (takes the write lock now, waiting up to
-  /// the busy timeout).
+  /// Begins a write transaction: an IMMEDIATE one, which takes the write lock
+  /// now (waiting up to the busy timeout), or, inside an open transaction, a
+  /// savepoint that commits or rolls back with it.
   static Result<Transaction> begin(Database &db);
+  /// Begins a read transaction (DEFERRED), which reads one snapshot of the
+  /// file; inside an open transaction, a savepoint.
+  static Result<Transaction> beginRead(Database &db);
 
-  Transaction(Transaction &&other) noexcept : db(other.db) {
+  Transaction(Transaction &&other) noexcept
+      : db(other.db), nested(other.nested) {
     other.db = nullptr;
   }
   Transaction(const Transaction &) = delete;
@@ -112,8 +124,11 @@ public:
   Status commit();
 
 private:
-  explicit Transaction(Database &db) : db(&db) {}
+  Transaction(Database &db, bool nested) : db(&db), nested(nested) {}
+  static Result<Transaction> begin(Database &db, const char *sql);
   Database *db;
+  /// Whether this is a savepoint inside an outer transaction.
+  bool nested;
 };
 
 } // namespace kopt::runtime::sqlite

@@ -10,7 +10,9 @@
 // a file that is not SQLite, SQLite without kopt's tables, or a newer schema
 // is refused untouched. An older schema is migrated forward, one version at a
 // time, in a transaction. Every write takes the write lock up front
-// (BEGIN IMMEDIATE) and waits up to the busy timeout for other processes.
+// (BEGIN IMMEDIATE) and waits up to the busy timeout for other processes; a
+// write inside `transact` is a savepoint of its transaction. Every error
+// names the file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,8 +22,10 @@
 
 #include <sqlite3.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,28 +62,17 @@ const char *const kMigrations[] = {
     // 1 -> 2: look attempts up by key.
     "CREATE INDEX attempts_by_key ON attempts(task_key, fingerprint_hash);"
     "UPDATE schema_version SET version = 2;",
+    // 2 -> 3: mark winners measured under another driver or NVRTC.
+    "ALTER TABLE kernels ADD COLUMN stale INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE schema_version SET version = 3;",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) ==
                   SqliteKernelDatabase::kSchemaVersion,
               "one migration per schema version");
 
-/// The columns `readRecord` expects, in order.
-constexpr const char *kRecordColumns =
-    "record, cubin, cubin_hash, ptx, ptx_hash";
-
-Result<KernelRecord> readRecord(const sqlite::Statement &statement) {
-  Result<json::Value> value = json::parse(statement.text(0));
-  if (!value)
-    return value.status().withContext("stored record");
-  Result<KernelRecord> record = kernelRecordFromJson(*value);
-  if (!record)
-    return record.status().withContext("stored record");
-  record->cubin = statement.blob(1);
-  record->cubinHash = record->cubin ? statement.text(2) : std::string();
-  record->ptx = statement.blob(3);
-  record->ptxHash = record->ptx ? statement.text(4) : std::string();
-  return record;
-}
+/// What `where` selects of a task key prefix bound as `?1`.
+constexpr const char *kKeyPrefixCondition =
+    "substr(task_key, 1, length(?1)) = ?1";
 
 /// The table names in `db`.
 Result<std::set<std::string>> listTables(sqlite::Database &db) {
@@ -98,6 +91,10 @@ Result<std::set<std::string>> listTables(sqlite::Database &db) {
   }
 }
 
+/// Why a file is not a kopt database although SQLite reads it.
+constexpr const char *kNoKoptTables =
+    "an SQLite database without kopt's tables";
+
 /// The schema version of `db`: 0 for an empty database.
 Result<int64_t> readVersion(sqlite::Database &db) {
   Result<std::set<std::string>> tables = listTables(db);
@@ -106,8 +103,7 @@ Result<int64_t> readVersion(sqlite::Database &db) {
   if (tables->empty())
     return int64_t(0);
   if (!tables->count("schema_version") || !tables->count("kernels"))
-    return Status::error(StatusCode::InvalidArgument,
-                         "an SQLite database without kopt's tables");
+    return Status::error(StatusCode::InvalidArgument, kNoKoptTables);
   Result<sqlite::Statement> statement =
       sqlite::Statement::prepare(db, "SELECT MAX(version) FROM schema_version");
   if (!statement)
@@ -121,6 +117,38 @@ Result<int64_t> readVersion(sqlite::Database &db) {
   return statement->integer(0);
 }
 
+/// The folder that holds `path`.
+std::string parentFolder(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// Puts `db` in WAL mode. Switching needs an exclusive lock, and SQLite does
+/// not wait for it with the busy handler, so several processes creating one
+/// file at once retry here, for up to `timeoutMs`.
+Status switchToWal(sqlite::Database &db, int timeoutMs) {
+  for (int waitedMs = 0;; waitedMs += 10) {
+    Result<sqlite::Statement> pragma =
+        sqlite::Statement::prepare(db, "PRAGMA journal_mode=WAL");
+    Result<bool> row = pragma ? pragma->step() : Result<bool>(pragma.status());
+    if (row && *row && pragma->text(0) == "wal")
+      return Status::success();
+    int code = sqlite3_errcode(db.get()) & 0xff;
+    if (!row && (code == SQLITE_BUSY || code == SQLITE_LOCKED) &&
+        waitedMs < timeoutMs) {
+      ::usleep(10000);
+      continue;
+    }
+    if (!row)
+      return row.status();
+    return Status::error(StatusCode::IoError,
+                         "SQLite kept journal mode '" +
+                             (*row ? pragma->text(0) : std::string()) + "'");
+  }
+}
+
 } // namespace
 
 class SqliteKernelDatabase::Impl {
@@ -128,12 +156,74 @@ public:
   sqlite::Database db;
   std::string path;
   bool readOnly = false;
+  int64_t schemaVersion = 0;
+
+  /// `status` with the file's name, and what was being done, in front.
+  Status fail(const Status &status, const std::string &doing = {}) const {
+    return Status::error(status.code(),
+                         "kernel database '" + path +
+                             "': " + (doing.empty() ? "" : doing + ": ") +
+                             status.message());
+  }
 
   Status checkWritable() const {
     if (readOnly)
       return Status::error(StatusCode::Unavailable,
                            "kernel database '" + path +
-                               "' is open read-only; cannot write");
+                               "' is read-only (no write permission, or "
+                               "opened read-only); cannot write to it");
+    return Status::success();
+  }
+
+  /// The stale flag's column; files older than version 3, which are only
+  /// ever read, have none.
+  const char *staleColumn() const { return schemaVersion >= 3 ? "stale" : "0"; }
+
+  /// The columns `readRecord` expects, in order.
+  std::string recordColumns(bool withBinaries) const {
+    return std::string("task_key, fingerprint_hash, record, ") +
+           (withBinaries ? "cubin" : "NULL") + ", cubin_hash, " +
+           (withBinaries ? "ptx" : "NULL") + ", ptx_hash, " + staleColumn() +
+           ", cubin IS NOT NULL, ptx IS NOT NULL";
+  }
+
+  /// Reads the record in the current row of a statement that selected
+  /// `recordColumns`; the error says what does not read.
+  static Result<KernelRecord> decodeRecord(const sqlite::Statement &statement) {
+    Result<json::Value> value = json::parse(statement.text(2));
+    if (!value)
+      return value.status();
+    Result<KernelRecord> record = kernelRecordFromJson(*value);
+    if (!record)
+      return record.status();
+    record->cubin = statement.blob(3);
+    record->cubinHash = statement.integer(8) ? statement.text(4) : "";
+    record->ptx = statement.blob(5);
+    record->ptxHash = statement.integer(9) ? statement.text(6) : "";
+    record->stale = statement.integer(7) != 0;
+    return record;
+  }
+
+  /// `decodeRecord`, with an error that names the file and the record.
+  Result<KernelRecord> readRecord(const sqlite::Statement &statement) const {
+    Result<KernelRecord> record = decodeRecord(statement);
+    if (!record)
+      return fail(record.status(), "record " + statement.text(0) + " on " +
+                                       statement.text(1) + " does not read");
+    return record;
+  }
+
+  /// Runs `body` in a write transaction (a savepoint inside another).
+  Status write(const std::function<Status()> &body) {
+    if (Status status = checkWritable(); !status.isOk())
+      return status;
+    Result<sqlite::Transaction> transaction = sqlite::Transaction::begin(db);
+    if (!transaction)
+      return fail(transaction.status());
+    if (Status status = body(); !status.isOk())
+      return status;
+    if (Status status = transaction->commit(); !status.isOk())
+      return fail(status);
     return Status::success();
   }
 };
@@ -144,6 +234,12 @@ SqliteKernelDatabase::SqliteKernelDatabase(std::unique_ptr<Impl> impl)
 SqliteKernelDatabase::~SqliteKernelDatabase() = default;
 
 bool SqliteKernelDatabase::isReadOnly() const { return impl->readOnly; }
+
+const std::string &SqliteKernelDatabase::getPath() const { return impl->path; }
+
+int64_t SqliteKernelDatabase::getSchemaVersion() const {
+  return impl->schemaVersion;
+}
 
 Result<std::unique_ptr<SqliteKernelDatabase>>
 SqliteKernelDatabase::open(const std::string &path,
@@ -164,7 +260,8 @@ SqliteKernelDatabase::open(const std::string &path,
       char header[16] = {};
       FILE *file = std::fopen(path.c_str(), "rb");
       if (!file)
-        return refuse(StatusCode::IoError, std::strerror(errno));
+        return refuse(StatusCode::IoError,
+                      std::string("cannot read it: ") + std::strerror(errno));
       size_t read = std::fread(header, 1, sizeof(header), file);
       std::fclose(file);
       if (read != sizeof(header) ||
@@ -176,6 +273,18 @@ SqliteKernelDatabase::open(const std::string &path,
       readOnly = true;
   } else if (!options.create || readOnly) {
     return refuse(StatusCode::IoError, "no such file");
+  } else {
+    std::string folder = parentFolder(path);
+    struct stat folderInfo;
+    if (::stat(folder.c_str(), &folderInfo) != 0)
+      return refuse(StatusCode::IoError, "cannot create it: the folder '" +
+                                             folder + "' does not exist");
+    if (!S_ISDIR(folderInfo.st_mode))
+      return refuse(StatusCode::IoError,
+                    "cannot create it: '" + folder + "' is not a folder");
+    if (::access(folder.c_str(), W_OK) != 0)
+      return refuse(StatusCode::Unavailable, "cannot create it: the folder '" +
+                                                 folder + "' is not writable");
   }
 
   auto impl = std::make_unique<Impl>();
@@ -185,50 +294,57 @@ SqliteKernelDatabase::open(const std::string &path,
                        : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   Result<sqlite::Database> db = sqlite::Database::open(path, flags);
   if (!db)
-    return db.status();
+    return impl->fail(db.status());
   impl->db = std::move(*db);
   sqlite3_busy_timeout(impl->db.get(), options.busyTimeoutMs);
 
+  auto refuseUnreadable = [&](const Status &status) {
+    if (status.message() == kNoKoptTables ||
+        status.message().rfind("the schema_version", 0) == 0)
+      return refuse(StatusCode::InvalidArgument,
+                    "not a kopt kernel database (" + status.message() + ")");
+    return refuse(StatusCode::InvalidArgument,
+                  "cannot read it (corrupted, or not a database): " +
+                      status.message());
+  };
   Result<int64_t> version = readVersion(impl->db);
   if (!version)
-    return refuse(StatusCode::InvalidArgument, "not a kopt kernel database (" +
-                                                   version.status().message() +
-                                                   ")");
+    return refuseUnreadable(version.status());
   if (*version > kSchemaVersion)
     return refuse(StatusCode::Unsupported,
                   "schema version " + std::to_string(*version) +
                       " is newer than this kopt supports (" +
                       std::to_string(kSchemaVersion) + ")");
+  impl->schemaVersion = *version;
   if (readOnly) {
-    if (*version < kSchemaVersion)
-      return refuse(StatusCode::Unavailable,
-                    "schema version " + std::to_string(*version) +
-                        " needs a migration, but the file is read-only");
+    if (*version == 0)
+      return refuse(StatusCode::InvalidArgument,
+                    "an empty file, and read-only; nothing to read");
     return std::unique_ptr<SqliteKernelDatabase>(
         new SqliteKernelDatabase(std::move(impl)));
   }
 
-  Status wal = impl->db.exec("PRAGMA journal_mode=WAL");
-  if (!wal.isOk())
-    return wal.withContext("kernel database '" + path + "'");
+  if (Status wal = switchToWal(impl->db, options.busyTimeoutMs); !wal.isOk())
+    return impl->fail(wal, "cannot switch to WAL mode");
   if (*version < kSchemaVersion) {
     Result<sqlite::Transaction> transaction =
         sqlite::Transaction::begin(impl->db);
     if (!transaction)
-      return transaction.status().withContext("kernel database '" + path + "'");
+      return impl->fail(transaction.status());
     // Another process may have migrated while this one waited for the lock.
     version = readVersion(impl->db);
     if (!version)
-      return version.status();
+      return refuseUnreadable(version.status());
     for (int64_t from = *version; from < kSchemaVersion; ++from) {
       Status status = impl->db.exec(kMigrations[from]);
       if (!status.isOk())
-        return status.withContext("migrating kernel database '" + path +
-                                  "' from version " + std::to_string(from));
+        return impl->fail(status, "cannot migrate from schema version " +
+                                      std::to_string(from));
     }
     Status status = transaction->commit();
     if (!status.isOk())
-      return status.withContext("kernel database '" + path + "'");
+      return impl->fail(status);
+    impl->schemaVersion = kSchemaVersion;
   }
   return std::unique_ptr<SqliteKernelDatabase>(
       new SqliteKernelDatabase(std::move(impl)));
@@ -238,205 +354,452 @@ Result<std::optional<KernelRecord>>
 SqliteKernelDatabase::lookup(std::string_view taskKey,
                              const DeviceFingerprint &fingerprint) {
   Result<sqlite::Statement> statement = sqlite::Statement::prepare(
-      impl->db, std::string("SELECT ") + kRecordColumns +
+      impl->db, "SELECT " + impl->recordColumns(/*withBinaries=*/true) +
                     " FROM kernels WHERE task_key = ?1 AND "
                     "fingerprint_hash = ?2 AND valid = 1");
   if (!statement)
-    return statement.status();
+    return impl->fail(statement.status(), "cannot look up");
   statement->bind(1, taskKey).bind(2, fingerprint.hash());
   Result<bool> row = statement->step();
   if (!row)
-    return row.status();
+    return impl->fail(row.status(), "cannot look up");
   if (!*row)
     return std::optional<KernelRecord>();
-  Result<KernelRecord> record = readRecord(*statement);
+  Result<KernelRecord> record = impl->readRecord(*statement);
   if (!record)
     return record.status();
   return std::optional<KernelRecord>(std::move(*record));
 }
 
-Result<bool> SqliteKernelDatabase::put(const KernelRecord &incoming) {
-  Status writable = impl->checkWritable();
-  if (!writable.isOk())
-    return writable;
+Result<PutOutcome> SqliteKernelDatabase::merge(const KernelRecord &incoming) {
   if (incoming.taskKey.empty())
     return Status::error(StatusCode::InvalidArgument,
                          "a kernel record needs a task key");
   KernelRecord record = detail::prepareForPut(incoming);
   std::string fingerprintHash = record.fingerprint.hash();
+  std::string doing = "cannot store " + describeRecord(record);
+  // The stale flag lives in its column only, so that marking a record does
+  // not rewrite its JSON.
+  json::Value recordJson = toJson(record, /*withBinaries=*/false);
+  recordJson.erase("stale");
 
-  Result<sqlite::Transaction> transaction =
-      sqlite::Transaction::begin(impl->db);
-  if (!transaction)
-    return transaction.status();
-  {
+  PutOutcome outcome = PutOutcome::Added;
+  Status status = impl->write([&]() -> Status {
     Result<sqlite::Statement> existing = sqlite::Statement::prepare(
         impl->db, "SELECT valid, median_ms FROM kernels WHERE task_key = ?1 "
                   "AND fingerprint_hash = ?2");
     if (!existing)
-      return existing.status();
+      return impl->fail(existing.status(), doing);
     existing->bind(1, record.taskKey).bind(2, fingerprintHash);
     Result<bool> row = existing->step();
     if (!row)
-      return row.status();
+      return impl->fail(row.status(), doing);
     if (*row) {
       KernelRecord stored;
       stored.valid = existing->integer(0) != 0;
       stored.winner.medianMs = existing->real(1);
-      if (!isBetterRecord(record, stored))
-        return false;
+      if (!isBetterRecord(record, stored)) {
+        outcome = PutOutcome::Kept;
+        return Status::success();
+      }
+      outcome = PutOutcome::Replaced;
     }
-  }
-  Result<sqlite::Statement> insert = sqlite::Statement::prepare(
-      impl->db,
-      "INSERT OR REPLACE INTO kernels(task_key, fingerprint_hash, "
-      "fingerprint, valid, median_ms, record, cubin, cubin_hash, ptx, "
-      "ptx_hash, created_at, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-      "?8, ?9, ?10, ?11, ?12)");
-  if (!insert)
-    return insert.status();
-  insert->bind(1, record.taskKey)
-      .bind(2, fingerprintHash)
-      .bind(3, record.fingerprint.toString())
-      .bind(4, int64_t(record.valid ? 1 : 0))
-      .bind(5, record.winner.medianMs)
-      .bind(6, json::write(toJson(record, /*withBinaries=*/false)))
-      .bindBlob(7, record.cubin)
-      .bind(8, record.cubinHash)
-      .bindBlob(9, record.ptx)
-      .bind(10, record.ptxHash)
-      .bind(11, record.createdAt)
-      .bind(12, record.updatedAt);
-  Status status = insert->run();
+    Result<sqlite::Statement> insert = sqlite::Statement::prepare(
+        impl->db,
+        "INSERT OR REPLACE INTO kernels(task_key, fingerprint_hash, "
+        "fingerprint, valid, median_ms, record, cubin, cubin_hash, ptx, "
+        "ptx_hash, created_at, updated_at, stale) VALUES(?1, ?2, ?3, ?4, ?5, "
+        "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+    if (!insert)
+      return impl->fail(insert.status(), doing);
+    insert->bind(1, record.taskKey)
+        .bind(2, fingerprintHash)
+        .bind(3, record.fingerprint.toString())
+        .bind(4, int64_t(record.valid ? 1 : 0))
+        .bind(5, record.winner.medianMs)
+        .bind(6, json::write(recordJson))
+        .bindBlob(7, record.cubin)
+        .bind(8, record.cubinHash)
+        .bindBlob(9, record.ptx)
+        .bind(10, record.ptxHash)
+        .bind(11, record.createdAt)
+        .bind(12, record.updatedAt)
+        .bind(13, int64_t(record.stale ? 1 : 0));
+    if (Status status = insert->run(); !status.isOk())
+      return impl->fail(status, doing);
+    return Status::success();
+  });
   if (!status.isOk())
     return status;
-  status = transaction->commit();
-  if (!status.isOk())
-    return status;
-  return true;
+  return outcome;
 }
 
-Status SqliteKernelDatabase::addAttempt(const AttemptRecord &incoming) {
-  Status writable = impl->checkWritable();
-  if (!writable.isOk())
-    return writable;
+/// Inserts `attempt` (its time filled) unless `onlyIfNew` and an identical
+/// attempt is stored; returns whether it was inserted.
+static Result<bool> insertAttempt(SqliteKernelDatabase::Impl &impl,
+                                  const AttemptRecord &incoming,
+                                  bool onlyIfNew) {
   if (incoming.taskKey.empty())
     return Status::error(StatusCode::InvalidArgument,
                          "an attempt needs a task key");
   AttemptRecord attempt = incoming;
   if (attempt.time == 0)
     attempt.time = static_cast<int64_t>(::time(nullptr));
-  Result<sqlite::Transaction> transaction =
-      sqlite::Transaction::begin(impl->db);
-  if (!transaction)
-    return transaction.status();
-  Result<sqlite::Statement> insert = sqlite::Statement::prepare(
-      impl->db, "INSERT INTO attempts(task_key, fingerprint_hash, valid, "
-                "attempt, created_at) VALUES(?1, ?2, ?3, ?4, ?5)");
-  if (!insert)
-    return insert.status();
-  insert->bind(1, attempt.taskKey)
-      .bind(2, attempt.fingerprint.hash())
-      .bind(3, int64_t(attempt.valid ? 1 : 0))
-      .bind(4, json::write(toJson(attempt)))
-      .bind(5, attempt.time);
-  Status status = insert->run();
+  std::string fingerprintHash = attempt.fingerprint.hash();
+  std::string text = json::write(toJson(attempt));
+  std::string doing = "cannot store an attempt for task " + attempt.taskKey;
+  bool inserted = false;
+  Status status = impl.write([&]() -> Status {
+    if (onlyIfNew) {
+      Result<sqlite::Statement> existing = sqlite::Statement::prepare(
+          impl.db, "SELECT 1 FROM attempts WHERE task_key = ?1 AND "
+                   "fingerprint_hash = ?2 AND attempt = ?3 LIMIT 1");
+      if (!existing)
+        return impl.fail(existing.status(), doing);
+      existing->bind(1, attempt.taskKey).bind(2, fingerprintHash).bind(3, text);
+      Result<bool> row = existing->step();
+      if (!row)
+        return impl.fail(row.status(), doing);
+      if (*row)
+        return Status::success();
+    }
+    Result<sqlite::Statement> insert = sqlite::Statement::prepare(
+        impl.db, "INSERT INTO attempts(task_key, fingerprint_hash, valid, "
+                 "attempt, created_at) VALUES(?1, ?2, ?3, ?4, ?5)");
+    if (!insert)
+      return impl.fail(insert.status(), doing);
+    insert->bind(1, attempt.taskKey)
+        .bind(2, fingerprintHash)
+        .bind(3, int64_t(attempt.valid ? 1 : 0))
+        .bind(4, text)
+        .bind(5, attempt.time);
+    if (Status status = insert->run(); !status.isOk())
+      return impl.fail(status, doing);
+    inserted = true;
+    return Status::success();
+  });
   if (!status.isOk())
     return status;
-  return transaction->commit();
+  return inserted;
 }
 
-Result<std::vector<KernelRecord>> SqliteKernelDatabase::list() {
+Status SqliteKernelDatabase::addAttempt(const AttemptRecord &attempt) {
+  Result<bool> inserted = insertAttempt(*impl, attempt, /*onlyIfNew=*/false);
+  return inserted ? Status::success() : inserted.status();
+}
+
+Result<bool> SqliteKernelDatabase::mergeAttempt(const AttemptRecord &attempt) {
+  return insertAttempt(*impl, attempt, /*onlyIfNew=*/true);
+}
+
+Status SqliteKernelDatabase::forEachRecord(const RecordFilter &filter,
+                                           const RecordCallback &callback) {
   Result<sqlite::Statement> statement = sqlite::Statement::prepare(
-      impl->db, std::string("SELECT ") + kRecordColumns +
-                    " FROM kernels ORDER BY task_key, fingerprint_hash");
+      impl->db, "SELECT " + impl->recordColumns(filter.withBinaries) +
+                    " FROM kernels WHERE " + kKeyPrefixCondition +
+                    " ORDER BY task_key, fingerprint_hash");
   if (!statement)
-    return statement.status();
-  std::vector<KernelRecord> records;
+    return impl->fail(statement.status(), "cannot list records");
+  statement->bind(1, filter.taskKeyPrefix);
   while (true) {
     Result<bool> row = statement->step();
     if (!row)
-      return row.status();
+      return impl->fail(row.status(), "cannot list records");
     if (!*row)
-      return records;
-    Result<KernelRecord> record = readRecord(*statement);
+      return Status::success();
+    Result<KernelRecord> record = impl->readRecord(*statement);
     if (!record)
       return record.status();
-    records.push_back(std::move(*record));
+    if (Status status = callback(*record); !status.isOk())
+      return status;
   }
 }
 
-Result<std::vector<AttemptRecord>> SqliteKernelDatabase::listAttempts() {
+Status SqliteKernelDatabase::forEachAttempt(std::string_view taskKeyPrefix,
+                                            const AttemptCallback &callback) {
   Result<sqlite::Statement> statement = sqlite::Statement::prepare(
-      impl->db, "SELECT attempt FROM attempts ORDER BY id");
+      impl->db, std::string("SELECT id, attempt FROM attempts WHERE ") +
+                    kKeyPrefixCondition + " ORDER BY id");
   if (!statement)
-    return statement.status();
-  std::vector<AttemptRecord> attempts;
+    return impl->fail(statement.status(), "cannot list attempts");
+  statement->bind(1, taskKeyPrefix);
   while (true) {
     Result<bool> row = statement->step();
     if (!row)
-      return row.status();
+      return impl->fail(row.status(), "cannot list attempts");
     if (!*row)
-      return attempts;
-    Result<json::Value> value = json::parse(statement->text(0));
+      return Status::success();
+    std::string doing =
+        "attempt " + std::to_string(statement->integer(0)) + " does not read";
+    Result<json::Value> value = json::parse(statement->text(1));
     if (!value)
-      return value.status().withContext("stored attempt");
+      return impl->fail(value.status(), doing);
     Result<AttemptRecord> attempt = attemptRecordFromJson(*value);
     if (!attempt)
-      return attempt.status().withContext("stored attempt");
-    attempts.push_back(std::move(*attempt));
+      return impl->fail(attempt.status(), doing);
+    if (Status status = callback(*attempt); !status.isOk())
+      return status;
   }
 }
 
 Result<KernelDatabaseStats> SqliteKernelDatabase::stats() {
   KernelDatabaseStats stats;
-  Result<sqlite::Statement> kernels = sqlite::Statement::prepare(
-      impl->db, "SELECT COUNT(*), TOTAL(valid) FROM kernels");
-  if (!kernels)
-    return kernels.status();
-  Result<bool> row = kernels->step();
-  if (!row)
-    return row.status();
-  stats.records = static_cast<size_t>(kernels->integer(0));
-  stats.validRecords = static_cast<size_t>(kernels->real(1));
-  Result<sqlite::Statement> attempts = sqlite::Statement::prepare(
-      impl->db, "SELECT COUNT(*), TOTAL(1 - valid) FROM attempts");
-  if (!attempts)
-    return attempts.status();
-  row = attempts->step();
-  if (!row)
-    return row.status();
-  stats.attempts = static_cast<size_t>(attempts->integer(0));
-  stats.failedAttempts = static_cast<size_t>(attempts->real(1));
+  Status status = readSnapshot([&]() -> Status {
+    Result<sqlite::Statement> kernels = sqlite::Statement::prepare(
+        impl->db, std::string("SELECT COUNT(*), TOTAL(valid), TOTAL(") +
+                      impl->staleColumn() +
+                      "), COUNT(cubin), COUNT(ptx), "
+                      "TOTAL(length(cubin)) + TOTAL(length(ptx)) FROM kernels");
+    if (!kernels)
+      return impl->fail(kernels.status(), "cannot count records");
+    Result<bool> row = kernels->step();
+    if (!row)
+      return impl->fail(row.status(), "cannot count records");
+    stats.records = static_cast<size_t>(kernels->integer(0));
+    stats.validRecords = static_cast<size_t>(kernels->real(1));
+    stats.staleRecords = static_cast<size_t>(kernels->real(2));
+    stats.cubins = static_cast<size_t>(kernels->integer(3));
+    stats.ptxs = static_cast<size_t>(kernels->integer(4));
+    stats.binaryBytes = static_cast<int64_t>(kernels->real(5));
+    Result<sqlite::Statement> attempts = sqlite::Statement::prepare(
+        impl->db, "SELECT COUNT(*), TOTAL(1 - valid) FROM attempts");
+    if (!attempts)
+      return impl->fail(attempts.status(), "cannot count attempts");
+    row = attempts->step();
+    if (!row)
+      return impl->fail(row.status(), "cannot count attempts");
+    stats.attempts = static_cast<size_t>(attempts->integer(0));
+    stats.failedAttempts = static_cast<size_t>(attempts->real(1));
+    return Status::success();
+  });
+  if (!status.isOk())
+    return status;
   return stats;
 }
 
-Status SqliteKernelDatabase::verify() {
-  std::string problems;
-  Result<sqlite::Statement> check =
-      sqlite::Statement::prepare(impl->db, "PRAGMA integrity_check");
-  if (!check)
-    return check.status();
-  while (true) {
-    Result<bool> row = check->step();
+Result<std::vector<std::string>> SqliteKernelDatabase::findProblems() {
+  std::vector<std::string> problems;
+  auto check = [&]() -> Status {
+    // The file itself. When SQLite cannot even run the check, the file is
+    // too damaged for the rest to mean anything.
+    Result<sqlite::Statement> integrity =
+        sqlite::Statement::prepare(impl->db, "PRAGMA integrity_check");
+    if (!integrity) {
+      problems.push_back("the file is damaged: " +
+                         integrity.status().message());
+      return Status::success();
+    }
+    while (true) {
+      Result<bool> row = integrity->step();
+      if (!row) {
+        problems.push_back("the file is damaged: " + row.status().message());
+        return Status::success();
+      }
+      if (!*row)
+        break;
+      std::string line = integrity->text(0);
+      if (line != "ok")
+        problems.push_back("integrity check: " + line);
+    }
+
+    Result<sqlite::Statement> version = sqlite::Statement::prepare(
+        impl->db, "SELECT COUNT(*), MAX(version) FROM schema_version");
+    if (!version)
+      return impl->fail(version.status(), "cannot read the schema version");
+    Result<bool> row = version->step();
     if (!row)
-      return row.status().withContext("integrity check");
-    if (!*row)
-      break;
-    std::string line = check->text(0);
-    if (line != "ok")
-      problems += (problems.empty() ? "" : "; ") + line;
+      return impl->fail(row.status(), "cannot read the schema version");
+    if (version->integer(0) != 1 || version->integer(1) != impl->schemaVersion)
+      problems.push_back(
+          "schema_version holds " + std::to_string(version->integer(0)) +
+          " rows; it should hold one, " + std::to_string(impl->schemaVersion));
+
+    // Every record: its JSON, the columns that repeat it, its binaries and
+    // its plan.
+    Result<sqlite::Statement> kernels = sqlite::Statement::prepare(
+        impl->db, "SELECT " + impl->recordColumns(/*withBinaries=*/true) +
+                      ", fingerprint, valid, median_ms FROM kernels ORDER BY "
+                      "task_key, fingerprint_hash");
+    if (!kernels)
+      return impl->fail(kernels.status(), "cannot read the records");
+    while (true) {
+      row = kernels->step();
+      if (!row)
+        return impl->fail(row.status(), "cannot read the records");
+      if (!*row)
+        break;
+      Result<KernelRecord> record = Impl::decodeRecord(*kernels);
+      if (!record) {
+        problems.push_back(
+            "record " + kernels->text(0) + " on " + kernels->text(1) +
+            ": stored JSON does not read: " + record.status().message());
+        continue;
+      }
+      std::string where = describeRecord(*record) + ": ";
+      if (record->taskKey != kernels->text(0) ||
+          record->fingerprint.hash() != kernels->text(1) ||
+          record->fingerprint.toString() != kernels->text(10))
+        problems.push_back("record " + kernels->text(0) + " on " +
+                           kernels->text(1) +
+                           ": its key columns do not match its JSON");
+      if (int64_t(record->valid) != kernels->integer(11) ||
+          record->winner.medianMs != kernels->real(12))
+        problems.push_back(where +
+                           "its valid or median_ms column does not match "
+                           "its JSON");
+      detail::checkRecord(*record, problems);
+    }
+
+    // Every attempt's JSON.
+    Result<sqlite::Statement> attempts = sqlite::Statement::prepare(
+        impl->db, "SELECT id, task_key, attempt FROM attempts ORDER BY id");
+    if (!attempts)
+      return impl->fail(attempts.status(), "cannot read the attempts");
+    while (true) {
+      row = attempts->step();
+      if (!row)
+        return impl->fail(row.status(), "cannot read the attempts");
+      if (!*row)
+        break;
+      std::string where = "attempt " + std::to_string(attempts->integer(0)) +
+                          " for task " + attempts->text(1) + ": ";
+      Result<json::Value> value = json::parse(attempts->text(2));
+      Result<AttemptRecord> attempt =
+          value ? attemptRecordFromJson(*value)
+                : Result<AttemptRecord>(value.status());
+      if (!attempt)
+        problems.push_back(
+            where + "stored JSON does not read: " + attempt.status().message());
+      else if (attempt->taskKey != attempts->text(1))
+        problems.push_back(where + "its key column does not match its JSON");
+    }
+    return Status::success();
+  };
+  Status status = readSnapshot(check);
+  if (!status.isOk()) {
+    // A file too damaged to begin a read is a problem to report too.
+    if (status.code() == StatusCode::InvalidArgument) {
+      problems.push_back(status.message());
+      return problems;
+    }
+    return status;
   }
-  Result<std::vector<KernelRecord>> records = list();
-  if (!records)
-    return records.status();
-  for (const KernelRecord &record : *records) {
-    Status status = detail::checkBinaryHashes(record);
-    if (!status.isOk())
-      problems += (problems.empty() ? "" : "; ") + status.message();
-  }
-  if (!problems.empty())
-    return Status::error(StatusCode::Internal,
-                         "kernel database '" + impl->path + "': " + problems);
+  return problems;
+}
+
+Result<bool> SqliteKernelDatabase::setStale(std::string_view taskKey,
+                                            std::string_view fingerprintHash,
+                                            bool stale) {
+  bool changed = false;
+  std::string doing = "cannot mark record " + std::string(taskKey) + " on " +
+                      std::string(fingerprintHash);
+  Status status = impl->write([&]() -> Status {
+    Result<sqlite::Statement> update = sqlite::Statement::prepare(
+        impl->db, "UPDATE kernels SET stale = ?3 WHERE task_key = ?1 AND "
+                  "fingerprint_hash = ?2");
+    if (!update)
+      return impl->fail(update.status(), doing);
+    update->bind(1, taskKey)
+        .bind(2, fingerprintHash)
+        .bind(3, int64_t(stale ? 1 : 0));
+    if (Status status = update->run(); !status.isOk())
+      return impl->fail(status, doing);
+    changed = impl->db.changes() > 0;
+    return Status::success();
+  });
+  if (!status.isOk())
+    return status;
+  return changed;
+}
+
+Result<PruneSummary> SqliteKernelDatabase::prune(const PruneOptions &options) {
+  // Both tables take the same conditions: ?1 a time before which rows go,
+  // ?2 whether only invalid rows go, ?3 a fingerprint hash or ''.
+  const std::string condition =
+      " < ?1 AND (?2 = 0 OR valid = 0) AND (?3 = '' OR fingerprint_hash = ?3)";
+  const std::string recordCondition = "updated_at" + condition;
+  const std::string attemptCondition = "created_at" + condition;
+  auto bindConditions = [&](sqlite::Statement &statement) {
+    statement
+        .bind(1, options.before.value_or(std::numeric_limits<int64_t>::max()))
+        .bind(2, int64_t(options.invalidOnly ? 1 : 0))
+        .bind(3, options.fingerprintHash);
+  };
+  auto run = [&](const std::string &sql, const std::string &doing) {
+    Result<sqlite::Statement> statement =
+        sqlite::Statement::prepare(impl->db, sql);
+    if (!statement)
+      return impl->fail(statement.status(), doing);
+    bindConditions(*statement);
+    if (Status status = statement->run(); !status.isOk())
+      return impl->fail(status, doing);
+    return Status::success();
+  };
+
+  PruneSummary summary;
+  auto body = [&]() -> Status {
+    if (options.records) {
+      Result<sqlite::Statement> select = sqlite::Statement::prepare(
+          impl->db, "SELECT " + impl->recordColumns(/*withBinaries=*/false) +
+                        " FROM kernels WHERE " + recordCondition +
+                        " ORDER BY task_key, fingerprint_hash");
+      if (!select)
+        return impl->fail(select.status(), "cannot select records to prune");
+      bindConditions(*select);
+      while (true) {
+        Result<bool> row = select->step();
+        if (!row)
+          return impl->fail(row.status(), "cannot select records to prune");
+        if (!*row)
+          break;
+        Result<KernelRecord> record = impl->readRecord(*select);
+        if (!record)
+          return record.status();
+        summary.records.push_back(std::move(*record));
+      }
+      if (!options.dryRun)
+        if (Status status = run("DELETE FROM kernels WHERE " + recordCondition,
+                                "cannot remove records");
+            !status.isOk())
+          return status;
+    }
+    if (options.attempts) {
+      Result<sqlite::Statement> count = sqlite::Statement::prepare(
+          impl->db, "SELECT COUNT(*) FROM attempts WHERE " + attemptCondition);
+      if (!count)
+        return impl->fail(count.status(), "cannot count attempts to prune");
+      bindConditions(*count);
+      Result<bool> row = count->step();
+      if (!row)
+        return impl->fail(row.status(), "cannot count attempts to prune");
+      summary.attempts = static_cast<size_t>(count->integer(0));
+      if (!options.dryRun)
+        if (Status status =
+                run("DELETE FROM attempts WHERE " + attemptCondition,
+                    "cannot remove attempts");
+            !status.isOk())
+          return status;
+    }
+    return Status::success();
+  };
+  Status status = options.dryRun ? readSnapshot(body) : transact(body);
+  if (!status.isOk())
+    return status;
+  return summary;
+}
+
+Status SqliteKernelDatabase::transact(const std::function<Status()> &body) {
+  return impl->write(body);
+}
+
+Status SqliteKernelDatabase::readSnapshot(const std::function<Status()> &body) {
+  Result<sqlite::Transaction> transaction =
+      sqlite::Transaction::beginRead(impl->db);
+  if (!transaction)
+    return impl->fail(transaction.status());
+  if (Status status = body(); !status.isOk())
+    return status;
+  if (Status status = transaction->commit(); !status.isOk())
+    return impl->fail(status);
   return Status::success();
 }

@@ -21,6 +21,8 @@
 #include "kopt/Runtime/Status.h"
 
 #include <cstdint>
+#include <functional>
+#include <iosfwd>
 #include <map>
 #include <memory>
 #include <optional>
@@ -116,6 +118,10 @@ struct KernelRecord {
   /// Seconds since the Unix epoch; `put` fills zeros.
   int64_t createdAt = 0;
   int64_t updatedAt = 0;
+  /// Set on a valid record measured under another driver or NVRTC version
+  /// than the current one (see KernelRevalidation.h). Lookups on the
+  /// record's own fingerprint still return it.
+  bool stale = false;
 
   bool operator==(const KernelRecord &other) const;
   bool operator!=(const KernelRecord &other) const { return !(*this == other); }
@@ -147,8 +153,66 @@ struct AttemptRecord {
 struct KernelDatabaseStats {
   size_t records = 0;
   size_t validRecords = 0;
+  size_t staleRecords = 0;
   size_t attempts = 0;
   size_t failedAttempts = 0;
+  /// Records that keep a cubin, and a PTX.
+  size_t cubins = 0;
+  size_t ptxs = 0;
+  /// Bytes of every stored cubin and PTX.
+  int64_t binaryBytes = 0;
+};
+
+/// Which records a listing returns.
+struct RecordFilter {
+  /// Only records whose task key starts with this; empty for all.
+  std::string taskKeyPrefix;
+  /// Read the cubin and PTX bytes. Without them `cubin` and `ptx` stay
+  /// empty, and a non-empty `cubinHash` or `ptxHash` says the record has one.
+  bool withBinaries = true;
+};
+
+/// What storing a record did.
+enum class PutOutcome {
+  /// There was no record for its key and fingerprint.
+  Added,
+  /// It was better than the stored record, which it replaced.
+  Replaced,
+  /// The stored record was at least as good and stays.
+  Kept,
+};
+
+/// What an import did.
+struct ImportSummary {
+  size_t added = 0;
+  size_t replaced = 0;
+  size_t kept = 0;
+  size_t attemptsAdded = 0;
+  /// Attempts skipped because an identical one was stored.
+  size_t attemptsPresent = 0;
+};
+
+/// What `prune` removes: records (when `records` is set) and attempts (when
+/// `attempts` is set) that match every given condition.
+struct PruneOptions {
+  bool records = true;
+  bool attempts = false;
+  /// Only what was last written before this time (seconds since the Unix
+  /// epoch): a record's `updatedAt`, an attempt's `time`.
+  std::optional<int64_t> before;
+  /// Only invalid records and failed attempts.
+  bool invalidOnly = false;
+  /// Only this fingerprint hash, when not empty.
+  std::string fingerprintHash;
+  /// Report what would go, and change nothing.
+  bool dryRun = false;
+};
+
+/// What `prune` removed (or would remove, in a dry run).
+struct PruneSummary {
+  /// The removed records, without binaries.
+  std::vector<KernelRecord> records;
+  size_t attempts = 0;
 };
 
 /// The hash the database keeps for a binary: 16 hex digits of FNV-1a 64.
@@ -173,17 +237,37 @@ Result<DeviceFingerprint> deviceFingerprintFromJson(const json::Value &value);
 /// same validity the lower median time wins (ties keep `existing`).
 bool isBetterRecord(const KernelRecord &incoming, const KernelRecord &existing);
 
+/// The name of a record in messages: `record <task key> on <fingerprint
+/// hash>`.
+std::string describeRecord(const KernelRecord &record);
+
 namespace detail {
 /// Returns `record` with what `put` fills: missing binary hashes and zero
 /// timestamps.
 KernelRecord prepareForPut(const KernelRecord &record);
 /// Checks that each binary of `record` matches its stored hash.
 Status checkBinaryHashes(const KernelRecord &record);
+/// Appends to `problems` what is wrong with `record` itself: binaries that do
+/// not match their hashes, a plan that is not a `kopt.plan/1` document of
+/// the record's task.
+void checkRecord(const KernelRecord &record,
+                 std::vector<std::string> &problems);
+/// Whether `prune` with `options` removes `record`, or `attempt`.
+bool isPruned(const PruneOptions &options, const KernelRecord &record);
+bool isPruned(const PruneOptions &options, const AttemptRecord &attempt);
 } // namespace detail
 
 /// Tuned kernels keyed by task key plus device and toolchain fingerprint.
+///
+/// Every write is atomic, and `transact` groups several into one. Errors of
+/// the file implementation name the file.
 class KernelDatabase {
 public:
+  /// Visits one record; an error stops the walk and is returned.
+  using RecordCallback = std::function<Status(const KernelRecord &)>;
+  /// Visits one attempt; an error stops the walk and is returned.
+  using AttemptCallback = std::function<Status(const AttemptRecord &)>;
+
   virtual ~KernelDatabase();
 
   /// Returns the valid record for `taskKey` on `fingerprint`, std::nullopt
@@ -192,34 +276,83 @@ public:
   lookup(std::string_view taskKey, const DeviceFingerprint &fingerprint) = 0;
 
   /// Stores `record` unless the stored record for its key and fingerprint is
-  /// better (see `isBetterRecord`). Returns whether `record` was stored.
-  virtual Result<bool> put(const KernelRecord &record) = 0;
+  /// better (see `isBetterRecord`), and says which happened.
+  virtual Result<PutOutcome> merge(const KernelRecord &record) = 0;
+
+  /// Like `merge`; returns whether `record` was stored.
+  Result<bool> put(const KernelRecord &record);
 
   /// Appends `attempt`.
   virtual Status addAttempt(const AttemptRecord &attempt) = 0;
 
-  /// Every record, ordered by task key then fingerprint hash.
-  virtual Result<std::vector<KernelRecord>> list() = 0;
+  /// Appends `attempt` unless an identical attempt is stored; returns whether
+  /// it was appended.
+  virtual Result<bool> mergeAttempt(const AttemptRecord &attempt) = 0;
 
-  /// Every attempt, in the order they were added.
-  virtual Result<std::vector<AttemptRecord>> listAttempts() = 0;
+  /// Calls `callback` on every record that `filter` selects, ordered by task
+  /// key then fingerprint hash.
+  virtual Status forEachRecord(const RecordFilter &filter,
+                               const RecordCallback &callback) = 0;
 
-  /// Counts records and attempts.
+  /// Calls `callback` on every attempt whose task key starts with
+  /// `taskKeyPrefix`, in the order they were added.
+  virtual Status forEachAttempt(std::string_view taskKeyPrefix,
+                                const AttemptCallback &callback) = 0;
+
+  /// The records that `filter` selects, ordered by task key then fingerprint
+  /// hash.
+  Result<std::vector<KernelRecord>> list(const RecordFilter &filter = {});
+
+  /// The attempts whose task key starts with `taskKeyPrefix`, in the order
+  /// they were added.
+  Result<std::vector<AttemptRecord>>
+  listAttempts(std::string_view taskKeyPrefix = {});
+
+  /// Counts records, attempts and binaries.
   virtual Result<KernelDatabaseStats> stats() = 0;
 
-  /// Checks the storage and that every stored binary matches its hash;
-  /// returns an error naming each problem.
-  virtual Status verify() = 0;
+  /// Checks the storage, every stored binary against its hash and every
+  /// stored plan; returns one line per problem, none when all is well, or an
+  /// error when the check could not run.
+  virtual Result<std::vector<std::string>> findProblems() = 0;
 
-  /// Writes every record (binaries in hex) and attempt, one JSON object per
-  /// line, each tagged `"type": "kernel"` or `"type": "attempt"`.
+  /// `findProblems` as one status: an `internal` error naming each problem.
+  Status verify();
+
+  /// Sets the stale flag of the record for `taskKey` on `fingerprintHash`;
+  /// returns false when there is no such record.
+  virtual Result<bool> setStale(std::string_view taskKey,
+                                std::string_view fingerprintHash,
+                                bool stale) = 0;
+
+  /// Removes what `options` selects, in one transaction (nothing in a dry
+  /// run), and says what that was.
+  virtual Result<PruneSummary> prune(const PruneOptions &options) = 0;
+
+  /// Runs `body` in one write transaction: the changes it makes through this
+  /// database are kept when it succeeds, and none of them when it fails.
+  /// Transactions nest.
+  virtual Status transact(const std::function<Status()> &body) = 0;
+
+  /// Runs `body`, whose reads all see one snapshot of the database.
+  virtual Status readSnapshot(const std::function<Status()> &body) = 0;
+
+  /// Writes every record (binaries in hex) and then every attempt, one JSON
+  /// object per line, each tagged `"type": "kernel"` or `"type": "attempt"`,
+  /// from one snapshot.
+  Status exportJsonLines(std::ostream &out);
+  /// `exportJsonLines` into a string.
   Result<std::string> exportJsonLines();
 
-  /// Merges lines written by `exportJsonLines`: each record goes through
-  /// `put` (the better one stays) and each attempt is appended. Stops at the
-  /// first malformed line, naming it; lines before it stay merged. Returns
-  /// the number of records stored.
-  Result<size_t> importJsonLines(std::string_view text);
+  /// Merges lines written by `exportJsonLines` in one transaction: each
+  /// record goes through `merge` (the better one stays) and each attempt
+  /// through `mergeAttempt`. A malformed line (named `name:LINE:`) or a
+  /// failed write leaves the database as it was.
+  Result<ImportSummary> importJsonLines(std::istream &in,
+                                        std::string_view name = "<input>");
+  /// `importJsonLines` from a string.
+  Result<ImportSummary> importJsonLines(std::string_view text,
+                                        std::string_view name = "<input>");
 };
 
 /// A kernel database in memory, for tests and one-shot runs.
@@ -228,12 +361,20 @@ public:
   Result<std::optional<KernelRecord>>
   lookup(std::string_view taskKey,
          const DeviceFingerprint &fingerprint) override;
-  Result<bool> put(const KernelRecord &record) override;
+  Result<PutOutcome> merge(const KernelRecord &record) override;
   Status addAttempt(const AttemptRecord &attempt) override;
-  Result<std::vector<KernelRecord>> list() override;
-  Result<std::vector<AttemptRecord>> listAttempts() override;
+  Result<bool> mergeAttempt(const AttemptRecord &attempt) override;
+  Status forEachRecord(const RecordFilter &filter,
+                       const RecordCallback &callback) override;
+  Status forEachAttempt(std::string_view taskKeyPrefix,
+                        const AttemptCallback &callback) override;
   Result<KernelDatabaseStats> stats() override;
-  Status verify() override;
+  Result<std::vector<std::string>> findProblems() override;
+  Result<bool> setStale(std::string_view taskKey,
+                        std::string_view fingerprintHash, bool stale) override;
+  Result<PruneSummary> prune(const PruneOptions &options) override;
+  Status transact(const std::function<Status()> &body) override;
+  Status readSnapshot(const std::function<Status()> &body) override;
 
 private:
   /// Records by (task key, fingerprint hash).
@@ -256,12 +397,13 @@ struct SqliteOpenOptions {
 class SqliteKernelDatabase final : public KernelDatabase {
 public:
   /// The schema version this code writes; older files are migrated forward.
-  static constexpr int64_t kSchemaVersion = 2;
+  static constexpr int64_t kSchemaVersion = 3;
 
   /// Opens (or creates) the database at `path`. Fails without writing to the
   /// file when it is not SQLite, is SQLite without kopt's tables, or has a
   /// newer schema. A file without write permission opens read-only, and then
-  /// every write fails.
+  /// every write fails; a read-only file of an older schema is read as it
+  /// is.
   static Result<std::unique_ptr<SqliteKernelDatabase>>
   open(const std::string &path, const SqliteOpenOptions &options = {});
 
@@ -269,16 +411,29 @@ public:
 
   /// Whether writes are refused.
   bool isReadOnly() const;
+  /// The file's path, as given to `open`.
+  const std::string &getPath() const;
+  /// The file's schema version (older than `kSchemaVersion` only when it was
+  /// opened read-only).
+  int64_t getSchemaVersion() const;
 
   Result<std::optional<KernelRecord>>
   lookup(std::string_view taskKey,
          const DeviceFingerprint &fingerprint) override;
-  Result<bool> put(const KernelRecord &record) override;
+  Result<PutOutcome> merge(const KernelRecord &record) override;
   Status addAttempt(const AttemptRecord &attempt) override;
-  Result<std::vector<KernelRecord>> list() override;
-  Result<std::vector<AttemptRecord>> listAttempts() override;
+  Result<bool> mergeAttempt(const AttemptRecord &attempt) override;
+  Status forEachRecord(const RecordFilter &filter,
+                       const RecordCallback &callback) override;
+  Status forEachAttempt(std::string_view taskKeyPrefix,
+                        const AttemptCallback &callback) override;
   Result<KernelDatabaseStats> stats() override;
-  Status verify() override;
+  Result<std::vector<std::string>> findProblems() override;
+  Result<bool> setStale(std::string_view taskKey,
+                        std::string_view fingerprintHash, bool stale) override;
+  Result<PruneSummary> prune(const PruneOptions &options) override;
+  Status transact(const std::function<Status()> &body) override;
+  Status readSnapshot(const std::function<Status()> &body) override;
 
   class Impl;
 

@@ -12,6 +12,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelDbTestHelpers.h"
+
 #include "kopt/Runtime/KernelDatabase.h"
 
 #include <gtest/gtest.h>
@@ -23,119 +25,15 @@
 #include <fstream>
 #include <iterator>
 #include <sstream>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 using namespace kopt::runtime;
+using namespace kopt::runtime::testing;
 
 namespace {
-
-DeviceFingerprint makeFingerprint() {
-  DeviceFingerprint fp;
-  fp.computeCapability = "sm_90";
-  fp.smCount = 132;
-  fp.memoryBandwidthMBps = 4800000;
-  fp.l2Bytes = 52428800;
-  fp.driverVersion = "12.4";
-  fp.nvrtcVersion = "12.4";
-  fp.codegenVersion = "1";
-  fp.precision = "fp32";
-  return fp;
-}
-
-KernelRecord makeRecord(const std::string &key, double medianMs) {
-  KernelRecord record;
-  record.taskKey = key;
-  record.fingerprint = makeFingerprint();
-  record.plan = json::Value::object();
-  record.plan.set("schema", "kopt.plan/1");
-  record.plan.set("task_key", key);
-  json::Value source = json::Value::object();
-  source.set("id", "k0");
-  source.set("code", "__global__ void k() {}");
-  record.plan.set("sources", json::Value::array({source}));
-  record.cubin = std::string("\x7f"
-                             "ELF\0\x01\x02",
-                             7);
-  record.ptx = std::string(".version 8.0\n");
-  record.winner = {medianMs, medianMs * 0.9, medianMs * 0.95, medianMs * 1.1};
-  record.baseline = {2 * medianMs, 1.8 * medianMs, 1.9 * medianMs,
-                     2.2 * medianMs};
-  record.validation = json::Value::object();
-  record.validation.set("inputs_tried", 3);
-  record.validation.set("max_abs_error", 1.5e-7);
-  record.provenance = {"llm", "some-model", "abc123", 2};
-  record.createdAt = 1700000000;
-  record.updatedAt = 1700000001;
-  return record;
-}
-
-AttemptRecord makeAttempt(const std::string &key, bool valid) {
-  AttemptRecord attempt;
-  attempt.taskKey = key;
-  attempt.fingerprint = makeFingerprint();
-  attempt.plan = json::Value::object();
-  attempt.plan.set("variant", valid ? "good" : "bad");
-  attempt.proposer = "llm";
-  attempt.valid = valid;
-  attempt.failedCheck = valid ? "" : "output-mismatch";
-  attempt.feedback = json::Value::object();
-  attempt.feedback.set("max_abs_error", valid ? 0.0 : 3.0);
-  attempt.time = 1700000100;
-  return attempt;
-}
-
-/// A fresh temporary directory, removed afterwards.
-class TempDir {
-public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "kopt-db-XXXXXX").string();
-    char *made = ::mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::permissions(path, std::filesystem::perms::owner_all,
-                                 ignored);
-    std::filesystem::remove_all(path, ignored);
-  }
-  std::string file(const std::string &name) const { return path + "/" + name; }
-
-private:
-  std::string path;
-};
-
-std::string readBytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void writeBytes(const std::string &path, const std::string &bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
-
-/// Runs `sql` on `path` directly through SQLite, bypassing kopt.
-void execRaw(const std::string &path, const std::string &sql) {
-  sqlite3 *db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  char *error = nullptr;
-  int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error);
-  std::string message = error ? error : "";
-  sqlite3_free(error);
-  sqlite3_close(db);
-  ASSERT_EQ(rc, SQLITE_OK) << message;
-}
-
-std::unique_ptr<SqliteKernelDatabase> openOrDie(const std::string &path) {
-  Result<std::unique_ptr<SqliteKernelDatabase>> db =
-      SqliteKernelDatabase::open(path);
-  EXPECT_TRUE(db.isOk()) << db.status().toString();
-  return db ? std::move(*db) : nullptr;
-}
 
 //===----------------------------------------------------------------------===//
 // Both implementations
@@ -258,9 +156,10 @@ TEST_P(KernelDatabaseTest, ExportImportRoundTrips) {
 
   std::unique_ptr<KernelDatabase> fresh = makeDatabase("fresh.db");
   ASSERT_TRUE(fresh);
-  Result<size_t> imported = fresh->importJsonLines(*text);
+  Result<ImportSummary> imported = fresh->importJsonLines(*text);
   ASSERT_TRUE(imported.isOk()) << imported.status().toString();
-  EXPECT_EQ(*imported, 3u);
+  EXPECT_EQ(imported->added, 3u);
+  EXPECT_EQ(imported->attemptsAdded, 1u);
   EXPECT_EQ(*fresh->list(), *db->list());
   EXPECT_EQ(*fresh->listAttempts(), *db->listAttempts());
   EXPECT_EQ(*fresh->exportJsonLines(), *text);
@@ -272,10 +171,258 @@ TEST_P(KernelDatabaseTest, ExportImportRoundTrips) {
   EXPECT_EQ((*faster->lookup("a", makeFingerprint()))->winner.medianMs, 0.5);
   EXPECT_EQ((*faster->lookup("b", makeFingerprint()))->winner.medianMs, 2.0);
 
-  Result<size_t> bad = fresh->importJsonLines("\n{\"type\": \"kernel\"}\n");
+  // Importing the same lines again changes nothing.
+  imported = fresh->importJsonLines(*text);
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  EXPECT_EQ(imported->added + imported->replaced, 0u);
+  EXPECT_EQ(imported->kept, 3u);
+  EXPECT_EQ(imported->attemptsAdded, 0u);
+  EXPECT_EQ(imported->attemptsPresent, 1u);
+  EXPECT_EQ(*fresh->exportJsonLines(), *text);
+
+  Result<ImportSummary> bad =
+      fresh->importJsonLines("\n{\"type\": \"kernel\"}\n", "bad.jsonl");
   ASSERT_FALSE(bad.isOk());
-  EXPECT_NE(bad.status().message().find("line 2"), std::string::npos)
+  EXPECT_NE(bad.status().message().find("bad.jsonl:2: "), std::string::npos)
       << bad.status().message();
+}
+
+TEST_P(KernelDatabaseTest, ImportIsAllOrNothing) {
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->put(makeRecord("a", 2.0)).isOk());
+  std::string before = *db->exportJsonLines();
+
+  MemoryKernelDatabase source;
+  ASSERT_TRUE(source.put(makeRecord("a", 1.0)).isOk());
+  ASSERT_TRUE(source.put(makeRecord("b", 1.0)).isOk());
+  ASSERT_TRUE(source.addAttempt(makeAttempt("b", true)).isOk());
+  std::string good = *source.exportJsonLines();
+
+  // A malformed last line: none of the good lines before it stay.
+  for (std::string bad : {"{\"type\": \"kernel\", \"record\": {}}",
+                          "{\"type\": \"plan\"}", "not json"}) {
+    Result<ImportSummary> imported =
+        db->importJsonLines(good + bad + "\n", "in.jsonl");
+    ASSERT_FALSE(imported.isOk()) << bad;
+    EXPECT_EQ(imported.status().code(), StatusCode::InvalidArgument);
+    EXPECT_NE(imported.status().message().find("in.jsonl:4: "),
+              std::string::npos)
+        << imported.status().message();
+    EXPECT_EQ(*db->exportJsonLines(), before);
+  }
+
+  Result<ImportSummary> imported = db->importJsonLines(good);
+  ASSERT_TRUE(imported.isOk()) << imported.status().toString();
+  EXPECT_EQ(imported->added, 1u);
+  EXPECT_EQ(imported->replaced, 1u);
+  EXPECT_EQ(imported->kept, 0u);
+  EXPECT_EQ(imported->attemptsAdded, 1u);
+}
+
+TEST_P(KernelDatabaseTest, TransactionsRollBackAndNest) {
+  ASSERT_TRUE(db);
+  Status status = db->transact([&] {
+    EXPECT_TRUE(db->put(makeRecord("a", 1.0)).isOk());
+    Status inner = db->transact([&] {
+      EXPECT_TRUE(db->put(makeRecord("b", 1.0)).isOk());
+      return Status::error(StatusCode::Internal, "inner fails");
+    });
+    EXPECT_FALSE(inner.isOk());
+    EXPECT_TRUE(db->addAttempt(makeAttempt("a", true)).isOk());
+    return Status::success();
+  });
+  ASSERT_TRUE(status.isOk()) << status.toString();
+  EXPECT_EQ(db->list()->size(), 1u);
+  EXPECT_EQ(db->listAttempts()->size(), 1u);
+
+  status = db->transact([&] {
+    EXPECT_TRUE(db->put(makeRecord("c", 1.0)).isOk());
+    return Status::error(StatusCode::Internal, "outer fails");
+  });
+  EXPECT_EQ(status.message(), "outer fails");
+  EXPECT_FALSE(db->lookup("c", makeFingerprint())->has_value());
+}
+
+TEST_P(KernelDatabaseTest, ListsByKeyPrefixWithOrWithoutBinaries) {
+  ASSERT_TRUE(db);
+  for (const char *key : {"abc1", "abc2", "abd", "b"})
+    ASSERT_TRUE(db->put(makeRecord(key, 1.0)).isOk());
+  KernelRecord bare = makeRecord("abc3", 1.0);
+  bare.cubin.reset();
+  ASSERT_TRUE(db->put(bare).isOk());
+  ASSERT_TRUE(db->addAttempt(makeAttempt("abc1", false)).isOk());
+  ASSERT_TRUE(db->addAttempt(makeAttempt("b", false)).isOk());
+
+  RecordFilter filter;
+  filter.taskKeyPrefix = "abc";
+  Result<std::vector<KernelRecord>> listed = db->list(filter);
+  ASSERT_TRUE(listed.isOk()) << listed.status().toString();
+  ASSERT_EQ(listed->size(), 3u);
+  EXPECT_EQ((*listed)[0].taskKey, "abc1");
+  EXPECT_TRUE((*listed)[0].cubin.has_value());
+  EXPECT_EQ((*listed)[2].taskKey, "abc3");
+
+  filter.withBinaries = false;
+  listed = db->list(filter);
+  ASSERT_TRUE(listed.isOk());
+  ASSERT_EQ(listed->size(), 3u);
+  EXPECT_FALSE((*listed)[0].cubin.has_value());
+  EXPECT_FALSE((*listed)[0].ptx.has_value());
+  EXPECT_EQ((*listed)[0].cubinHash, hashBytes(*makeRecord("x", 1).cubin));
+  EXPECT_EQ((*listed)[2].cubinHash, "");
+  EXPECT_NE((*listed)[2].ptxHash, "");
+
+  EXPECT_EQ(db->listAttempts("abc")->size(), 1u);
+  EXPECT_EQ(db->listAttempts("")->size(), 2u);
+  EXPECT_EQ(db->listAttempts("z")->size(), 0u);
+}
+
+TEST_P(KernelDatabaseTest, StaleFlagRoundTrips) {
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->put(makeRecord("a", 1.0)).isOk());
+  ASSERT_TRUE(db->put(makeRecord("b", 1.0)).isOk());
+  std::string fingerprint = makeFingerprint().hash();
+  EXPECT_TRUE(*db->setStale("a", fingerprint, true));
+  EXPECT_FALSE(*db->setStale("missing", fingerprint, true));
+
+  Result<std::optional<KernelRecord>> found =
+      db->lookup("a", makeFingerprint());
+  ASSERT_TRUE(found.isOk() && found->has_value());
+  EXPECT_TRUE((*found)->stale);
+  EXPECT_FALSE((*db->lookup("b", makeFingerprint()))->stale);
+  EXPECT_EQ(db->stats()->staleRecords, 1u);
+  EXPECT_TRUE(db->verify().isOk()) << db->verify().toString();
+
+  std::string text = *db->exportJsonLines();
+  EXPECT_NE(text.find("\"stale\":true"), std::string::npos);
+  std::unique_ptr<KernelDatabase> copy = makeDatabase("copy.db");
+  ASSERT_TRUE(copy->importJsonLines(text).isOk());
+  EXPECT_EQ(*copy->exportJsonLines(), text);
+
+  EXPECT_TRUE(*db->setStale("a", fingerprint, false));
+  EXPECT_EQ(db->stats()->staleRecords, 0u);
+}
+
+TEST_P(KernelDatabaseTest, CountsBinaries) {
+  ASSERT_TRUE(db);
+  KernelRecord record = makeRecord("a", 1.0);
+  ASSERT_TRUE(db->put(record).isOk());
+  KernelRecord bare = makeRecord("b", 1.0);
+  bare.cubin.reset();
+  ASSERT_TRUE(db->put(bare).isOk());
+  Result<KernelDatabaseStats> stats = db->stats();
+  ASSERT_TRUE(stats.isOk());
+  EXPECT_EQ(stats->cubins, 1u);
+  EXPECT_EQ(stats->ptxs, 2u);
+  EXPECT_EQ(stats->binaryBytes,
+            int64_t(record.cubin->size() + 2 * record.ptx->size()));
+}
+
+TEST_P(KernelDatabaseTest, PrunesWhatItIsTold) {
+  ASSERT_TRUE(db);
+  DeviceFingerprint other = makeFingerprint();
+  other.computeCapability = "sm_80";
+  auto add = [&](const std::string &key, int64_t updatedAt, bool valid,
+                 const DeviceFingerprint &fingerprint) {
+    KernelRecord record = makeRecord(key, 1.0);
+    record.updatedAt = updatedAt;
+    record.valid = valid;
+    record.fingerprint = fingerprint;
+    ASSERT_TRUE(db->put(record).isOk());
+    AttemptRecord attempt = makeAttempt(key, valid);
+    attempt.time = updatedAt;
+    attempt.fingerprint = fingerprint;
+    ASSERT_TRUE(db->addAttempt(attempt).isOk());
+  };
+  add("old", 1000, true, makeFingerprint());
+  add("old-invalid", 1000, false, makeFingerprint());
+  add("new", 5000, true, makeFingerprint());
+  add("new-invalid", 5000, false, makeFingerprint());
+  add("other", 5000, true, other);
+  std::string before = *db->exportJsonLines();
+
+  auto keys = [](const PruneSummary &summary) {
+    std::vector<std::string> keys;
+    for (const KernelRecord &record : summary.records)
+      keys.push_back(record.taskKey);
+    return keys;
+  };
+
+  PruneOptions options;
+  options.before = 2000;
+  options.attempts = true;
+  options.dryRun = true;
+  Result<PruneSummary> pruned = db->prune(options);
+  ASSERT_TRUE(pruned.isOk()) << pruned.status().toString();
+  EXPECT_EQ(keys(*pruned), (std::vector<std::string>{"old", "old-invalid"}));
+  EXPECT_EQ(pruned->attempts, 2u);
+  EXPECT_FALSE(pruned->records[0].cubin.has_value());
+  EXPECT_EQ(*db->exportJsonLines(), before);
+
+  // Conditions combine: invalid and old.
+  options = PruneOptions();
+  options.before = 2000;
+  options.invalidOnly = true;
+  pruned = db->prune(options);
+  ASSERT_TRUE(pruned.isOk());
+  EXPECT_EQ(keys(*pruned), (std::vector<std::string>{"old-invalid"}));
+  EXPECT_EQ(pruned->attempts, 0u);
+  EXPECT_EQ(db->list()->size(), 4u);
+  EXPECT_EQ(db->listAttempts()->size(), 5u);
+
+  // Attempts only: the failed ones.
+  options = PruneOptions();
+  options.records = false;
+  options.attempts = true;
+  options.invalidOnly = true;
+  pruned = db->prune(options);
+  ASSERT_TRUE(pruned.isOk());
+  EXPECT_TRUE(pruned->records.empty());
+  EXPECT_EQ(pruned->attempts, 2u);
+  EXPECT_EQ(db->listAttempts()->size(), 3u);
+
+  // One fingerprint, records and attempts.
+  options = PruneOptions();
+  options.attempts = true;
+  options.fingerprintHash = other.hash();
+  pruned = db->prune(options);
+  ASSERT_TRUE(pruned.isOk());
+  EXPECT_EQ(keys(*pruned), (std::vector<std::string>{"other"}));
+  EXPECT_EQ(pruned->attempts, 1u);
+  EXPECT_EQ(db->list()->size(), 3u);
+  EXPECT_EQ(db->listAttempts()->size(), 2u);
+  EXPECT_TRUE(db->verify().isOk());
+}
+
+TEST_P(KernelDatabaseTest, FindsRecordsWithBrokenPlans) {
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->put(makeRecord("good", 1.0)).isOk());
+  Result<std::vector<std::string>> problems = db->findProblems();
+  ASSERT_TRUE(problems.isOk()) << problems.status().toString();
+  EXPECT_TRUE(problems->empty());
+
+  KernelRecord noPlan = makeRecord("no-plan", 1.0);
+  noPlan.plan = json::Value();
+  ASSERT_TRUE(db->put(noPlan).isOk());
+  KernelRecord noSteps = makeRecord("no-steps", 1.0);
+  noSteps.plan.erase("steps");
+  ASSERT_TRUE(db->put(noSteps).isOk());
+  KernelRecord otherTask = makeRecord("other-task", 1.0);
+  otherTask.plan = makePlan("someone-else");
+  ASSERT_TRUE(db->put(otherTask).isOk());
+  problems = db->findProblems();
+  ASSERT_TRUE(problems.isOk()) << problems.status().toString();
+  ASSERT_EQ(problems->size(), 3u);
+  std::string fingerprint = makeFingerprint().hash();
+  EXPECT_EQ((*problems)[0], "record no-plan on " + fingerprint +
+                                ": stored plan does not read: plan: expected "
+                                "a JSON object");
+  EXPECT_NE((*problems)[1].find("record no-steps on"), std::string::npos);
+  EXPECT_NE((*problems)[1].find("'steps'"), std::string::npos)
+      << (*problems)[1];
+  EXPECT_EQ((*problems)[2], "record other-task on " + fingerprint +
+                                ": stored plan is for task someone-else");
+  EXPECT_FALSE(db->verify().isOk());
 }
 
 TEST_P(KernelDatabaseTest, VerifyDetectsTamperedBinaryHash) {
@@ -346,9 +493,223 @@ TEST(SqliteKernelDatabaseTest, MigratesVersion1) {
           "INSERT INTO schema_version(version) VALUES(1);");
   auto db = openOrDie(path);
   ASSERT_TRUE(db);
+  EXPECT_EQ(db->getSchemaVersion(), SqliteKernelDatabase::kSchemaVersion);
   ASSERT_TRUE(db->put(makeRecord("task", 1.0)).isOk());
   ASSERT_TRUE(db->addAttempt(makeAttempt("task", true)).isOk());
   EXPECT_TRUE(db->verify().isOk());
+}
+
+/// Turns the version 3 file at `path` into the version 2 it was before the
+/// stale flag.
+void downgradeToVersion2(const std::string &path) {
+  execRaw(path, "ALTER TABLE kernels DROP COLUMN stale;"
+                "UPDATE schema_version SET version = 2;");
+}
+
+TEST(SqliteKernelDatabaseTest, MigratesVersion2) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("task", 1.0)).isOk());
+  }
+  downgradeToVersion2(path);
+  auto db = openOrDie(path);
+  ASSERT_TRUE(db);
+  EXPECT_EQ(db->getSchemaVersion(), 3);
+  Result<std::optional<KernelRecord>> found =
+      db->lookup("task", makeFingerprint());
+  ASSERT_TRUE(found.isOk() && found->has_value());
+  EXPECT_FALSE((*found)->stale);
+  EXPECT_TRUE(*db->setStale("task", makeFingerprint().hash(), true));
+  EXPECT_TRUE(db->verify().isOk());
+}
+
+TEST(SqliteKernelDatabaseTest, ReadsOlderReadOnlyFileAsItIs) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("task", 1.0)).isOk());
+    ASSERT_TRUE(db->addAttempt(makeAttempt("task", false)).isOk());
+  }
+  downgradeToVersion2(path);
+  ASSERT_EQ(::chmod(path.c_str(), 0444), 0);
+  std::string before = readBytes(path);
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db);
+    EXPECT_TRUE(db->isReadOnly());
+    EXPECT_EQ(db->getSchemaVersion(), 2);
+    Result<std::vector<KernelRecord>> records = db->list();
+    ASSERT_TRUE(records.isOk()) << records.status().toString();
+    ASSERT_EQ(records->size(), 1u);
+    EXPECT_FALSE((*records)[0].stale);
+    EXPECT_EQ(db->stats()->staleRecords, 0u);
+    EXPECT_TRUE(db->verify().isOk()) << db->verify().toString();
+    EXPECT_TRUE(db->exportJsonLines().isOk());
+  }
+  EXPECT_EQ(readBytes(path), before);
+}
+
+TEST(SqliteKernelDatabaseTest, RefusesWritesToReadOnlyFileUntouched) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("task", 1.0)).isOk());
+  }
+  ASSERT_EQ(::chmod(path.c_str(), 0444), 0);
+  std::string before = readBytes(path);
+  auto db = openOrDie(path);
+  ASSERT_TRUE(db);
+  Result<ImportSummary> imported =
+      db->importJsonLines(*db->exportJsonLines(), "in.jsonl");
+  ASSERT_FALSE(imported.isOk());
+  EXPECT_EQ(imported.status().code(), StatusCode::Unavailable);
+  EXPECT_EQ(imported.status().message(),
+            "kernel database '" + path +
+                "' is read-only (no write permission, or opened read-only); "
+                "cannot write to it");
+  EXPECT_FALSE(db->setStale("task", makeFingerprint().hash(), true).isOk());
+  PruneOptions prune;
+  prune.invalidOnly = false;
+  EXPECT_FALSE(db->prune(prune).isOk());
+  // A dry run only reads.
+  prune.dryRun = true;
+  Result<PruneSummary> pruned = db->prune(prune);
+  ASSERT_TRUE(pruned.isOk()) << pruned.status().toString();
+  EXPECT_EQ(pruned->records.size(), 1u);
+  db.reset();
+  EXPECT_EQ(readBytes(path), before);
+}
+
+TEST(SqliteKernelDatabaseTest, RefusesMissingFolder) {
+  TempDir dir;
+  std::string path = dir.file("no/such/kernels.db");
+  Result<std::unique_ptr<SqliteKernelDatabase>> db =
+      SqliteKernelDatabase::open(path);
+  ASSERT_FALSE(db.isOk());
+  EXPECT_EQ(db.status().message(),
+            "kernel database '" + path + "': cannot create it: the folder '" +
+                dir.file("no/such") + "' does not exist");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("no")));
+
+  SqliteOpenOptions options;
+  options.create = false;
+  db = SqliteKernelDatabase::open(dir.file("absent.db"), options);
+  ASSERT_FALSE(db.isOk());
+  EXPECT_EQ(db.status().message(),
+            "kernel database '" + dir.file("absent.db") + "': no such file");
+  EXPECT_FALSE(std::filesystem::exists(dir.file("absent.db")));
+}
+
+TEST(SqliteKernelDatabaseTest, ReportsCorruptedFileUntouched) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db);
+    for (int i = 0; i < 40; ++i)
+      ASSERT_TRUE(db->put(makeRecord("task" + std::to_string(i), 1.0)).isOk());
+  }
+  // Overwrite everything after the first page (the schema) with garbage.
+  std::string bytes = readBytes(path);
+  ASSERT_GT(bytes.size(), size_t(3 * 4096));
+  for (size_t i = 4096; i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 7 + 3);
+  writeBytes(path, bytes);
+
+  Result<std::unique_ptr<SqliteKernelDatabase>> db =
+      SqliteKernelDatabase::open(path);
+  if (db) {
+    Result<std::vector<KernelRecord>> records = (*db)->list();
+    ASSERT_FALSE(records.isOk());
+    EXPECT_EQ(records.status().code(), StatusCode::InvalidArgument);
+    EXPECT_NE(records.status().message().find("kernel database '" + path),
+              std::string::npos)
+        << records.status().message();
+    EXPECT_NE(records.status().message().find("malformed"), std::string::npos)
+        << records.status().message();
+    Result<std::vector<std::string>> problems = (*db)->findProblems();
+    ASSERT_TRUE(problems.isOk()) << problems.status().toString();
+    EXPECT_FALSE(problems->empty());
+    EXPECT_FALSE(
+        (*db)
+            ->importJsonLines(*MemoryKernelDatabase().exportJsonLines() +
+                              "{\"type\":\"kernel\",\"record\":{\"task_key\":"
+                              "\"task1\"}}\n")
+            .isOk());
+    db->reset();
+  } else {
+    EXPECT_NE(db.status().message().find("kernel database '" + path),
+              std::string::npos);
+  }
+  EXPECT_EQ(readBytes(path), bytes);
+}
+
+TEST(SqliteKernelDatabaseTest, FullDiskLeavesFileUnchanged) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("before", 1.0)).isOk());
+  }
+  std::string before = readBytes(path);
+  MemoryKernelDatabase source;
+  for (int i = 0; i < 16; ++i) {
+    KernelRecord record = makeRecord("big" + std::to_string(i), 1.0);
+    record.cubin = std::string(size_t(128) << 10, char('a' + i));
+    ASSERT_TRUE(source.put(record).isOk());
+  }
+  std::string text = *source.exportJsonLines();
+
+  // The child may write no file beyond 1 MiB, as if the disk were full; its
+  // writes fail instead of killing it. It reports the error on a pipe.
+  int pipeFds[2];
+  ASSERT_EQ(::pipe(pipeFds), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(pipeFds[0]);
+    std::signal(SIGXFSZ, SIG_IGN);
+    struct rlimit limit = {1 << 20, 1 << 20};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0)
+      ::_exit(2);
+    Result<std::unique_ptr<SqliteKernelDatabase>> db =
+        SqliteKernelDatabase::open(path);
+    if (!db)
+      ::_exit(3);
+    Result<ImportSummary> imported = (*db)->importJsonLines(text, "big.jsonl");
+    if (imported)
+      ::_exit(4);
+    std::string message = imported.status().message();
+    if (::write(pipeFds[1], message.data(), message.size()) < 0)
+      ::_exit(5);
+    db->reset();
+    ::_exit(0);
+  }
+  ::close(pipeFds[1]);
+  std::string message;
+  char buffer[256];
+  for (ssize_t n; (n = ::read(pipeFds[0], buffer, sizeof(buffer))) > 0;)
+    message.append(buffer, n);
+  ::close(pipeFds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(message.rfind("kernel database '" + path + "': ", 0), 0u)
+      << message;
+  EXPECT_TRUE(message.find("disk is full") != std::string::npos ||
+              message.find("disk I/O error") != std::string::npos)
+      << message;
+
+  EXPECT_EQ(readBytes(path), before);
+  auto db = openOrDie(path);
+  ASSERT_TRUE(db);
+  EXPECT_TRUE(db->verify().isOk());
+  EXPECT_EQ(db->list()->size(), 1u);
 }
 
 TEST(SqliteKernelDatabaseTest, RefusesForeignFilesUntouched) {
@@ -496,6 +857,108 @@ TEST(SqliteKernelDatabaseTest, SurvivesWriterKilledMidWrite) {
   ASSERT_TRUE(stats.isOk());
   EXPECT_GE(stats->records, 4u);
   EXPECT_TRUE(db->put(makeRecord("after", 1.0)).isOk());
+}
+
+TEST(SqliteKernelDatabaseTest, ConcurrentImportsMergeOnce) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  // Every process imports the shared lines and its own; nobody creates the
+  // file first.
+  MemoryKernelDatabase shared;
+  for (int r = 0; r < 10; ++r) {
+    ASSERT_TRUE(
+        shared.put(makeRecord("shared" + std::to_string(r), 1.0)).isOk());
+    ASSERT_TRUE(
+        shared.addAttempt(makeAttempt("shared" + std::to_string(r), true))
+            .isOk());
+  }
+  std::string sharedText = *shared.exportJsonLines();
+  constexpr int kProcesses = 4, kRecords = 20;
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      MemoryKernelDatabase own;
+      for (int r = 0; r < kRecords; ++r) {
+        std::string key = "p" + std::to_string(p) + "-r" + std::to_string(r);
+        if (!own.put(makeRecord(key, 1.0 + r)).isOk() ||
+            !own.addAttempt(makeAttempt(key, false)).isOk())
+          ::_exit(2);
+      }
+      Result<std::unique_ptr<SqliteKernelDatabase>> db =
+          SqliteKernelDatabase::open(path);
+      if (!db)
+        ::_exit(3);
+      if (!(*db)->importJsonLines(sharedText).isOk() ||
+          !(*db)->importJsonLines(*own.exportJsonLines()).isOk())
+        ::_exit(4);
+      db->reset();
+      ::_exit(0);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "child status " << status;
+  }
+  auto db = openOrDie(path);
+  ASSERT_TRUE(db);
+  EXPECT_TRUE(db->verify().isOk());
+  Result<KernelDatabaseStats> stats = db->stats();
+  ASSERT_TRUE(stats.isOk());
+  EXPECT_EQ(stats->records, size_t(10 + kProcesses * kRecords));
+  EXPECT_EQ(stats->attempts, size_t(10 + kProcesses * kRecords));
+}
+
+TEST(SqliteKernelDatabaseTest, KilledTransactionLeavesNothing) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("before", 1.0)).isOk());
+  }
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(ready[0]);
+    Result<std::unique_ptr<SqliteKernelDatabase>> db =
+        SqliteKernelDatabase::open(path);
+    if (!db)
+      ::_exit(2);
+    Status status = (*db)->transact([&] {
+      for (int r = 0;; ++r) {
+        KernelRecord record = makeRecord("r" + std::to_string(r), 1.0);
+        record.cubin = std::string(size_t(256) << 10, char('a' + r % 26));
+        if (!(*db)->put(record).isOk())
+          ::_exit(3);
+        if (r == 20 && ::write(ready[1], "x", 1) != 1)
+          ::_exit(4);
+      }
+      return Status::success();
+    });
+    ::_exit(status.isOk() ? 5 : 6);
+  }
+  ::close(ready[1]);
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ::close(ready[0]);
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFSIGNALED(status));
+
+  auto db = openOrDie(path);
+  ASSERT_TRUE(db);
+  EXPECT_TRUE(db->verify().isOk());
+  Result<std::vector<KernelRecord>> records = db->list();
+  ASSERT_TRUE(records.isOk());
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_EQ((*records)[0].taskKey, "before");
 }
 
 } // namespace
