@@ -26,6 +26,16 @@ bool isPlanCommandSelected();
 /// Runs `kopt plan`; returns the process exit code.
 int runPlanCommand();
 
+/// True when `kopt compile` was given on the command line.
+bool isCompileCommandSelected();
+/// Runs `kopt compile`; returns the process exit code.
+int runCompileCommand();
+
+/// True when `kopt warm` was given on the command line.
+bool isWarmCommandSelected();
+/// Runs `kopt warm`; returns the process exit code.
+int runWarmCommand();
+
 } // namespace mlir::kopt
 
 #endif // KOPT_TOOLS_KOPT_COMMANDS_H

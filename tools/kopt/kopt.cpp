@@ -31,12 +31,21 @@ int main(int argc, char **argv) {
       "  kopt analyze FILE... [--json]   find fusion groups and their cost\n"
       "  kopt plan FILE... [--emit-dir DIR] [--compile] [--run]\n"
       "                                  generate baseline and built-in "
-      "kernel plans\n\n"
+      "kernel plans\n"
+      "  kopt compile FILE -o OUT --db DB  tune (or look up) every group and "
+      "write\n"
+      "                                  the rewritten graph\n"
+      "  kopt warm FILES|DIRS --db DB    tune the distinct groups of many "
+      "graphs\n\n"
       "Run 'kopt <command> --help' for a command's options.\n");
   if (mlir::kopt::isAnalyzeCommandSelected())
     return mlir::kopt::runAnalyzeCommand();
   if (mlir::kopt::isPlanCommandSelected())
     return mlir::kopt::runPlanCommand();
+  if (mlir::kopt::isCompileCommandSelected())
+    return mlir::kopt::runCompileCommand();
+  if (mlir::kopt::isWarmCommandSelected())
+    return mlir::kopt::runWarmCommand();
   llvm::WithColor::error(llvm::errs(), "kopt")
       << "no command given; try 'kopt --help'\n";
   return 2;

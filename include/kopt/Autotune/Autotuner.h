@@ -1,0 +1,152 @@
+//===- Autotuner.h - Look up, tune and store fusion groups ------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The autotuning loop of DESIGN ("kernel database", "rewrite") for one
+// outlined fusion group at a time: build its KernelTask, look its key up in
+// the kernel database for this device, and on a miss (when a GPU is present
+// and tuning is allowed) evaluate the baseline and every proposer's
+// candidates in a kopt-worker, keep the fastest valid plan (the baseline
+// unless a candidate beats it by the margin), store it with every attempt,
+// and tag the group with the chosen plan.
+//
+// The device is probed in-process from its attributes only (no context, no
+// GPU work): a full cache hit starts no worker and runs nothing on the GPU.
+// Without a GPU the target fingerprint is `--target` or, when the database
+// holds exactly one, that one; missed groups keep the baseline.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_AUTOTUNE_AUTOTUNER_H
+#define KOPT_AUTOTUNE_AUTOTUNER_H
+
+#include "kopt/Runtime/KernelDatabase.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::kopt {
+
+/// The version of the code generator, part of every fingerprint: bump it
+/// when generated code changes, so older entries no longer match.
+inline constexpr const char *kCodegenVersion = "1";
+
+/// When a group is tuned.
+enum class TuneMode {
+  /// Never: database hits or the baseline.
+  Never,
+  /// On a database miss (the default).
+  Missing,
+  /// Always, keeping the better of the new and the stored winner.
+  Always,
+};
+
+/// Parses `never`, `missing` or `always`.
+std::optional<TuneMode> parseTuneMode(llvm::StringRef text);
+
+struct AutotuneOptions {
+  /// The SQLite kernel database (created when missing).
+  std::string databasePath = "kopt.db";
+  TuneMode mode = TuneMode::Missing;
+  /// Proposers beyond the baseline: `builtin` (and later `llm`).
+  std::vector<std::string> proposers = {"builtin"};
+  /// Candidates per task, the baseline included.
+  unsigned maxCandidates = 16;
+  /// The precision policy: `fp32`, `tf32` or `bf16`.
+  std::string precision = "fp32";
+  /// A candidate must beat the baseline's median by this factor to win.
+  double minSpeedup = 1.03;
+  /// The fingerprint hash to look up without a GPU (see the file comment).
+  std::string target;
+  /// kopt-worker; empty for the one beside the running executable.
+  std::string workerPath;
+  /// Validation sets and timed repetitions per evaluation.
+  unsigned validationSets = 5;
+  unsigned repetitions = 20;
+  /// Per-evaluation deadline in seconds (a hung worker is killed).
+  unsigned evaluationTimeoutSeconds = 600;
+};
+
+/// What happened to one group.
+struct GroupOutcome {
+  enum class Source {
+    /// Found in the database.
+    Hit,
+    /// Tuned now.
+    Tuned,
+    /// Missed and not tuned: the baseline stands.
+    Baseline,
+  };
+  std::string function;
+  std::string kind;
+  std::string taskKey;
+  Source source = Source::Baseline;
+  /// The chosen plan.
+  std::string proposer = "baseline";
+  std::string variant;
+  /// Medians in microseconds, when measured (now or when stored).
+  std::optional<double> winnerUs;
+  std::optional<double> baselineUs;
+  /// Valid candidates out of those evaluated (tuned groups).
+  unsigned validCandidates = 0;
+  unsigned evaluatedCandidates = 0;
+  /// Why the group kept the baseline, or what went wrong.
+  std::string note;
+
+  std::optional<double> getSpeedup() const;
+};
+
+/// The name of a source (`hit`, `tuned`, `baseline`).
+llvm::StringRef getSourceName(GroupOutcome::Source source);
+
+/// Attributes the autotuner sets on each group function and its calls.
+inline constexpr llvm::StringLiteral kPlanAttrName = "kopt.plan";
+inline constexpr llvm::StringLiteral kPlanHashAttrName = "kopt.plan_hash";
+inline constexpr llvm::StringLiteral kFingerprintAttrName = "kopt.fingerprint";
+
+class Autotuner {
+public:
+  /// Opens the database and probes the device. Fails on a database that
+  /// cannot be opened, on an ambiguous target without a GPU, and on
+  /// `options` that make no sense.
+  static llvm::Expected<std::unique_ptr<Autotuner>>
+  create(const AutotuneOptions &options);
+  ~Autotuner();
+
+  /// Looks up, tunes when allowed, stores, and tags `group` (an outlined
+  /// fusion group function).
+  llvm::Expected<GroupOutcome> processGroup(func::FuncOp group);
+
+  /// Whether a GPU was found (tuning is possible).
+  bool hasDevice() const;
+  /// The fingerprint groups are looked up and stored under ("" without a
+  /// GPU and without a target: every lookup misses).
+  const ::kopt::runtime::DeviceFingerprint *getFingerprint() const;
+  /// A one-line description of the device or the target.
+  std::string describeTarget() const;
+  /// Whether any worker was started (any GPU work was done).
+  bool startedWorkers() const;
+
+  struct Impl;
+
+private:
+  explicit Autotuner(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
+/// Sets the autotuner's attributes of `group` (see above) on every
+/// `func.call` of it in `module`.
+void tagCallsOfGroup(ModuleOp module, func::FuncOp group);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_AUTOTUNE_AUTOTUNER_H

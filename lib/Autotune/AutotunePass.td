@@ -1,0 +1,58 @@
+//===- AutotunePass.td - The kopt-autotune pass ------------*- tablegen -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Apart from passes/Passes.td: this pass links the kernel database, the
+// evaluator's worker protocol and the CUDA layer, which the installed pass
+// libraries and the pass plugin do not carry.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_AUTOTUNE_PASS_TD
+#define KOPT_AUTOTUNE_PASS_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AutotunePass : Pass<"kopt-autotune", "mlir::ModuleOp"> {
+  let summary = "Look up, tune and store every outlined fusion group";
+  let description = [{
+    For each outlined fusion group (a function with `kopt.fusion_group`, as
+    `kopt-outline-fusion-groups` makes them), builds its KernelTask and looks
+    its key up in the kernel database for this device. On a miss, when a GPU
+    is present and tuning is allowed, evaluates the baseline and every
+    proposer's candidates in a kopt-worker (validation and timing, see
+    docs/Evaluator.md), keeps the fastest valid plan that beats the baseline
+    by `min-speedup` (the baseline otherwise), and stores it with every
+    attempt. The group function and its calls get `kopt.plan`
+    (`proposer/variant`), `kopt.plan_hash` and `kopt.fingerprint`.
+
+    Without a GPU the pass uses what the database holds (for `target`, or
+    the database's only device), says how many groups missed, and leaves
+    missed groups to the baseline. With every group a hit it starts no
+    worker and does no GPU work.
+  }];
+  let options = [
+    Option<"databasePath", "db", "std::string", /*default=*/"\"kopt.db\"",
+           "The kernel database (SQLite file, created when missing)">,
+    Option<"tuneMode", "tune", "std::string", /*default=*/"\"missing\"",
+           "When to tune: never, missing or always">,
+    Option<"proposers", "proposers", "std::string", /*default=*/"\"builtin\"",
+           "Comma-separated proposers beyond the baseline (builtin)">,
+    Option<"maxCandidates", "max-candidates", "unsigned", /*default=*/"16",
+           "Candidates per task, the baseline included">,
+    Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
+           "Precision policy: fp32, tf32 or bf16">,
+    Option<"minSpeedup", "min-speedup", "double", /*default=*/"1.03",
+           "Factor by which a candidate must beat the baseline to win">,
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "Fingerprint hash to look up when there is no GPU">,
+    Option<"requireCacheHit", "require-cache-hit", "bool",
+           /*default=*/"false", "Fail when any group misses the database">
+  ];
+}
+
+#endif // KOPT_AUTOTUNE_PASS_TD

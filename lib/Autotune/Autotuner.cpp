@@ -1,0 +1,445 @@
+//===- Autotuner.cpp - Look up, tune and store fusion groups ----*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Autotune/Autotuner.h"
+
+#include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Codegen/KernelTask.h"
+#include "kopt/Codegen/Proposers.h"
+#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Evaluator/ReferenceBuilder.h"
+#include "kopt/Evaluator/WorkerPool.h"
+#include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/Cuda/Nvrtc.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::kopt;
+namespace rt = ::kopt::runtime;
+
+std::optional<TuneMode> mlir::kopt::parseTuneMode(llvm::StringRef text) {
+  if (text == "never")
+    return TuneMode::Never;
+  if (text == "missing")
+    return TuneMode::Missing;
+  if (text == "always")
+    return TuneMode::Always;
+  return std::nullopt;
+}
+
+std::optional<double> GroupOutcome::getSpeedup() const {
+  if (!winnerUs || !baselineUs || *winnerUs <= 0)
+    return std::nullopt;
+  return *baselineUs / *winnerUs;
+}
+
+llvm::StringRef mlir::kopt::getSourceName(GroupOutcome::Source source) {
+  switch (source) {
+  case GroupOutcome::Source::Hit:
+    return "hit";
+  case GroupOutcome::Source::Tuned:
+    return "tuned";
+  case GroupOutcome::Source::Baseline:
+    return "baseline";
+  }
+  return "baseline";
+}
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static llvm::Error toError(const rt::Status &status,
+                           const llvm::Twine &context) {
+  return makeError(context + ": " + status.message());
+}
+
+//===----------------------------------------------------------------------===//
+// The device
+//===----------------------------------------------------------------------===//
+
+/// `major.minor` of a CUDA version number such as 13000.
+static std::string formatCudaVersion(int version) {
+  return std::to_string(version / 1000) + "." +
+         std::to_string(version % 1000 / 10);
+}
+
+/// The fingerprint of device 0 from its attributes (no context), or none
+/// when there is no driver or device.
+static std::optional<rt::DeviceFingerprint>
+probeDevice(const std::string &precision, std::string &why) {
+  auto driver = rt::loadCudaDriver();
+  if (!driver) {
+    why = driver.status().message();
+    return std::nullopt;
+  }
+  auto info = rt::queryDeviceInfo(**driver, 0);
+  if (!info) {
+    why = info.status().message();
+    return std::nullopt;
+  }
+  rt::DeviceFingerprint fingerprint;
+  fingerprint.computeCapability = info->getArch();
+  fingerprint.smCount = info->smCount;
+  // The theoretical bandwidth: stable, unlike a measured one.
+  fingerprint.memoryBandwidthMBps =
+      int64_t(std::llround(info->getTheoreticalBandwidthGBs() * 1000));
+  fingerprint.l2Bytes = info->l2Bytes;
+  fingerprint.driverVersion = formatCudaVersion((*driver)->version);
+  if (auto nvrtc = rt::getNvrtcVersion())
+    fingerprint.nvrtcVersion =
+        std::to_string(nvrtc->first) + "." + std::to_string(nvrtc->second);
+  fingerprint.codegenVersion = kCodegenVersion;
+  fingerprint.precision = precision;
+  return fingerprint;
+}
+
+//===----------------------------------------------------------------------===//
+// The autotuner
+//===----------------------------------------------------------------------===//
+
+struct Autotuner::Impl {
+  AutotuneOptions options;
+  std::unique_ptr<rt::SqliteKernelDatabase> database;
+  std::optional<rt::DeviceFingerprint> fingerprint;
+  bool device = false;
+  std::string noDeviceReason;
+  std::unique_ptr<WorkerPool> pool;
+  int64_t nextRequestId = 1;
+
+  llvm::Expected<GroupOutcome> tune(func::FuncOp group, const KernelTask &task,
+                                    GroupOutcome outcome);
+  llvm::Error chooseTarget();
+};
+
+llvm::Error Autotuner::Impl::chooseTarget() {
+  // Without a GPU: the named target, or the database's only fingerprint.
+  std::set<std::string> hashes;
+  std::map<std::string, rt::DeviceFingerprint> byHash;
+  rt::RecordFilter filter;
+  filter.withBinaries = false;
+  if (rt::Status status =
+          database->forEachRecord(filter,
+                                  [&](const rt::KernelRecord &record) {
+                                    std::string hash =
+                                        record.fingerprint.hash();
+                                    hashes.insert(hash);
+                                    byHash.emplace(hash, record.fingerprint);
+                                    return rt::Status::success();
+                                  });
+      !status.isOk())
+    return toError(status, "reading '" + options.databasePath + "'");
+  if (!options.target.empty()) {
+    auto it = byHash.find(options.target);
+    if (it == byHash.end())
+      return makeError("target fingerprint '" + options.target +
+                       "' has no entry in '" + options.databasePath + "'");
+    fingerprint = it->second;
+    return llvm::Error::success();
+  }
+  if (hashes.size() > 1)
+    return makeError("no GPU here and '" + options.databasePath +
+                     "' holds entries for " + std::to_string(hashes.size()) +
+                     " devices; choose one with --target=<fingerprint> (" +
+                     llvm::join(hashes, ", ") + ")");
+  if (hashes.size() == 1)
+    fingerprint = byHash.begin()->second;
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<Autotuner>>
+Autotuner::create(const AutotuneOptions &options) {
+  if (options.precision != "fp32" && options.precision != "tf32" &&
+      options.precision != "bf16")
+    return makeError("precision must be fp32, tf32 or bf16, not '" +
+                     options.precision + "'");
+  for (const std::string &proposer : options.proposers)
+    if (proposer != "builtin")
+      return makeError("unknown proposer '" + proposer +
+                       "' (available: builtin)");
+  if (options.maxCandidates < 1)
+    return makeError("at least one candidate (the baseline) per task");
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  rt::SqliteOpenOptions openOptions;
+  // Never tuning and never writing: a read-only database is fine.
+  auto database =
+      rt::SqliteKernelDatabase::open(options.databasePath, openOptions);
+  if (!database)
+    return toError(database.status(),
+                   "kernel database '" + options.databasePath + "'");
+  impl->database = std::move(*database);
+  impl->fingerprint = probeDevice(options.precision, impl->noDeviceReason);
+  impl->device = impl->fingerprint.has_value();
+  if (impl->device && !options.target.empty() &&
+      impl->fingerprint->hash() != options.target)
+    return makeError("--target=" + options.target +
+                     " names another device than this one (" +
+                     impl->fingerprint->hash() + ")");
+  if (!impl->device)
+    if (llvm::Error error = impl->chooseTarget())
+      return std::move(error);
+  return std::unique_ptr<Autotuner>(new Autotuner(std::move(impl)));
+}
+
+Autotuner::Autotuner(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+Autotuner::~Autotuner() = default;
+
+bool Autotuner::hasDevice() const { return impl->device; }
+
+bool Autotuner::startedWorkers() const { return impl->pool != nullptr; }
+
+const rt::DeviceFingerprint *Autotuner::getFingerprint() const {
+  return impl->fingerprint ? &*impl->fingerprint : nullptr;
+}
+
+std::string Autotuner::describeTarget() const {
+  if (!impl->fingerprint)
+    return "no GPU (" + impl->noDeviceReason +
+           ") and no entries to target: every group keeps the baseline";
+  std::string text = impl->fingerprint->computeCapability + ", " +
+                     std::to_string(impl->fingerprint->smCount) + " SMs, " +
+                     impl->fingerprint->precision + ", fingerprint " +
+                     impl->fingerprint->hash();
+  if (!impl->device)
+    text = "no GPU here; target " + text;
+  return text;
+}
+
+/// Sets the chosen plan's attributes on `group`.
+static void tagGroup(func::FuncOp group, const rt::KernelPlan &plan,
+                     const rt::DeviceFingerprint *fingerprint) {
+  Builder builder(group.getContext());
+  group->setAttr(kPlanAttrName,
+                 builder.getStringAttr(plan.proposer + "/" + plan.variant));
+  group->setAttr(kPlanHashAttrName, builder.getStringAttr(rt::hashBytes(
+                                        rt::json::write(rt::toJson(plan)))));
+  if (fingerprint)
+    group->setAttr(kFingerprintAttrName,
+                   builder.getStringAttr(fingerprint->hash()));
+  else
+    group->removeAttr(kFingerprintAttrName);
+}
+
+void mlir::kopt::tagCallsOfGroup(ModuleOp module, func::FuncOp group) {
+  llvm::StringRef name = group.getSymName();
+  module.walk([&](func::CallOp call) {
+    if (call.getCallee() != name)
+      return;
+    for (llvm::StringRef attr :
+         {kPlanAttrName, kPlanHashAttrName, kFingerprintAttrName}) {
+      if (Attribute value = group->getAttr(attr))
+        call->setAttr(attr, value);
+      else
+        call->removeAttr(attr);
+    }
+  });
+}
+
+llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
+  auto task = buildKernelTask(group);
+  if (!task)
+    return task.takeError();
+  task->precision = impl->options.precision;
+  GroupOutcome outcome;
+  outcome.function = group.getSymName().str();
+  outcome.kind = task->kind;
+  outcome.taskKey = task->key;
+
+  std::optional<rt::KernelRecord> stored;
+  if (impl->fingerprint) {
+    auto found = impl->database->lookup(task->key, *impl->fingerprint);
+    if (!found)
+      return toError(found.status(), "looking up " + task->key);
+    stored = std::move(*found);
+  }
+  bool tune = impl->device && impl->options.mode != TuneMode::Never &&
+              (!stored || impl->options.mode == TuneMode::Always);
+  if (tune)
+    return impl->tune(group, *task, std::move(outcome));
+
+  if (stored) {
+    auto plan = rt::kernelPlanFromJson(stored->plan);
+    if (!plan)
+      return toError(plan.status(), "the stored plan of " + task->key);
+    outcome.source = GroupOutcome::Source::Hit;
+    outcome.proposer = plan->proposer;
+    outcome.variant = plan->variant;
+    outcome.winnerUs = stored->winner.medianMs * 1e3;
+    outcome.baselineUs = stored->baseline.medianMs * 1e3;
+    tagGroup(group, *plan, &*impl->fingerprint);
+    return outcome;
+  }
+  // A miss that is not tuned: the baseline stands.
+  auto baseline = proposeBaseline(group, *task);
+  if (!baseline)
+    return baseline.takeError();
+  outcome.source = GroupOutcome::Source::Baseline;
+  outcome.variant = baseline->variant;
+  outcome.note = !impl->device ? "no GPU to tune on"
+                 : impl->options.mode == TuneMode::Never
+                     ? "tuning is off (--tune=never)"
+                     : "";
+  tagGroup(group, toRuntime(*baseline), nullptr);
+  return outcome;
+}
+
+/// The `kopt.plan/1` JSON of `plan`.
+static rt::json::Value planJson(const KernelPlan &plan) {
+  return rt::toJson(toRuntime(plan));
+}
+
+llvm::Expected<GroupOutcome> Autotuner::Impl::tune(func::FuncOp group,
+                                                   const KernelTask &task,
+                                                   GroupOutcome outcome) {
+  auto baseline = proposeBaseline(group, task);
+  if (!baseline)
+    return baseline.takeError();
+  if (llvm::Error error = verifyPlan(*baseline, task))
+    return makeError("the baseline plan of @" + outcome.function +
+                     " is invalid: " + llvm::toString(std::move(error)));
+  std::vector<KernelPlan> plans = {*baseline};
+  for (const std::string &proposer : options.proposers)
+    if (proposer == "builtin")
+      for (KernelPlan &plan : proposeBuiltin(group, task).plans)
+        if (plans.size() < options.maxCandidates)
+          plans.push_back(std::move(plan));
+
+  rt::EvaluateMessage request;
+  request.requestId = nextRequestId++;
+  request.task = rt::toJson(toRuntime(task));
+  for (const KernelPlan &plan : plans)
+    request.candidates.push_back(planJson(plan));
+  request.options.validationSets = options.validationSets;
+  request.options.repetitions = options.repetitions;
+  // A fresh seed per evaluation, so a candidate never sees the same inputs
+  // twice; fixed per key and time, so a run can be repeated.
+  request.options.seed = int64_t(
+      (std::hash<std::string>()(task.key) ^
+       uint64_t(std::chrono::system_clock::now().time_since_epoch().count())) &
+      0x7fffffffffffffffull);
+  auto reference =
+      buildReferenceSet(group, task, uint64_t(request.options.seed));
+  if (reference)
+    request.reference = std::move(*reference);
+  else
+    outcome.note =
+        "no fp64 reference (" + llvm::toString(reference.takeError()) + "); ";
+
+  if (!pool) {
+    WorkerPoolOptions poolOptions;
+    poolOptions.worker.executable = options.workerPath;
+    pool = std::make_unique<WorkerPool>(poolOptions);
+  }
+  auto reports = pool->evaluate(
+      request, std::chrono::milliseconds(
+                   uint64_t(options.evaluationTimeoutSeconds) * 1000));
+  if (!reports)
+    return makeError("evaluating @" + outcome.function + ": " +
+                     llvm::toString(reports.takeError()));
+
+  // Every attempt is kept, with its report as the proposer's feedback.
+  for (size_t i = 0; i < plans.size() && i < reports->size(); ++i) {
+    const rt::EvalReport &report = (*reports)[i];
+    rt::AttemptRecord attempt;
+    attempt.taskKey = task.key;
+    attempt.fingerprint = *fingerprint;
+    attempt.plan = planJson(plans[i]);
+    attempt.proposer = plans[i].proposer;
+    attempt.valid = report.valid;
+    attempt.failedCheck =
+        report.valid ? "" : rt::stringifyFailedCheck(report.failedCheck);
+    attempt.feedback = rt::toJson(report);
+    if (rt::Status status = database->addAttempt(attempt); !status.isOk())
+      return toError(status, "storing an attempt of " + task.key);
+  }
+  outcome.evaluatedCandidates = unsigned(reports->size());
+  const rt::EvalReport &baselineReport = reports->front();
+  if (!baselineReport.valid || !baselineReport.times)
+    return makeError("the baseline of @" + outcome.function +
+                     " failed its own evaluation (" +
+                     rt::stringifyFailedCheck(baselineReport.failedCheck) +
+                     "): " + rt::json::write(baselineReport.evidence));
+
+  // The fastest valid, unsuspicious candidate that beats the baseline by
+  // the margin; the baseline otherwise.
+  size_t winner = 0;
+  double baselineUs = baselineReport.times->medianUs;
+  double bestUs = baselineUs;
+  for (size_t i = 0; i < reports->size(); ++i) {
+    const rt::EvalReport &report = (*reports)[i];
+    if (!report.valid || !report.times)
+      continue;
+    ++outcome.validCandidates;
+    if (i == 0 || report.suspicious)
+      continue;
+    double us = report.times->medianUs;
+    if (us * options.minSpeedup <= baselineUs && us < bestUs) {
+      winner = i;
+      bestUs = us;
+    }
+  }
+  const rt::EvalReport &chosen = (*reports)[winner];
+  rt::KernelRecord record;
+  record.taskKey = task.key;
+  record.fingerprint = *fingerprint;
+  rt::KernelPlan runtimePlan = toRuntime(plans[winner]);
+  record.plan = rt::toJson(runtimePlan);
+  // The binaries for the device, when the plan has one source.
+  if (runtimePlan.sources.size() == 1) {
+    rt::NvrtcOptions nvrtc;
+    nvrtc.extra = runtimePlan.compileOptions;
+    auto compiled = rt::compileCuda(runtimePlan.sources[0].code,
+                                    runtimePlan.sources[0].id + ".cu",
+                                    fingerprint->computeCapability, nvrtc);
+    if (compiled) {
+      record.cubin = compiled->cubin;
+      record.ptx = compiled->ptx;
+    }
+  }
+  auto timing = [](const rt::Timing &times) {
+    rt::TimingSummary summary;
+    summary.medianMs = times.medianUs * 1e-3;
+    summary.minMs = times.minUs * 1e-3;
+    summary.p10Ms = times.p10Us * 1e-3;
+    summary.p90Ms = times.p90Us * 1e-3;
+    return summary;
+  };
+  record.winner = timing(*chosen.times);
+  record.baseline = timing(*baselineReport.times);
+  record.validation = chosen.evidence;
+  record.provenance.proposer = runtimePlan.proposer;
+  if (rt::Status status = database->merge(record).status(); !status.isOk())
+    return toError(status, "storing the winner of " + task.key);
+
+  // With --tune=always the stored winner may be better than this one.
+  auto kept = database->lookup(task.key, *fingerprint);
+  if (!kept || !*kept)
+    return makeError("the winner of " + task.key + " was not stored");
+  auto keptPlan = rt::kernelPlanFromJson((*kept)->plan);
+  if (!keptPlan)
+    return toError(keptPlan.status(), "the stored plan of " + task.key);
+  outcome.source = GroupOutcome::Source::Tuned;
+  outcome.proposer = keptPlan->proposer;
+  outcome.variant = keptPlan->variant;
+  outcome.winnerUs = (*kept)->winner.medianMs * 1e3;
+  outcome.baselineUs = (*kept)->baseline.medianMs * 1e3;
+  if (winner == 0)
+    outcome.note += "no candidate beat the baseline by " +
+                    llvm::formatv("{0:F2}", options.minSpeedup).str() + "x";
+  tagGroup(group, *keptPlan, &*fingerprint);
+  return outcome;
+}

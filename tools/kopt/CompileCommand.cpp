@@ -1,0 +1,106 @@
+//===- CompileCommand.cpp - kopt compile ------------------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// `kopt compile FILE -o OUT.mlir --db DB`: parse, plan and outline fusion
+// groups, run the autotuner over them (docs/Autotune.md), write the
+// rewritten graph and print the report (to stdout, or to stderr when the
+// graph goes to stdout).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+#include "TuneOptions.h"
+#include "TuneReport.h"
+
+#include "kopt/Autotune/AutotunePass.h"
+#include "kopt/InitAll.h"
+#include "kopt/Support/ModelLoader.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+static int fail(const llvm::Twine &message) {
+  llvm::WithColor::error(llvm::errs(), "kopt") << message << "\n";
+  return 1;
+}
+
+int mlir::kopt::runCompileCommand() {
+  auto start = std::chrono::steady_clock::now();
+  auto line = getCompileCommandLine();
+  if (!line) {
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << llvm::toString(line.takeError()) << "\n";
+    return 2;
+  }
+  const std::string &path = line->inputs.front();
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context, llvm::errs());
+  auto module = loadModelGraph(path, context, sourceMgr);
+  if (!module)
+    return fail(llvm::toString(module.takeError()));
+  if (failed(prepareModelGraph(**module)))
+    return 1;
+
+  auto tuner = Autotuner::create(line->autotune);
+  if (!tuner)
+    return fail(llvm::toString(tuner.takeError()));
+  // The report goes where the graph does not.
+  bool graphToStdout = line->output == "-";
+  llvm::raw_ostream &reportStream = graphToStdout ? llvm::errs() : llvm::outs();
+  std::vector<ReportRow> rows;
+  auto outcomes = autotuneModule(**module, **tuner, [&](const GroupOutcome &o) {
+    if (o.source == GroupOutcome::Source::Tuned)
+      llvm::errs() << "kopt: tuned @" << o.function << " ("
+                   << o.evaluatedCandidates << " candidates, "
+                   << o.validCandidates << " valid)\n";
+  });
+  if (!outcomes)
+    return fail(llvm::toString(outcomes.takeError()));
+  unsigned misses = 0;
+  for (GroupOutcome &outcome : *outcomes) {
+    misses += outcome.source == GroupOutcome::Source::Baseline;
+    rows.push_back({path, std::move(outcome)});
+  }
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::string target = (*tuner)->describeTarget();
+  if (line->jsonReport)
+    reportStream << llvm::formatv("{0:2}\n",
+                                  toJsonReport(rows, target, seconds));
+  else
+    printTuneReport(reportStream, rows, target, seconds);
+  reportStream.flush();
+
+  if (line->requireCacheHit && misses)
+    return fail(llvm::Twine(misses) + " of " + llvm::Twine(rows.size()) +
+                " groups missed the kernel database and --require-cache-hit "
+                "is set; nothing was written");
+
+  std::error_code error;
+  llvm::ToolOutputFile output(line->output, error, llvm::sys::fs::OF_Text);
+  if (error)
+    return fail("cannot write '" + line->output + "': " + error.message());
+  (*module)->print(output.os());
+  output.os() << "\n";
+  output.keep();
+  return 0;
+}

@@ -1,0 +1,141 @@
+//===- TuneOptions.cpp - Options of kopt compile and kopt warm --*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "TuneOptions.h"
+
+#include "Commands.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+namespace cl = llvm::cl;
+
+static cl::SubCommand compileCommand(
+    "compile", "Plan fusion groups, tune them (or take them from the kernel "
+               "database) and write the rewritten graph");
+static cl::SubCommand warmCommand(
+    "warm", "Tune the distinct fusion groups of many graphs into the kernel "
+            "database (offline cache warming)");
+
+// compile
+static cl::opt<std::string> compileInput(cl::Positional, cl::Required,
+                                         cl::desc("<model.mlir>"),
+                                         cl::sub(compileCommand));
+static cl::opt<std::string>
+    outputFile("o", cl::desc("Write the rewritten graph here ('-': stdout)"),
+               cl::value_desc("file"), cl::init("-"), cl::sub(compileCommand));
+static cl::opt<bool> requireCacheHit(
+    "require-cache-hit",
+    cl::desc("Fail when any group misses the database, and write nothing "
+             "(pinned, reproducible builds)"),
+    cl::sub(compileCommand));
+
+// warm
+static cl::list<std::string>
+    warmInputs(cl::Positional, cl::OneOrMore,
+               cl::desc("<model.mlir or folder of them>..."),
+               cl::sub(warmCommand));
+static cl::opt<double>
+    budget("budget",
+           cl::desc("Stop starting new tasks after this many seconds "
+                    "(0: no limit); what was stored stays"),
+           cl::value_desc("seconds"), cl::init(0), cl::sub(warmCommand));
+
+// both
+static cl::opt<std::string>
+    databasePath("db", cl::desc("The kernel database (SQLite file)"),
+                 cl::value_desc("file"), cl::init("kopt.db"),
+                 cl::sub(compileCommand), cl::sub(warmCommand));
+static cl::opt<std::string>
+    tuneMode("tune",
+             cl::desc("When to tune: never, missing (default) or always"),
+             cl::init("missing"), cl::sub(compileCommand));
+static cl::opt<std::string>
+    report("report", cl::desc("Report format: text (default) or json"),
+           cl::init("text"), cl::sub(compileCommand), cl::sub(warmCommand));
+static cl::opt<std::string> proposers(
+    "proposers", cl::desc("Comma-separated proposers beyond the baseline"),
+    cl::init("builtin"), cl::sub(compileCommand), cl::sub(warmCommand));
+static cl::opt<unsigned>
+    maxCandidates("max-candidates",
+                  cl::desc("Candidates per task, the baseline included"),
+                  cl::init(16), cl::sub(compileCommand), cl::sub(warmCommand));
+static cl::opt<std::string>
+    precision("precision", cl::desc("Precision policy: fp32, tf32 or bf16"),
+              cl::init("fp32"), cl::sub(compileCommand), cl::sub(warmCommand));
+static cl::opt<double> minSpeedup(
+    "min-speedup",
+    cl::desc("A candidate must beat the baseline's median by this factor to "
+             "win (default 1.03)"),
+    cl::init(1.03), cl::sub(compileCommand), cl::sub(warmCommand));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("Without a GPU: the device fingerprint to look up "
+                    "(see 'kopt db list')"),
+           cl::init(""), cl::sub(compileCommand));
+
+bool mlir::kopt::isCompileCommandSelected() {
+  return static_cast<bool>(compileCommand);
+}
+
+bool mlir::kopt::isWarmCommandSelected() {
+  return static_cast<bool>(warmCommand);
+}
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+static llvm::Expected<TuneCommandLine> getCommon() {
+  TuneCommandLine line;
+  AutotuneOptions &options = line.autotune;
+  options.databasePath = databasePath;
+  std::optional<TuneMode> mode = parseTuneMode(tuneMode);
+  if (!mode)
+    return makeError("--tune must be never, missing or always, not '" +
+                     tuneMode + "'");
+  options.mode = *mode;
+  options.proposers.clear();
+  llvm::SmallVector<llvm::StringRef> names;
+  llvm::StringRef(proposers).split(names, ',', -1, /*KeepEmpty=*/false);
+  for (llvm::StringRef name : names)
+    options.proposers.push_back(name.trim().str());
+  options.maxCandidates = maxCandidates;
+  options.precision = precision;
+  if (!(minSpeedup >= 1.0))
+    return makeError("--min-speedup must be at least 1");
+  options.minSpeedup = minSpeedup;
+  options.target = target;
+  if (report != "text" && report != "json")
+    return makeError("--report must be text or json, not '" + report + "'");
+  line.jsonReport = report == "json";
+  return line;
+}
+
+llvm::Expected<TuneCommandLine> mlir::kopt::getCompileCommandLine() {
+  auto line = getCommon();
+  if (!line)
+    return line.takeError();
+  line->inputs = {compileInput};
+  line->output = outputFile;
+  line->requireCacheHit = requireCacheHit;
+  return line;
+}
+
+llvm::Expected<TuneCommandLine> mlir::kopt::getWarmCommandLine() {
+  auto line = getCommon();
+  if (!line)
+    return line.takeError();
+  line->inputs.assign(warmInputs.begin(), warmInputs.end());
+  if (budget < 0)
+    return makeError("--budget must not be negative");
+  line->budgetSeconds = budget;
+  return line;
+}

@@ -1,0 +1,45 @@
+//===- TuneOptions.h - Options of kopt compile and kopt warm ----*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Both commands share the autotuner's options, so they are declared in one
+// file (a cl::opt may belong to several subcommands, which must exist
+// first).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_TOOLS_KOPT_TUNEOPTIONS_H
+#define KOPT_TOOLS_KOPT_TUNEOPTIONS_H
+
+#include "kopt/Autotune/Autotuner.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::kopt {
+
+/// What the command line of `kopt compile` or `kopt warm` asked for.
+struct TuneCommandLine {
+  AutotuneOptions autotune;
+  std::vector<std::string> inputs;
+  /// compile: the output file ("-" for stdout); warm: unused.
+  std::string output;
+  bool requireCacheHit = false;
+  bool jsonReport = false;
+  /// warm: the time budget in seconds (0: none).
+  double budgetSeconds = 0;
+};
+
+/// The parsed options of the selected command, or an error for bad values.
+llvm::Expected<TuneCommandLine> getCompileCommandLine();
+llvm::Expected<TuneCommandLine> getWarmCommandLine();
+
+} // namespace mlir::kopt
+
+#endif // KOPT_TOOLS_KOPT_TUNEOPTIONS_H

@@ -1,0 +1,99 @@
+//===- TuneReport.cpp - Reports of kopt compile and kopt warm ---*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "TuneReport.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+static std::string formatUs(const std::optional<double> &us) {
+  return us ? llvm::formatv("{0:F1}", *us).str() : std::string("-");
+}
+
+void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
+                                 const std::vector<ReportRow> &rows,
+                                 const std::string &target, double seconds) {
+  os << "target: " << target << "\n";
+  os << llvm::formatv("{0,-28} {1,-12} {2,-12} {3,-8} {4,-28} {5,10} {6,10} "
+                      "{7,8}\n",
+                      "group", "kind", "key", "cache", "plan", "time us",
+                      "base us", "speedup");
+  unsigned hits = 0, tuned = 0, baseline = 0;
+  std::string lastFile;
+  for (const ReportRow &row : rows) {
+    if (row.file != lastFile) {
+      os << row.file << "\n";
+      lastFile = row.file;
+    }
+    const GroupOutcome &outcome = row.outcome;
+    hits += outcome.source == GroupOutcome::Source::Hit;
+    tuned += outcome.source == GroupOutcome::Source::Tuned;
+    baseline += outcome.source == GroupOutcome::Source::Baseline;
+    llvm::StringRef cache =
+        outcome.source == GroupOutcome::Source::Hit ? "hit" : "miss";
+    std::optional<double> speedup = outcome.getSpeedup();
+    os << llvm::formatv(
+        "  {0,-26} {1,-12} {2,-12} {3,-8} {4,-28} {5,10} {6,10} {7,8}\n",
+        "@" + outcome.function, outcome.kind,
+        llvm::StringRef(outcome.taskKey).take_front(12), cache,
+        outcome.proposer + "/" + outcome.variant, formatUs(outcome.winnerUs),
+        formatUs(outcome.baselineUs),
+        speedup ? llvm::formatv("{0:F2}x", *speedup).str() : "-");
+    if (!outcome.note.empty())
+      os << "      note: " << outcome.note << "\n";
+  }
+  os << llvm::formatv("total: {0} groups: {1} hits, {2} tuned, {3} missed "
+                      "(baseline); {4:F2} s\n",
+                      rows.size(), hits, tuned, baseline, seconds);
+}
+
+llvm::json::Value mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
+                                           const std::string &target,
+                                           double seconds) {
+  llvm::json::Array groups;
+  unsigned hits = 0, tuned = 0, baseline = 0;
+  for (const ReportRow &row : rows) {
+    const GroupOutcome &outcome = row.outcome;
+    hits += outcome.source == GroupOutcome::Source::Hit;
+    tuned += outcome.source == GroupOutcome::Source::Tuned;
+    baseline += outcome.source == GroupOutcome::Source::Baseline;
+    llvm::json::Object group{
+        {"file", row.file},
+        {"function", outcome.function},
+        {"kind", outcome.kind},
+        {"key", outcome.taskKey},
+        {"cache", outcome.source == GroupOutcome::Source::Hit ? "hit" : "miss"},
+        {"source", getSourceName(outcome.source)},
+        {"proposer", outcome.proposer},
+        {"variant", outcome.variant},
+        {"evaluated", outcome.evaluatedCandidates},
+        {"valid", outcome.validCandidates},
+    };
+    if (outcome.winnerUs)
+      group["time_us"] = *outcome.winnerUs;
+    if (outcome.baselineUs)
+      group["baseline_us"] = *outcome.baselineUs;
+    if (std::optional<double> speedup = outcome.getSpeedup())
+      group["speedup"] = *speedup;
+    if (!outcome.note.empty())
+      group["note"] = outcome.note;
+    groups.push_back(std::move(group));
+  }
+  return llvm::json::Object{
+      {"schema", "kopt.tune-report/1"},
+      {"target", target},
+      {"groups", std::move(groups)},
+      {"totals", llvm::json::Object{{"groups", rows.size()},
+                                    {"hits", hits},
+                                    {"tuned", tuned},
+                                    {"missed", baseline},
+                                    {"seconds", seconds}}},
+  };
+}

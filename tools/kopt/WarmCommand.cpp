@@ -1,0 +1,237 @@
+//===- WarmCommand.cpp - kopt warm ------------------------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// `kopt warm FILES|DIRS --db DB`: offline cache warming. Plans the fusion
+// groups of every graph, keeps each distinct task key once (the first group
+// that has it), and tunes those that miss the database, with a live
+// progress line. Every winner is stored as soon as it is chosen, in its own
+// transaction, so a killed run loses only the task in flight and the next
+// run continues where it stopped (stored tasks are hits).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Commands.h"
+#include "TuneOptions.h"
+#include "TuneReport.h"
+
+#include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Autotune/AutotunePass.h"
+#include "kopt/Codegen/KernelTask.h"
+#include "kopt/InitAll.h"
+#include "kopt/Support/ModelLoader.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+/// The .mlir files among `inputs`, folders searched recursively, sorted
+/// within each folder; missing paths are errors.
+static llvm::Expected<std::vector<std::string>>
+collectFiles(const std::vector<std::string> &inputs) {
+  std::vector<std::string> files;
+  for (const std::string &input : inputs) {
+    if (!llvm::sys::fs::is_directory(input)) {
+      if (!llvm::sys::fs::exists(input))
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "no such file or folder: '" + input +
+                                           "'");
+      files.push_back(input);
+      continue;
+    }
+    std::vector<std::string> found;
+    std::error_code error;
+    for (llvm::sys::fs::recursive_directory_iterator it(input, error), end;
+         it != end && !error; it.increment(error))
+      if (llvm::sys::path::extension(it->path()) == ".mlir")
+        found.push_back(it->path());
+    if (error)
+      return llvm::createStringError(error, "reading '" + input +
+                                                "': " + error.message());
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+namespace {
+/// One parsed graph, kept alive while its groups are tuned.
+struct Graph {
+  std::string path;
+  std::unique_ptr<MLIRContext> context;
+  std::unique_ptr<llvm::SourceMgr> sourceMgr;
+  std::unique_ptr<SourceMgrDiagnosticHandler> handler;
+  OwningOpRef<ModuleOp> module;
+};
+
+/// A distinct task: the first group that has its key.
+struct WarmTask {
+  Graph *graph;
+  func::FuncOp group;
+  std::string key;
+};
+
+std::string formatDuration(double seconds) {
+  if (seconds < 60)
+    return llvm::formatv("{0:F0}s", seconds).str();
+  return llvm::formatv("{0}m{1:D2}s", unsigned(seconds) / 60,
+                       unsigned(seconds) % 60)
+      .str();
+}
+} // namespace
+
+int mlir::kopt::runWarmCommand() {
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  auto line = getWarmCommandLine();
+  if (!line) {
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << llvm::toString(line.takeError()) << "\n";
+    return 2;
+  }
+  auto files = collectFiles(line->inputs);
+  if (!files) {
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << llvm::toString(files.takeError()) << "\n";
+    return 1;
+  }
+  DialectRegistry registry;
+  registerAllDialects(registry);
+
+  // Every graph's groups; each key once.
+  std::vector<std::unique_ptr<Graph>> graphs;
+  std::vector<WarmTask> tasks;
+  std::set<std::string> seen;
+  unsigned groupCount = 0, badFiles = 0;
+  for (const std::string &path : *files) {
+    auto graph = std::make_unique<Graph>();
+    graph->path = path;
+    graph->context = std::make_unique<MLIRContext>(registry);
+    graph->context->printOpOnDiagnostic(false);
+    graph->sourceMgr = std::make_unique<llvm::SourceMgr>();
+    graph->handler = std::make_unique<SourceMgrDiagnosticHandler>(
+        *graph->sourceMgr, graph->context.get(), llvm::errs());
+    auto module = loadModelGraph(path, *graph->context, *graph->sourceMgr);
+    if (!module) {
+      llvm::WithColor::error(llvm::errs(), "kopt")
+          << llvm::toString(module.takeError()) << "\n";
+      ++badFiles;
+      continue;
+    }
+    graph->module = std::move(*module);
+    if (failed(prepareModelGraph(*graph->module))) {
+      ++badFiles;
+      continue;
+    }
+    for (auto func : graph->module->getOps<func::FuncOp>()) {
+      if (!func->hasAttr(kFusionGroupAttrName))
+        continue;
+      ++groupCount;
+      auto task = buildKernelTask(func);
+      if (!task) {
+        llvm::consumeError(task.takeError());
+        continue;
+      }
+      if (seen.insert(task->key).second)
+        tasks.push_back({graph.get(), func, task->key});
+    }
+    graphs.push_back(std::move(graph));
+  }
+
+  auto tuner = Autotuner::create(line->autotune);
+  if (!tuner) {
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << llvm::toString(tuner.takeError()) << "\n";
+    return 1;
+  }
+  llvm::errs() << "kopt warm: " << files->size() << " graphs, " << groupCount
+               << " groups, " << tasks.size() << " distinct tasks; "
+               << (*tuner)->describeTarget() << "\n";
+  if (!(*tuner)->hasDevice())
+    llvm::errs() << "kopt warm: no GPU: nothing can be tuned here; missing "
+                    "tasks are listed as missed\n";
+
+  bool live = llvm::sys::Process::StandardErrIsDisplayed();
+  std::vector<ReportRow> rows;
+  double bestSpeedup = 0;
+  unsigned done = 0, failures = 0, skipped = 0;
+  double tuningSeconds = 0;
+  unsigned tunedCount = 0;
+  for (WarmTask &task : tasks) {
+    if (line->budgetSeconds > 0 && elapsed() > line->budgetSeconds) {
+      skipped = unsigned(tasks.size()) - done - failures;
+      break;
+    }
+    auto taskStart = std::chrono::steady_clock::now();
+    auto outcome = (*tuner)->processGroup(task.group);
+    double taskSeconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - taskStart)
+                             .count();
+    if (!outcome) {
+      ++failures;
+      llvm::errs() << (live ? "\n" : "") << "kopt warm: " << task.graph->path
+                   << ": @" << task.group.getSymName() << ": "
+                   << llvm::toString(outcome.takeError()) << "\n";
+      continue;
+    }
+    ++done;
+    if (outcome->source == GroupOutcome::Source::Tuned) {
+      tuningSeconds += taskSeconds;
+      ++tunedCount;
+    }
+    if (std::optional<double> speedup = outcome->getSpeedup())
+      bestSpeedup = std::max(bestSpeedup, *speedup);
+    // The ETA from the tasks that needed tuning (hits cost nothing).
+    unsigned left = unsigned(tasks.size()) - done - failures;
+    double perTask = tunedCount ? tuningSeconds / tunedCount : 0;
+    std::string progress = llvm::formatv(
+        "[{0}/{1}] best speedup {2}, elapsed {3}, ETA {4}", done + failures,
+        tasks.size(),
+        bestSpeedup > 0 ? llvm::formatv("{0:F2}x", bestSpeedup).str() : "-",
+        formatDuration(elapsed()),
+        tunedCount ? formatDuration(perTask * left) : std::string("-"));
+    if (live)
+      llvm::errs() << "\r\x1b[K" << progress;
+    else
+      llvm::errs() << "kopt warm: " << progress << " (@" << outcome->function
+                   << ": " << getSourceName(outcome->source) << ")\n";
+    rows.push_back({task.graph->path, std::move(*outcome)});
+  }
+  if (live)
+    llvm::errs() << "\n";
+
+  std::string target = (*tuner)->describeTarget();
+  if (line->jsonReport)
+    llvm::outs() << llvm::formatv("{0:2}\n",
+                                  toJsonReport(rows, target, elapsed()));
+  else
+    printTuneReport(llvm::outs(), rows, target, elapsed());
+  if (skipped)
+    llvm::outs() << "budget of " << line->budgetSeconds
+                 << " s spent: " << skipped
+                 << " tasks not started (run again to continue)\n";
+  if (failures || badFiles)
+    llvm::outs() << failures << " tasks failed, " << badFiles
+                 << " graphs could not be read\n";
+  return failures || badFiles ? 1 : 0;
+}
