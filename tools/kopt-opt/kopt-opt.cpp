@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kopt/Autotune/AutotunePass.h"
 #include "kopt/InitAll.h"
 
 #include "mlir/IR/DialectRegistry.h"
@@ -20,6 +21,7 @@ int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
   mlir::kopt::registerAllDialects(registry);
   mlir::kopt::registerAllPasses();
+  mlir::kopt::registerKoptAutotunePasses();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "kopt optimizer driver\n", registry));
 }
