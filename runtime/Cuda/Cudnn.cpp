@@ -302,7 +302,10 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
       !status.isOk())
     return status;
 
-  // The heuristics rank algorithms; take the best that runs with FMA math.
+  // The heuristics rank algorithms; take the best that runs with FMA math
+  // on the caller's stream. The FFT algorithms run part of their work on
+  // cuDNN's own streams (seen on an H200: fft2d_r2c on a second stream),
+  // which the evaluator's launch accounting rightly rejects.
   int maxCount = 0;
   if (Status status = dnn.check(dnn.cudnnGetConvolutionForwardAlgorithmMaxCount(
                                     impl->handle, &maxCount),
@@ -321,13 +324,15 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
     return status;
   auto rankedEnd =
       results.begin() + std::clamp(returned, 0, int(results.size()));
-  auto chosen = std::find_if(results.begin(), rankedEnd,
-                             [](const cudnnConvolutionFwdAlgoPerf_t &result) {
-                               return result.status == CUDNN_STATUS_SUCCESS &&
-                                      result.mathType != CUDNN_TENSOR_OP_MATH &&
-                                      result.mathType !=
-                                          CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-                             });
+  auto chosen = std::find_if(
+      results.begin(), rankedEnd,
+      [](const cudnnConvolutionFwdAlgoPerf_t &result) {
+        return result.status == CUDNN_STATUS_SUCCESS &&
+               result.algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT &&
+               result.algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING &&
+               result.mathType != CUDNN_TENSOR_OP_MATH &&
+               result.mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+      });
   if (chosen == rankedEnd)
     return Status::error(StatusCode::Unsupported,
                          "cuDNN has no fp32 FMA algorithm for conv output '" +
