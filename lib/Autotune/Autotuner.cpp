@@ -9,6 +9,7 @@
 #include "kopt/Autotune/Autotuner.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Autotune/Replay.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
 #include "kopt/Codegen/RuntimeInterop.h"
@@ -54,6 +55,8 @@ llvm::StringRef mlir::kopt::getSourceName(GroupOutcome::Source source) {
     return "tuned";
   case GroupOutcome::Source::Baseline:
     return "baseline";
+  case GroupOutcome::Source::Replayed:
+    return "replayed";
   }
   return "baseline";
 }
@@ -119,10 +122,15 @@ struct Autotuner::Impl {
   std::string noDeviceReason;
   std::unique_ptr<WorkerPool> pool;
   int64_t nextRequestId = 1;
+  /// The replay file, with `--replay`.
+  std::unique_ptr<ReplaySource> replay;
 
   llvm::Expected<GroupOutcome> tune(func::FuncOp group, const KernelTask &task,
                                     GroupOutcome outcome);
   llvm::Error chooseTarget();
+  llvm::Error chooseReplayTarget();
+  llvm::Expected<std::optional<rt::KernelRecord>>
+  replayTask(const std::string &taskKey, bool &wrote);
 };
 
 llvm::Error Autotuner::Impl::chooseTarget() {
@@ -182,6 +190,17 @@ Autotuner::create(const AutotuneOptions &options) {
     return toError(database.status(),
                    "kernel database '" + options.databasePath + "'");
   impl->database = std::move(*database);
+  if (!options.replayPath.empty()) {
+    // Replaying does no GPU work: the device is not even probed.
+    auto replay = ReplaySource::load(options.replayPath);
+    if (!replay)
+      return replay.takeError();
+    impl->replay = std::move(*replay);
+    impl->noDeviceReason = "replaying '" + options.replayPath + "'";
+    if (llvm::Error error = impl->chooseReplayTarget())
+      return std::move(error);
+    return std::unique_ptr<Autotuner>(new Autotuner(std::move(impl)));
+  }
   impl->fingerprint = probeDevice(options.precision, impl->noDeviceReason);
   impl->device = impl->fingerprint.has_value();
   if (impl->device && !options.target.empty() &&
@@ -214,7 +233,9 @@ std::string Autotuner::describeTarget() const {
                      std::to_string(impl->fingerprint->smCount) + " SMs, " +
                      impl->fingerprint->precision + ", fingerprint " +
                      impl->fingerprint->hash();
-  if (!impl->device)
+  if (impl->replay)
+    text = "replaying '" + impl->replay->getPath() + "'; target " + text;
+  else if (!impl->device)
     text = "no GPU here; target " + text;
   return text;
 }
@@ -266,6 +287,13 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
       return toError(found.status(), "looking up " + task->key);
     stored = std::move(*found);
   }
+  bool replayed = false;
+  if (!stored && impl->replay && impl->fingerprint) {
+    auto found = impl->replayTask(task->key, replayed);
+    if (!found)
+      return found.takeError();
+    stored = std::move(*found);
+  }
   bool tune = impl->device && impl->options.mode != TuneMode::Never &&
               (!stored || impl->options.mode == TuneMode::Always);
   if (tune)
@@ -275,7 +303,8 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     auto plan = rt::kernelPlanFromJson(stored->plan);
     if (!plan)
       return toError(plan.status(), "the stored plan of " + task->key);
-    outcome.source = GroupOutcome::Source::Hit;
+    outcome.source =
+        replayed ? GroupOutcome::Source::Replayed : GroupOutcome::Source::Hit;
     outcome.proposer = plan->proposer;
     outcome.variant = plan->variant;
     outcome.winnerUs = stored->winner.medianMs * 1e3;
@@ -289,7 +318,8 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     return baseline.takeError();
   outcome.source = GroupOutcome::Source::Baseline;
   outcome.variant = baseline->variant;
-  outcome.note = !impl->device ? "no GPU to tune on"
+  outcome.note = impl->replay    ? "no entry in the replay file for this target"
+                 : !impl->device ? "no GPU to tune on"
                  : impl->options.mode == TuneMode::Never
                      ? "tuning is off (--tune=never)"
                      : "";
@@ -442,4 +472,55 @@ llvm::Expected<GroupOutcome> Autotuner::Impl::tune(func::FuncOp group,
                     llvm::formatv("{0:F2}", options.minSpeedup).str() + "x";
   tagGroup(group, *keptPlan, &*fingerprint);
   return outcome;
+}
+
+//===----------------------------------------------------------------------===//
+// Replay
+//===----------------------------------------------------------------------===//
+
+llvm::Error Autotuner::Impl::chooseReplayTarget() {
+  // The named target, else the replayed records' only fingerprint, else what
+  // the database alone gives.
+  const auto &replayed = replay->getFingerprints();
+  if (!options.target.empty()) {
+    auto it = replayed.find(options.target);
+    if (it == replayed.end())
+      return chooseTarget();
+    fingerprint = it->second;
+    return llvm::Error::success();
+  }
+  if (replayed.empty())
+    return chooseTarget();
+  if (replayed.size() > 1) {
+    std::vector<std::string> hashes;
+    for (const auto &entry : replayed)
+      hashes.push_back(entry.first);
+    return makeError("'" + replay->getPath() + "' holds entries for " +
+                     std::to_string(hashes.size()) +
+                     " devices; choose one with --target=<fingerprint> (" +
+                     llvm::join(hashes, ", ") + ")");
+  }
+  fingerprint = replayed.begin()->second;
+  return llvm::Error::success();
+}
+
+/// Stores the replay file's entries for `taskKey` and looks the task up
+/// again; sets `wrote` when a record was stored (not when another process
+/// had stored the same one since the first lookup: that is a hit).
+llvm::Expected<std::optional<rt::KernelRecord>>
+Autotuner::Impl::replayTask(const std::string &taskKey, bool &wrote) {
+  wrote = false;
+  if (!replay->hasTask(taskKey))
+    return std::nullopt;
+  // One transaction: the task's records and attempts are stored together or
+  // not at all. The import keeps the better of a stored and a replayed
+  // record, and skips attempts already stored.
+  auto summary = replay->storeTask(*database, taskKey);
+  if (!summary)
+    return summary.takeError();
+  wrote = summary->added + summary->replaced > 0;
+  auto found = database->lookup(taskKey, *fingerprint);
+  if (!found)
+    return toError(found.status(), "looking up " + taskKey);
+  return std::move(*found);
 }

@@ -47,6 +47,12 @@ static cl::opt<double>
            cl::desc("Stop starting new tasks after this many seconds "
                     "(0: no limit); what was stored stays"),
            cl::value_desc("seconds"), cl::init(0), cl::sub(warmCommand));
+static cl::opt<std::string> replay(
+    "replay",
+    cl::desc("Store the entries of FILE (as 'kopt db export' writes them) "
+             "for the tasks that miss, instead of tuning them: for tests and "
+             "for distributing results tuned elsewhere"),
+    cl::value_desc("FILE.jsonl"), cl::init(""), cl::sub(warmCommand));
 
 // both
 static cl::opt<std::string>
@@ -77,9 +83,9 @@ static cl::opt<double> minSpeedup(
     cl::init(1.03), cl::sub(compileCommand), cl::sub(warmCommand));
 static cl::opt<std::string>
     target("target",
-           cl::desc("Without a GPU: the device fingerprint to look up "
-                    "(see 'kopt db list')"),
-           cl::init(""), cl::sub(compileCommand));
+           cl::desc("Without a GPU, or with --replay: the device "
+                    "fingerprint to look up (see 'kopt db list')"),
+           cl::init(""), cl::sub(compileCommand), cl::sub(warmCommand));
 
 bool mlir::kopt::isCompileCommandSelected() {
   return static_cast<bool>(compileCommand);
@@ -137,5 +143,6 @@ llvm::Expected<TuneCommandLine> mlir::kopt::getWarmCommandLine() {
   if (budget < 0)
     return makeError("--budget must not be negative");
   line->budgetSeconds = budget;
+  line->autotune.replayPath = replay;
   return line;
 }

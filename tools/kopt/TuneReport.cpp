@@ -17,6 +17,16 @@ static std::string formatUs(const std::optional<double> &us) {
   return us ? llvm::formatv("{0:F1}", *us).str() : std::string("-");
 }
 
+/// What the text report's cache column says: whether the group was found,
+/// and whether a miss was filled from a replay file.
+static llvm::StringRef getCacheColumn(GroupOutcome::Source source) {
+  if (source == GroupOutcome::Source::Hit)
+    return "hit";
+  if (source == GroupOutcome::Source::Replayed)
+    return "replayed";
+  return "miss";
+}
+
 void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
                                  const std::vector<ReportRow> &rows,
                                  const std::string &target, double seconds) {
@@ -25,7 +35,7 @@ void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
                       "{7,8}\n",
                       "group", "kind", "key", "cache", "plan", "time us",
                       "base us", "speedup");
-  unsigned hits = 0, tuned = 0, baseline = 0;
+  unsigned hits = 0, tuned = 0, baseline = 0, replayed = 0;
   std::string lastFile;
   for (const ReportRow &row : rows) {
     if (row.file != lastFile) {
@@ -36,8 +46,8 @@ void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
     hits += outcome.source == GroupOutcome::Source::Hit;
     tuned += outcome.source == GroupOutcome::Source::Tuned;
     baseline += outcome.source == GroupOutcome::Source::Baseline;
-    llvm::StringRef cache =
-        outcome.source == GroupOutcome::Source::Hit ? "hit" : "miss";
+    replayed += outcome.source == GroupOutcome::Source::Replayed;
+    llvm::StringRef cache = getCacheColumn(outcome.source);
     std::optional<double> speedup = outcome.getSpeedup();
     os << llvm::formatv(
         "  {0,-26} {1,-12} {2,-12} {3,-8} {4,-28} {5,10} {6,10} {7,8}\n",
@@ -49,21 +59,27 @@ void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
     if (!outcome.note.empty())
       os << "      note: " << outcome.note << "\n";
   }
-  os << llvm::formatv("total: {0} groups: {1} hits, {2} tuned, {3} missed "
-                      "(baseline); {4:F2} s\n",
-                      rows.size(), hits, tuned, baseline, seconds);
+  // Replayed groups are only counted when there are some, so reports
+  // without --replay read as they always did.
+  std::string replayedText =
+      replayed ? llvm::formatv("{0} replayed, ", replayed).str() : "";
+  os << llvm::formatv("total: {0} groups: {1} hits, {2}{3} tuned, {4} missed "
+                      "(baseline); {5:F2} s\n",
+                      rows.size(), hits, replayedText, tuned, baseline,
+                      seconds);
 }
 
 llvm::json::Value mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
                                            const std::string &target,
                                            double seconds) {
   llvm::json::Array groups;
-  unsigned hits = 0, tuned = 0, baseline = 0;
+  unsigned hits = 0, tuned = 0, baseline = 0, replayed = 0;
   for (const ReportRow &row : rows) {
     const GroupOutcome &outcome = row.outcome;
     hits += outcome.source == GroupOutcome::Source::Hit;
     tuned += outcome.source == GroupOutcome::Source::Tuned;
     baseline += outcome.source == GroupOutcome::Source::Baseline;
+    replayed += outcome.source == GroupOutcome::Source::Replayed;
     llvm::json::Object group{
         {"file", row.file},
         {"function", outcome.function},
@@ -92,6 +108,7 @@ llvm::json::Value mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
       {"groups", std::move(groups)},
       {"totals", llvm::json::Object{{"groups", rows.size()},
                                     {"hits", hits},
+                                    {"replayed", replayed},
                                     {"tuned", tuned},
                                     {"missed", baseline},
                                     {"seconds", seconds}}},

@@ -13,6 +13,11 @@
 // transaction, so a killed run loses only the task in flight and the next
 // run continues where it stopped (stored tasks are hits).
 //
+// With `--replay=FILE`, a task that misses takes its entries from FILE (as
+// `kopt db export` writes it) instead of being tuned, again one transaction
+// per task, and no GPU is used: the test seam for this loop, and a way to
+// distribute results tuned elsewhere.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
@@ -167,7 +172,11 @@ int mlir::kopt::runWarmCommand() {
   llvm::errs() << "kopt warm: " << files->size() << " graphs, " << groupCount
                << " groups, " << tasks.size() << " distinct tasks; "
                << (*tuner)->describeTarget() << "\n";
-  if (!(*tuner)->hasDevice())
+  if (!line->autotune.replayPath.empty())
+    llvm::errs() << "kopt warm: tasks that miss are stored from '"
+                 << line->autotune.replayPath
+                 << "' when it has them, and are not tuned\n";
+  else if (!(*tuner)->hasDevice())
     llvm::errs() << "kopt warm: no GPU: nothing can be tuned here; missing "
                     "tasks are listed as missed\n";
 

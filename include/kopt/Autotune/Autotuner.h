@@ -17,7 +17,9 @@
 // The device is probed in-process from its attributes only (no context, no
 // GPU work): a full cache hit starts no worker and runs nothing on the GPU.
 // Without a GPU the target fingerprint is `--target` or, when the database
-// holds exactly one, that one; missed groups keep the baseline.
+// holds exactly one, that one; missed groups keep the baseline. With a
+// replay file, a miss stores the file's entries for the group instead of
+// tuning it (Replay.h), and no GPU is used.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +76,11 @@ struct AutotuneOptions {
   unsigned repetitions = 20;
   /// Per-evaluation deadline in seconds (a hung worker is killed).
   unsigned evaluationTimeoutSeconds = 600;
+  /// JSON lines as `kopt db export` writes them, whose entries are stored
+  /// for the groups that miss instead of tuning them (see Replay.h); empty
+  /// for none. The device is then not probed: the target is `target`, or
+  /// the fingerprint of the file's records when they have only one.
+  std::string replayPath;
 };
 
 /// What happened to one group.
@@ -85,6 +92,8 @@ struct GroupOutcome {
     Tuned,
     /// Missed and not tuned: the baseline stands.
     Baseline,
+    /// Missed, and stored now from the replay file.
+    Replayed,
   };
   std::string function;
   std::string kind;
@@ -105,7 +114,7 @@ struct GroupOutcome {
   std::optional<double> getSpeedup() const;
 };
 
-/// The name of a source (`hit`, `tuned`, `baseline`).
+/// The name of a source (`hit`, `tuned`, `baseline`, `replayed`).
 llvm::StringRef getSourceName(GroupOutcome::Source source);
 
 /// Attributes the autotuner sets on each group function and its calls.
