@@ -86,12 +86,12 @@ static std::optional<rt::DeviceFingerprint>
 probeDevice(const std::string &precision, std::string &why) {
   auto driver = rt::loadCudaDriver();
   if (!driver) {
-    why = driver.status().message();
+    why = "no CUDA driver";
     return std::nullopt;
   }
   auto info = rt::queryDeviceInfo(**driver, 0);
   if (!info) {
-    why = info.status().message();
+    why = "no CUDA device: " + info.status().message();
     return std::nullopt;
   }
   rt::DeviceFingerprint fingerprint;
@@ -227,8 +227,8 @@ const rt::DeviceFingerprint *Autotuner::getFingerprint() const {
 
 std::string Autotuner::describeTarget() const {
   if (!impl->fingerprint)
-    return "no GPU (" + impl->noDeviceReason +
-           ") and no entries to target: every group keeps the baseline";
+    return "no GPU here (" + impl->noDeviceReason +
+           ") and no database entries to target";
   std::string text = impl->fingerprint->computeCapability + ", " +
                      std::to_string(impl->fingerprint->smCount) + " SMs, " +
                      impl->fingerprint->precision + ", fingerprint " +
@@ -296,8 +296,24 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
   }
   bool tune = impl->device && impl->options.mode != TuneMode::Never &&
               (!stored || impl->options.mode == TuneMode::Always);
-  if (tune)
-    return impl->tune(group, *task, std::move(outcome));
+  if (tune) {
+    auto tuned = impl->tune(group, *task, outcome);
+    if (tuned)
+      return tuned;
+    // A build never breaks because of the tuner: the group keeps what the
+    // database has, or the baseline, and the report says why.
+    outcome.tuningFailed = true;
+    outcome.note = "tuning failed: " + llvm::toString(tuned.takeError());
+    if (!stored) {
+      auto baseline = proposeBaseline(group, *task);
+      if (!baseline)
+        return baseline.takeError();
+      outcome.source = GroupOutcome::Source::Baseline;
+      outcome.variant = baseline->variant;
+      tagGroup(group, toRuntime(*baseline), nullptr);
+      return outcome;
+    }
+  }
 
   if (stored) {
     auto plan = rt::kernelPlanFromJson(stored->plan);

@@ -203,7 +203,14 @@ int mlir::kopt::runWarmCommand() {
                    << llvm::toString(outcome.takeError()) << "\n";
       continue;
     }
-    ++done;
+    if (outcome->tuningFailed) {
+      ++failures;
+      llvm::errs() << (live ? "\n" : "") << "kopt warm: " << task.graph->path
+                   << ": @" << outcome->function << ": " << outcome->note
+                   << "\n";
+    } else {
+      ++done;
+    }
     if (outcome->source == GroupOutcome::Source::Tuned) {
       tuningSeconds += taskSeconds;
       ++tunedCount;

@@ -110,6 +110,9 @@ struct GroupOutcome {
   unsigned evaluatedCandidates = 0;
   /// Why the group kept the baseline, or what went wrong.
   std::string note;
+  /// Tuning was tried and failed (`note` says why); the group kept the
+  /// stored plan or the baseline.
+  bool tuningFailed = false;
 
   std::optional<double> getSpeedup() const;
 };
