@@ -19,6 +19,7 @@
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -390,12 +391,40 @@ llvm::Expected<GroupOutcome> Autotuner::Impl::tune(func::FuncOp group,
     poolOptions.worker.executable = options.workerPath;
     pool = std::make_unique<WorkerPool>(poolOptions);
   }
-  auto reports = pool->evaluate(
-      request, std::chrono::milliseconds(
-                   uint64_t(options.evaluationTimeoutSeconds) * 1000));
+  std::chrono::milliseconds timeout(uint64_t(options.evaluationTimeoutSeconds) *
+                                    1000);
+  auto reports = pool->evaluate(request, timeout);
   if (!reports)
     return makeError("evaluating @" + outcome.function + ": " +
                      llvm::toString(reports.takeError()));
+  // A worker that crashes or hangs takes the whole request with it: then
+  // each candidate goes again beside the baseline alone, so only the
+  // culprit fails (its report names the crash or the timeout).
+  bool workerFailed = llvm::any_of(*reports, [](const rt::EvalReport &report) {
+    return !getWorkerFailureReason(report).empty();
+  });
+  if (workerFailed && request.candidates.size() > 2) {
+    std::vector<rt::EvalReport> isolated(request.candidates.size());
+    bool haveBaseline = false;
+    for (size_t i = 1; i < request.candidates.size(); ++i) {
+      rt::EvaluateMessage pair = request;
+      pair.requestId = nextRequestId++;
+      pair.candidates = {request.candidates[0], request.candidates[i]};
+      auto pairReports = pool->evaluate(pair, timeout);
+      if (!pairReports)
+        return makeError("evaluating @" + outcome.function + ": " +
+                         llvm::toString(pairReports.takeError()));
+      if (!haveBaseline || !isolated[0].valid) {
+        isolated[0] = (*pairReports)[0];
+        haveBaseline = true;
+      }
+      isolated[i] = std::move((*pairReports)[1]);
+      isolated[i].candidate = int64_t(i);
+    }
+    *reports = std::move(isolated);
+    outcome.note += "a worker failure was isolated by evaluating the "
+                    "candidates one at a time; ";
+  }
 
   // Every attempt is kept, with its report as the proposer's feedback.
   for (size_t i = 0; i < plans.size() && i < reports->size(); ++i) {
@@ -420,22 +449,22 @@ llvm::Expected<GroupOutcome> Autotuner::Impl::tune(func::FuncOp group,
                      rt::stringifyFailedCheck(baselineReport.failedCheck) +
                      "): " + rt::json::write(baselineReport.evidence));
 
-  // The fastest valid, unsuspicious candidate that beats the baseline by
-  // the margin; the baseline otherwise.
+  // The valid, unsuspicious candidate with the largest speedup over the
+  // baseline (both timed interleaved in one request), when that clears the
+  // margin; the baseline otherwise.
   size_t winner = 0;
-  double baselineUs = baselineReport.times->medianUs;
-  double bestUs = baselineUs;
+  double bestSpeedup = 0;
   for (size_t i = 0; i < reports->size(); ++i) {
     const rt::EvalReport &report = (*reports)[i];
     if (!report.valid || !report.times)
       continue;
     ++outcome.validCandidates;
-    if (i == 0 || report.suspicious)
+    if (i == 0 || report.suspicious || !report.speedup)
       continue;
-    double us = report.times->medianUs;
-    if (us * options.minSpeedup <= baselineUs && us < bestUs) {
+    if (*report.speedup >= options.minSpeedup &&
+        *report.speedup > bestSpeedup) {
       winner = i;
-      bestUs = us;
+      bestSpeedup = *report.speedup;
     }
   }
   const rt::EvalReport &chosen = (*reports)[winner];
