@@ -367,7 +367,8 @@ Status KernelDatabase::verify() {
   return Status::error(StatusCode::Internal, text);
 }
 
-Status KernelDatabase::exportJsonLines(std::ostream &out) {
+Result<ExportSummary> KernelDatabase::exportJsonLines(std::ostream &out) {
+  ExportSummary summary;
   std::string line;
   auto writeLine = [&](std::string_view type, std::string_view member,
                        json::Value value) {
@@ -382,24 +383,29 @@ Status KernelDatabase::exportJsonLines(std::ostream &out) {
       return Status::error(StatusCode::IoError, "cannot write the export");
     return Status::success();
   };
-  return readSnapshot([&] {
+  Status status = readSnapshot([&] {
     Status status = forEachRecord({}, [&](const KernelRecord &record) {
+      ++summary.records;
       return writeLine("kernel", "record",
                        toJson(record, /*withBinaries=*/true));
     });
     if (!status.isOk())
       return status;
     return forEachAttempt({}, [&](const AttemptRecord &attempt) {
+      ++summary.attempts;
       return writeLine("attempt", "attempt", toJson(attempt));
     });
   });
+  if (!status.isOk())
+    return status;
+  return summary;
 }
 
 Result<std::string> KernelDatabase::exportJsonLines() {
   std::ostringstream out;
-  Status status = exportJsonLines(out);
-  if (!status.isOk())
-    return status;
+  Result<ExportSummary> summary = exportJsonLines(out);
+  if (!summary)
+    return summary.status();
   return out.str();
 }
 

@@ -22,6 +22,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -147,6 +148,32 @@ Status switchToWal(sqlite::Database &db, int timeoutMs) {
                          "SQLite kept journal mode '" +
                              (*row ? pragma->text(0) : std::string()) + "'");
   }
+}
+
+/// Runs `pragma` (`integrity_check` or `quick_check`) and appends each line
+/// it reports to `problems`. Returns false when SQLite could not finish it,
+/// which it also reports: then the file is too damaged to read further.
+bool checkIntegrity(sqlite::Database &db, const char *pragma,
+                    std::vector<std::string> &problems) {
+  Result<sqlite::Statement> check =
+      sqlite::Statement::prepare(db, std::string("PRAGMA ") + pragma);
+  Result<bool> row = check ? check->step() : Result<bool>(check.status());
+  for (; row && *row; row = check->step()) {
+    // One row may hold several lines, under a header naming the schema.
+    std::string text = check->text(0);
+    for (size_t begin = 0; begin < text.size();) {
+      size_t end = std::min(text.find('\n', begin), text.size());
+      std::string line = text.substr(begin, end - begin);
+      begin = end + 1;
+      if (line != "ok" && line != "*** in database main ***" && !line.empty())
+        problems.push_back("integrity check: " + line);
+    }
+  }
+  if (!row) {
+    problems.push_back("the file is damaged: " + row.status().message());
+    return false;
+  }
+  return true;
 }
 
 } // namespace
@@ -316,6 +343,15 @@ SqliteKernelDatabase::open(const std::string &path,
                       " is newer than this kopt supports (" +
                       std::to_string(kSchemaVersion) + ")");
   impl->schemaVersion = *version;
+  if (options.checkIntegrity) {
+    std::vector<std::string> problems;
+    checkIntegrity(impl->db, "quick_check", problems);
+    if (!problems.empty())
+      return refuse(StatusCode::InvalidArgument,
+                    "the file is damaged (" + problems.front() +
+                        (problems.size() > 1 ? ", and more" : "") +
+                        "); 'kopt db verify' lists the problems");
+  }
   if (readOnly) {
     if (*version == 0)
       return refuse(StatusCode::InvalidArgument,
@@ -579,40 +615,25 @@ Result<KernelDatabaseStats> SqliteKernelDatabase::stats() {
 
 Result<std::vector<std::string>> SqliteKernelDatabase::findProblems() {
   std::vector<std::string> problems;
+  // A statement that fails midway is one more problem, and the end of the
+  // check: what follows would only repeat it.
+  auto failed = [&](const std::string &what, const Status &status) {
+    problems.push_back(what + ": " + status.message());
+    return Status::success();
+  };
   auto check = [&]() -> Status {
-    // The file itself. When SQLite cannot even run the check, the file is
-    // too damaged for the rest to mean anything.
-    Result<sqlite::Statement> integrity =
-        sqlite::Statement::prepare(impl->db, "PRAGMA integrity_check");
-    if (!integrity) {
-      problems.push_back("the file is damaged: " +
-                         integrity.status().message());
+    if (!checkIntegrity(impl->db, "integrity_check", problems))
       return Status::success();
-    }
-    while (true) {
-      Result<bool> row = integrity->step();
-      if (!row) {
-        problems.push_back("the file is damaged: " + row.status().message());
-        return Status::success();
-      }
-      if (!*row)
-        break;
-      std::string line = integrity->text(0);
-      if (line != "ok")
-        problems.push_back("integrity check: " + line);
-    }
 
     Result<sqlite::Statement> version = sqlite::Statement::prepare(
         impl->db, "SELECT COUNT(*), MAX(version) FROM schema_version");
-    if (!version)
-      return impl->fail(version.status(), "cannot read the schema version");
-    Result<bool> row = version->step();
+    Result<bool> row = version ? version->step() : version.status();
     if (!row)
-      return impl->fail(row.status(), "cannot read the schema version");
+      return failed("cannot read the schema version", row.status());
     if (version->integer(0) != 1 || version->integer(1) != impl->schemaVersion)
-      problems.push_back(
-          "schema_version holds " + std::to_string(version->integer(0)) +
-          " rows; it should hold one, " + std::to_string(impl->schemaVersion));
+      problems.push_back("schema_version should hold one row, " +
+                         std::to_string(impl->schemaVersion) + "; it holds " +
+                         std::to_string(version->integer(0)));
 
     // Every record: its JSON, the columns that repeat it, its binaries and
     // its plan.
@@ -620,70 +641,52 @@ Result<std::vector<std::string>> SqliteKernelDatabase::findProblems() {
         impl->db, "SELECT " + impl->recordColumns(/*withBinaries=*/true) +
                       ", fingerprint, valid, median_ms FROM kernels ORDER BY "
                       "task_key, fingerprint_hash");
-    if (!kernels)
-      return impl->fail(kernels.status(), "cannot read the records");
-    while (true) {
-      row = kernels->step();
-      if (!row)
-        return impl->fail(row.status(), "cannot read the records");
-      if (!*row)
-        break;
+    for (row = kernels ? kernels->step() : kernels.status(); row && *row;
+         row = kernels->step()) {
+      std::string where =
+          "record " + kernels->text(0) + " on " + kernels->text(1) + ": ";
       Result<KernelRecord> record = Impl::decodeRecord(*kernels);
       if (!record) {
         problems.push_back(
-            "record " + kernels->text(0) + " on " + kernels->text(1) +
-            ": stored JSON does not read: " + record.status().message());
+            where + "stored JSON does not read: " + record.status().message());
         continue;
       }
-      std::string where = describeRecord(*record) + ": ";
       if (record->taskKey != kernels->text(0) ||
           record->fingerprint.hash() != kernels->text(1) ||
           record->fingerprint.toString() != kernels->text(10))
-        problems.push_back("record " + kernels->text(0) + " on " +
-                           kernels->text(1) +
-                           ": its key columns do not match its JSON");
+        problems.push_back(where + "its key columns do not match its JSON");
       if (int64_t(record->valid) != kernels->integer(11) ||
           record->winner.medianMs != kernels->real(12))
-        problems.push_back(where +
-                           "its valid or median_ms column does not match "
-                           "its JSON");
+        problems.push_back(where + "its valid or median_ms column does not "
+                                   "match its JSON");
       detail::checkRecord(*record, problems);
     }
+    if (!row)
+      return failed("cannot read the records", row.status());
 
     // Every attempt's JSON.
     Result<sqlite::Statement> attempts = sqlite::Statement::prepare(
         impl->db, "SELECT id, task_key, attempt FROM attempts ORDER BY id");
-    if (!attempts)
-      return impl->fail(attempts.status(), "cannot read the attempts");
-    while (true) {
-      row = attempts->step();
-      if (!row)
-        return impl->fail(row.status(), "cannot read the attempts");
-      if (!*row)
-        break;
+    for (row = attempts ? attempts->step() : attempts.status(); row && *row;
+         row = attempts->step()) {
       std::string where = "attempt " + std::to_string(attempts->integer(0)) +
                           " for task " + attempts->text(1) + ": ";
       Result<json::Value> value = json::parse(attempts->text(2));
       Result<AttemptRecord> attempt =
-          value ? attemptRecordFromJson(*value)
-                : Result<AttemptRecord>(value.status());
+          value ? attemptRecordFromJson(*value) : value.status();
       if (!attempt)
         problems.push_back(
             where + "stored JSON does not read: " + attempt.status().message());
       else if (attempt->taskKey != attempts->text(1))
         problems.push_back(where + "its key column does not match its JSON");
     }
+    if (!row)
+      return failed("cannot read the attempts", row.status());
     return Status::success();
   };
   Status status = readSnapshot(check);
-  if (!status.isOk()) {
-    // A file too damaged to begin a read is a problem to report too.
-    if (status.code() == StatusCode::InvalidArgument) {
-      problems.push_back(status.message());
-      return problems;
-    }
+  if (!status.isOk())
     return status;
-  }
   return problems;
 }
 
@@ -799,7 +802,8 @@ Status SqliteKernelDatabase::readSnapshot(const std::function<Status()> &body) {
     return impl->fail(transaction.status());
   if (Status status = body(); !status.isOk())
     return status;
-  if (Status status = transaction->commit(); !status.isOk())
-    return impl->fail(status);
+  // Nothing was written, so ending the read cannot lose anything; when
+  // COMMIT fails (after SQLite found damage, say) the rollback ends it.
+  transaction->commit().ignore();
   return Status::success();
 }

@@ -192,6 +192,12 @@ struct ImportSummary {
   size_t attemptsPresent = 0;
 };
 
+/// What an export wrote.
+struct ExportSummary {
+  size_t records = 0;
+  size_t attempts = 0;
+};
+
 /// What `prune` removes: records (when `records` is set) and attempts (when
 /// `attempts` is set) that match every given condition.
 struct PruneOptions {
@@ -340,7 +346,7 @@ public:
   /// Writes every record (binaries in hex) and then every attempt, one JSON
   /// object per line, each tagged `"type": "kernel"` or `"type": "attempt"`,
   /// from one snapshot.
-  Status exportJsonLines(std::ostream &out);
+  Result<ExportSummary> exportJsonLines(std::ostream &out);
   /// `exportJsonLines` into a string.
   Result<std::string> exportJsonLines();
 
@@ -390,6 +396,10 @@ struct SqliteOpenOptions {
   bool create = true;
   /// How long a write waits for another process's lock, in milliseconds.
   int busyTimeoutMs = 30000;
+  /// Refuse a damaged file, checked with SQLite's quick check before
+  /// anything is written: a write into a damaged file could spread the
+  /// damage. The check reads the whole file.
+  bool checkIntegrity = false;
 };
 
 /// A kernel database in one SQLite file in WAL mode, safe for many processes

@@ -24,7 +24,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <sched.h>
 #include <sstream>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -604,6 +606,12 @@ TEST(SqliteKernelDatabaseTest, RefusesMissingFolder) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("absent.db")));
 }
 
+/// Fills bytes [`begin`, `end`) of `bytes` with garbage.
+void damage(std::string &bytes, size_t begin, size_t end) {
+  for (size_t i = begin; i < end && i < bytes.size(); ++i)
+    bytes[i] = static_cast<char>(i * 7 + 3);
+}
+
 TEST(SqliteKernelDatabaseTest, ReportsCorruptedFileUntouched) {
   TempDir dir;
   std::string path = dir.file("kernels.db");
@@ -613,42 +621,55 @@ TEST(SqliteKernelDatabaseTest, ReportsCorruptedFileUntouched) {
     for (int i = 0; i < 40; ++i)
       ASSERT_TRUE(db->put(makeRecord("task" + std::to_string(i), 1.0)).isOk());
   }
-  // Overwrite everything after the first page (the schema) with garbage.
+  // Damage two pages of records near the end; the schema still reads.
   std::string bytes = readBytes(path);
-  ASSERT_GT(bytes.size(), size_t(3 * 4096));
-  for (size_t i = 4096; i < bytes.size(); ++i)
-    bytes[i] = static_cast<char>(i * 7 + 3);
+  ASSERT_GT(bytes.size(), size_t(8 * 4096));
+  damage(bytes, bytes.size() - 3 * 4096 + 100, bytes.size() - 4096);
   writeBytes(path, bytes);
 
-  Result<std::unique_ptr<SqliteKernelDatabase>> db =
-      SqliteKernelDatabase::open(path);
-  if (db) {
-    Result<std::vector<KernelRecord>> records = (*db)->list();
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db);
+    Result<std::vector<KernelRecord>> records = db->list();
     ASSERT_FALSE(records.isOk());
     EXPECT_EQ(records.status().code(), StatusCode::InvalidArgument);
-    EXPECT_NE(records.status().message().find("kernel database '" + path),
-              std::string::npos)
-        << records.status().message();
-    EXPECT_NE(records.status().message().find("malformed"), std::string::npos)
-        << records.status().message();
-    Result<std::vector<std::string>> problems = (*db)->findProblems();
+    EXPECT_EQ(records.status().message(),
+              "kernel database '" + path +
+                  "': cannot list records: database disk image is malformed");
+    Result<std::vector<std::string>> problems = db->findProblems();
     ASSERT_TRUE(problems.isOk()) << problems.status().toString();
-    EXPECT_FALSE(problems->empty());
-    EXPECT_FALSE(
-        (*db)
-            ->importJsonLines(*MemoryKernelDatabase().exportJsonLines() +
-                              "{\"type\":\"kernel\",\"record\":{\"task_key\":"
-                              "\"task1\"}}\n")
-            .isOk());
-    db->reset();
-  } else {
-    EXPECT_NE(db.status().message().find("kernel database '" + path),
-              std::string::npos);
+    ASSERT_FALSE(problems->empty());
+    EXPECT_EQ(problems->front().rfind("integrity check: ", 0), 0u)
+        << problems->front();
   }
+  EXPECT_EQ(readBytes(path), bytes);
+
+  // A writer that asks for the check is refused before it writes.
+  SqliteOpenOptions options;
+  options.checkIntegrity = true;
+  Result<std::unique_ptr<SqliteKernelDatabase>> db =
+      SqliteKernelDatabase::open(path, options);
+  ASSERT_FALSE(db.isOk());
+  EXPECT_EQ(db.status().code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(db.status().message().rfind(
+                "kernel database '" + path + "': the file is damaged (", 0),
+            0u)
+      << db.status().message();
+  EXPECT_EQ(readBytes(path), bytes);
+
+  // Damage all but the first page: not even the schema reads.
+  damage(bytes, 4096, bytes.size());
+  writeBytes(path, bytes);
+  db = SqliteKernelDatabase::open(path);
+  ASSERT_FALSE(db.isOk());
+  EXPECT_EQ(db.status().message(),
+            "kernel database '" + path +
+                "': cannot read it (corrupted, or not a database): database "
+                "disk image is malformed");
   EXPECT_EQ(readBytes(path), bytes);
 }
 
-TEST(SqliteKernelDatabaseTest, FullDiskLeavesFileUnchanged) {
+TEST(SqliteKernelDatabaseTest, FileSizeLimitLeavesFileUnchanged) {
   TempDir dir;
   std::string path = dir.file("kernels.db");
   {
@@ -857,6 +878,75 @@ TEST(SqliteKernelDatabaseTest, SurvivesWriterKilledMidWrite) {
   ASSERT_TRUE(stats.isOk());
   EXPECT_GE(stats->records, 4u);
   EXPECT_TRUE(db->put(makeRecord("after", 1.0)).isOk());
+}
+
+TEST(SqliteKernelDatabaseTest, FullFileSystemLeavesFileUnchanged) {
+  // A real full disk: a 1 MiB tmpfs, mounted in a mount namespace of the
+  // child's own. That needs privileges; without them the test is skipped.
+  MemoryKernelDatabase source;
+  for (int i = 0; i < 16; ++i) {
+    KernelRecord record = makeRecord("big" + std::to_string(i), 1.0);
+    record.cubin = std::string(size_t(128) << 10, char('a' + i));
+    ASSERT_TRUE(source.put(record).isOk());
+  }
+  std::string text = *source.exportJsonLines();
+  TempDir dir;
+  std::string mountPoint = dir.file("tmpfs");
+  ASSERT_EQ(::mkdir(mountPoint.c_str(), 0700), 0);
+  std::string path = mountPoint + "/kernels.db";
+
+  int pipeFds[2];
+  ASSERT_EQ(::pipe(pipeFds), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(pipeFds[0]);
+    if (::unshare(CLONE_NEWNS) != 0 ||
+        ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        ::mount("tmpfs", mountPoint.c_str(), "tmpfs", 0, "size=1m") != 0)
+      ::_exit(77);
+    std::string before;
+    {
+      Result<std::unique_ptr<SqliteKernelDatabase>> db =
+          SqliteKernelDatabase::open(path);
+      if (!db || !(*db)->put(makeRecord("before", 1.0)).isOk())
+        ::_exit(2);
+    }
+    before = readBytes(path);
+    Result<std::unique_ptr<SqliteKernelDatabase>> db =
+        SqliteKernelDatabase::open(path);
+    if (!db)
+      ::_exit(3);
+    Result<ImportSummary> imported = (*db)->importJsonLines(text, "big.jsonl");
+    if (imported)
+      ::_exit(4);
+    db->reset();
+    if (readBytes(path) != before)
+      ::_exit(5);
+    db = SqliteKernelDatabase::open(path);
+    if (!db || !(*db)->verify().isOk() || (*db)->list()->size() != 1)
+      ::_exit(6);
+    std::string message = imported.status().message();
+    if (::write(pipeFds[1], message.data(), message.size()) < 0)
+      ::_exit(7);
+    ::_exit(0);
+  }
+  ::close(pipeFds[1]);
+  std::string message;
+  char buffer[256];
+  for (ssize_t n; (n = ::read(pipeFds[0], buffer, sizeof(buffer))) > 0;)
+    message.append(buffer, n);
+  ::close(pipeFds[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  if (WEXITSTATUS(status) == 77)
+    GTEST_SKIP() << "cannot mount a tmpfs here (needs privileges)";
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(message.rfind("kernel database '" + path + "': cannot ", 0), 0u)
+      << message;
+  EXPECT_NE(message.find("database or disk is full"), std::string::npos)
+      << message;
 }
 
 TEST(SqliteKernelDatabaseTest, ConcurrentImportsMergeOnce) {
