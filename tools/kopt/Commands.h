@@ -36,6 +36,11 @@ bool isWarmCommandSelected();
 /// Runs `kopt warm`; returns the process exit code.
 int runWarmCommand();
 
+/// Runs `kopt db ...` from the unparsed `argc` and `argv` (whose `argv[1]` is
+/// `db`): it has commands of its own and parses them itself. Returns the
+/// process exit code.
+int runDbCommand(int argc, char **argv);
+
 } // namespace mlir::kopt
 
 #endif // KOPT_TOOLS_KOPT_COMMANDS_H

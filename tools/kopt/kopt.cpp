@@ -25,6 +25,8 @@ int main(int argc, char **argv) {
   // commands and the generic options.
   llvm::cl::HideUnrelatedOptions(
       llvm::ArrayRef<const llvm::cl::OptionCategory *>());
+  if (argc > 1 && llvm::StringRef(argv[1]) == "db")
+    return mlir::kopt::runDbCommand(argc, argv);
   llvm::cl::ParseCommandLineOptions(
       argc, argv,
       "kopt: a compiler-integrated kernel autotuner\n\n"
@@ -36,7 +38,11 @@ int main(int argc, char **argv) {
       "write\n"
       "                                  the rewritten graph\n"
       "  kopt warm FILES|DIRS --db DB    tune the distinct groups of many "
-      "graphs\n\n"
+      "graphs\n"
+      "  kopt db COMMAND --db DB         list, show, export, import, verify, "
+      "prune,\n"
+      "                                  stats or revalidate a kernel "
+      "database\n\n"
       "Run 'kopt <command> --help' for a command's options.\n");
   if (mlir::kopt::isAnalyzeCommandSelected())
     return mlir::kopt::runAnalyzeCommand();
