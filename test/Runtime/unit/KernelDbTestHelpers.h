@@ -29,6 +29,7 @@
 
 namespace kopt::runtime::testing {
 
+/// An H200-like fingerprint: sm_90, driver and NVRTC 12.4.
 inline DeviceFingerprint makeFingerprint() {
   DeviceFingerprint fp;
   fp.computeCapability = "sm_90";
@@ -64,6 +65,8 @@ inline json::Value makePlan(const std::string &key) {
   return plan;
 }
 
+/// A valid record for task `key` on `makeFingerprint()` whose winner's
+/// median is `medianMs`, with a cubin, PTX and fixed timestamps.
 inline KernelRecord makeRecord(const std::string &key, double medianMs) {
   KernelRecord record;
   record.taskKey = key;
@@ -85,6 +88,7 @@ inline KernelRecord makeRecord(const std::string &key, double medianMs) {
   return record;
 }
 
+/// An attempt for task `key` that passed or failed (`output-mismatch`).
 inline AttemptRecord makeAttempt(const std::string &key, bool valid) {
   AttemptRecord attempt;
   attempt.taskKey = key;
@@ -103,6 +107,7 @@ inline AttemptRecord makeAttempt(const std::string &key, bool valid) {
 /// A fresh temporary directory, removed afterwards.
 class TempDir {
 public:
+  /// Makes the directory.
   TempDir() {
     std::string pattern =
         (std::filesystem::temp_directory_path() / "kopt-db-XXXXXX").string();
@@ -116,17 +121,20 @@ public:
                                  ignored);
     std::filesystem::remove_all(path, ignored);
   }
+  /// The path of `name` in the directory.
   std::string file(const std::string &name) const { return path + "/" + name; }
 
 private:
   std::string path;
 };
 
+/// The bytes of the file at `path`.
 inline std::string readBytes(const std::string &path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+/// Replaces the file at `path` with `bytes`.
 inline void writeBytes(const std::string &path, const std::string &bytes) {
   std::ofstream out(path, std::ios::binary);
   out << bytes;
@@ -144,6 +152,7 @@ inline void execRaw(const std::string &path, const std::string &sql) {
   ASSERT_EQ(rc, SQLITE_OK) << message;
 }
 
+/// Opens the database at `path`, failing the test when it cannot.
 inline std::unique_ptr<SqliteKernelDatabase>
 openOrDie(const std::string &path) {
   Result<std::unique_ptr<SqliteKernelDatabase>> db =
