@@ -26,6 +26,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <mutex>
 #include <set>
 
 using namespace mlir;
@@ -84,10 +86,14 @@ static std::string formatCudaVersion(int version) {
 /// The fingerprint of device 0 from its attributes (no context), or none
 /// when there is no driver or device.
 static std::optional<rt::DeviceFingerprint>
-probeDevice(const std::string &precision, std::string &why) {
+probeDevice(const std::string &precision, std::string &why, int &count) {
   auto driver = rt::loadCudaDriver();
   if (!driver) {
     why = "no CUDA driver";
+    return std::nullopt;
+  }
+  if ((*driver)->cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1) {
+    why = "no CUDA device";
     return std::nullopt;
   }
   auto info = rt::queryDeviceInfo(**driver, 0);
@@ -125,9 +131,15 @@ struct Autotuner::Impl {
   int64_t nextRequestId = 1;
   /// The replay file, with `--replay`.
   std::unique_ptr<ReplaySource> replay;
+  /// Devices the driver sees.
+  int deviceCount = 0;
+  /// Held by `processGroup` except around evaluations.
+  std::mutex mutex;
 
+  /// Tunes `group`; `lock` (held) is released while the worker evaluates.
   llvm::Expected<GroupOutcome> tune(func::FuncOp group, const KernelTask &task,
-                                    GroupOutcome outcome);
+                                    GroupOutcome outcome,
+                                    std::unique_lock<std::mutex> &lock);
   llvm::Error chooseTarget();
   llvm::Error chooseReplayTarget();
   llvm::Expected<std::optional<rt::KernelRecord>>
@@ -202,7 +214,8 @@ Autotuner::create(const AutotuneOptions &options) {
       return std::move(error);
     return std::unique_ptr<Autotuner>(new Autotuner(std::move(impl)));
   }
-  impl->fingerprint = probeDevice(options.precision, impl->noDeviceReason);
+  impl->fingerprint =
+      probeDevice(options.precision, impl->noDeviceReason, impl->deviceCount);
   impl->device = impl->fingerprint.has_value();
   if (impl->device && !options.target.empty() &&
       impl->fingerprint->hash() != options.target)
@@ -219,6 +232,16 @@ Autotuner::Autotuner(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 Autotuner::~Autotuner() = default;
 
 bool Autotuner::hasDevice() const { return impl->device; }
+
+unsigned Autotuner::getWorkerCount() const {
+  if (!impl->device)
+    return 1;
+  WorkerPoolOptions options;
+  options.deviceCount = unsigned(impl->deviceCount);
+  return unsigned(std::max<size_t>(
+      1,
+      resolvePoolDevices(options, std::getenv("CUDA_VISIBLE_DEVICES")).size()));
+}
 
 bool Autotuner::startedWorkers() const { return impl->pool != nullptr; }
 
@@ -272,6 +295,9 @@ void mlir::kopt::tagCallsOfGroup(ModuleOp module, func::FuncOp group) {
 }
 
 llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
+  // Everything but the evaluations runs under the lock (the database
+  // connection and MLIR are used from one thread at a time).
+  std::unique_lock<std::mutex> lock(impl->mutex);
   auto task = buildKernelTask(group);
   if (!task)
     return task.takeError();
@@ -298,7 +324,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
   bool tune = impl->device && impl->options.mode != TuneMode::Never &&
               (!stored || impl->options.mode == TuneMode::Always);
   if (tune) {
-    auto tuned = impl->tune(group, *task, outcome);
+    auto tuned = impl->tune(group, *task, outcome, lock);
     if (tuned)
       return tuned;
     // A build never breaks because of the tuner: the group keeps what the
@@ -349,9 +375,10 @@ static rt::json::Value planJson(const KernelPlan &plan) {
   return rt::toJson(toRuntime(plan));
 }
 
-llvm::Expected<GroupOutcome> Autotuner::Impl::tune(func::FuncOp group,
-                                                   const KernelTask &task,
-                                                   GroupOutcome outcome) {
+llvm::Expected<GroupOutcome>
+Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
+                      GroupOutcome outcome,
+                      std::unique_lock<std::mutex> &lock) {
   auto baseline = proposeBaseline(group, task);
   if (!baseline)
     return baseline.takeError();
@@ -389,11 +416,17 @@ llvm::Expected<GroupOutcome> Autotuner::Impl::tune(func::FuncOp group,
   if (!pool) {
     WorkerPoolOptions poolOptions;
     poolOptions.worker.executable = options.workerPath;
+    // One worker per device: CUDA_VISIBLE_DEVICES's entries, or every
+    // device the driver sees.
+    poolOptions.deviceCount = unsigned(deviceCount);
     pool = std::make_unique<WorkerPool>(poolOptions);
   }
   std::chrono::milliseconds timeout(uint64_t(options.evaluationTimeoutSeconds) *
                                     1000);
+  // The evaluations run unlocked: one per worker (GPU) at a time.
+  lock.unlock();
   auto reports = pool->evaluate(request, timeout);
+  lock.lock();
   if (!reports)
     return makeError("evaluating @" + outcome.function + ": " +
                      llvm::toString(reports.takeError()));
@@ -410,7 +443,9 @@ llvm::Expected<GroupOutcome> Autotuner::Impl::tune(func::FuncOp group,
       rt::EvaluateMessage pair = request;
       pair.requestId = nextRequestId++;
       pair.candidates = {request.candidates[0], request.candidates[i]};
+      lock.unlock();
       auto pairReports = pool->evaluate(pair, timeout);
+      lock.lock();
       if (!pairReports)
         return makeError("evaluating @" + outcome.function + ": " +
                          llvm::toString(pairReports.takeError()));

@@ -40,8 +40,12 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -181,60 +185,91 @@ int mlir::kopt::runWarmCommand() {
                     "tasks are listed as missed\n";
 
   bool live = llvm::sys::Process::StandardErrIsDisplayed();
-  std::vector<ReportRow> rows;
+  // One thread per worker (GPU): the autotuner serializes everything but
+  // the evaluations, which overlap, one per device.
+  unsigned threads = std::min<unsigned>((*tuner)->getWorkerCount(),
+                                        std::max<size_t>(1, tasks.size()));
+  if (threads > 1)
+    llvm::errs() << "kopt warm: " << threads << " workers, one per GPU\n";
+  std::vector<std::optional<ReportRow>> results(tasks.size());
+  std::mutex progressMutex;
+  std::atomic<size_t> next{0};
   double bestSpeedup = 0;
-  unsigned done = 0, failures = 0, skipped = 0;
+  unsigned done = 0, failures = 0, started = 0;
   double tuningSeconds = 0;
   unsigned tunedCount = 0;
-  for (WarmTask &task : tasks) {
-    if (line->budgetSeconds > 0 && elapsed() > line->budgetSeconds) {
-      skipped = unsigned(tasks.size()) - done - failures;
-      break;
+  auto work = [&] {
+    while (true) {
+      size_t index;
+      {
+        std::lock_guard<std::mutex> lock(progressMutex);
+        if (line->budgetSeconds > 0 && elapsed() > line->budgetSeconds)
+          return;
+        index = next++;
+        if (index >= tasks.size())
+          return;
+        ++started;
+      }
+      WarmTask &task = tasks[index];
+      auto taskStart = std::chrono::steady_clock::now();
+      auto outcome = (*tuner)->processGroup(task.group);
+      double taskSeconds = std::chrono::duration<double>(
+                               std::chrono::steady_clock::now() - taskStart)
+                               .count();
+      std::lock_guard<std::mutex> lock(progressMutex);
+      if (!outcome) {
+        ++failures;
+        llvm::errs() << (live ? "\n" : "") << "kopt warm: " << task.graph->path
+                     << ": @" << task.group.getSymName() << ": "
+                     << llvm::toString(outcome.takeError()) << "\n";
+        continue;
+      }
+      if (outcome->tuningFailed) {
+        ++failures;
+        llvm::errs() << (live ? "\n" : "") << "kopt warm: " << task.graph->path
+                     << ": @" << outcome->function << ": " << outcome->note
+                     << "\n";
+      } else {
+        ++done;
+      }
+      if (outcome->source == GroupOutcome::Source::Tuned) {
+        tuningSeconds += taskSeconds;
+        ++tunedCount;
+      }
+      if (std::optional<double> speedup = outcome->getSpeedup())
+        bestSpeedup = std::max(bestSpeedup, *speedup);
+      // The ETA from the tasks that needed tuning (hits cost nothing),
+      // spread over the workers.
+      unsigned left = unsigned(tasks.size()) - done - failures;
+      double perTask = tunedCount ? tuningSeconds / tunedCount / threads : 0;
+      std::string progress = llvm::formatv(
+          "[{0}/{1}] best speedup {2}, elapsed {3}, ETA {4}", done + failures,
+          tasks.size(),
+          bestSpeedup > 0 ? llvm::formatv("{0:F2}x", bestSpeedup).str() : "-",
+          formatDuration(elapsed()),
+          tunedCount ? formatDuration(perTask * left) : std::string("-"));
+      if (live)
+        llvm::errs() << "\r\x1b[K" << progress;
+      else
+        llvm::errs() << "kopt warm: " << progress << " (@" << outcome->function
+                     << ": " << getSourceName(outcome->source) << ")\n";
+      results[index] = ReportRow{task.graph->path, std::move(*outcome)};
     }
-    auto taskStart = std::chrono::steady_clock::now();
-    auto outcome = (*tuner)->processGroup(task.group);
-    double taskSeconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - taskStart)
-                             .count();
-    if (!outcome) {
-      ++failures;
-      llvm::errs() << (live ? "\n" : "") << "kopt warm: " << task.graph->path
-                   << ": @" << task.group.getSymName() << ": "
-                   << llvm::toString(outcome.takeError()) << "\n";
-      continue;
-    }
-    if (outcome->tuningFailed) {
-      ++failures;
-      llvm::errs() << (live ? "\n" : "") << "kopt warm: " << task.graph->path
-                   << ": @" << outcome->function << ": " << outcome->note
-                   << "\n";
-    } else {
-      ++done;
-    }
-    if (outcome->source == GroupOutcome::Source::Tuned) {
-      tuningSeconds += taskSeconds;
-      ++tunedCount;
-    }
-    if (std::optional<double> speedup = outcome->getSpeedup())
-      bestSpeedup = std::max(bestSpeedup, *speedup);
-    // The ETA from the tasks that needed tuning (hits cost nothing).
-    unsigned left = unsigned(tasks.size()) - done - failures;
-    double perTask = tunedCount ? tuningSeconds / tunedCount : 0;
-    std::string progress = llvm::formatv(
-        "[{0}/{1}] best speedup {2}, elapsed {3}, ETA {4}", done + failures,
-        tasks.size(),
-        bestSpeedup > 0 ? llvm::formatv("{0:F2}x", bestSpeedup).str() : "-",
-        formatDuration(elapsed()),
-        tunedCount ? formatDuration(perTask * left) : std::string("-"));
-    if (live)
-      llvm::errs() << "\r\x1b[K" << progress;
-    else
-      llvm::errs() << "kopt warm: " << progress << " (@" << outcome->function
-                   << ": " << getSourceName(outcome->source) << ")\n";
-    rows.push_back({task.graph->path, std::move(*outcome)});
-  }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < threads; ++i)
+    pool.emplace_back(work);
+  work();
+  for (std::thread &thread : pool)
+    thread.join();
   if (live)
     llvm::errs() << "\n";
+  unsigned skipped = unsigned(tasks.size()) - started;
+  // In the order of the graphs, whatever order the tasks finished in.
+  std::vector<ReportRow> rows;
+  for (std::optional<ReportRow> &row : results)
+    if (row)
+      rows.push_back(std::move(*row));
 
   std::string target = (*tuner)->describeTarget();
   if (line->jsonReport)

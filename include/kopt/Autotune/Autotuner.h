@@ -140,6 +140,10 @@ public:
 
   /// Whether a GPU was found (tuning is possible).
   bool hasDevice() const;
+  /// How many groups can be tuned at once: one per worker, that is per
+  /// visible device (1 without a GPU). `processGroup` may be called from
+  /// that many threads at once; only the evaluations overlap.
+  unsigned getWorkerCount() const;
   /// The fingerprint groups are looked up and stored under ("" without a
   /// GPU and without a target: every lookup misses).
   const ::kopt::runtime::DeviceFingerprint *getFingerprint() const;
