@@ -124,8 +124,11 @@ def main():
                 "feedback": {"replayed": True},
                 "time": TIME,
             }
-            out.write(json.dumps({"type": "kernel", "record": record}) + "\n")
-            out.write(json.dumps({"type": "attempt", "attempt": attempt}) + "\n")
+            for line in (
+                {"type": "kernel", "record": record},
+                {"type": "attempt", "attempt": attempt},
+            ):
+                out.write(json.dumps(line) + "\n")
     if out is not sys.stdout:
         out.close()
     print(f"make-replay-entries: {len(seen)} tasks", file=sys.stderr)
