@@ -85,8 +85,9 @@ static std::string formatCudaVersion(int version) {
 
 /// The fingerprint of device 0 from its attributes (no context), or none
 /// when there is no driver or device.
-static std::optional<rt::DeviceFingerprint>
-probeDevice(const std::string &precision, std::string &why, int &count) {
+std::optional<rt::DeviceFingerprint>
+mlir::kopt::probeDeviceFingerprint(const std::string &precision,
+                                   std::string &why, int &count) {
   auto driver = rt::loadCudaDriver();
   if (!driver) {
     why = "no CUDA driver";
@@ -214,8 +215,8 @@ Autotuner::create(const AutotuneOptions &options) {
       return std::move(error);
     return std::unique_ptr<Autotuner>(new Autotuner(std::move(impl)));
   }
-  impl->fingerprint =
-      probeDevice(options.precision, impl->noDeviceReason, impl->deviceCount);
+  impl->fingerprint = probeDeviceFingerprint(
+      options.precision, impl->noDeviceReason, impl->deviceCount);
   impl->device = impl->fingerprint.has_value();
   if (impl->device && !options.target.empty() &&
       impl->fingerprint->hash() != options.target)
@@ -530,7 +531,12 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   };
   record.winner = timing(*chosen.times);
   record.baseline = timing(*baselineReport.times);
-  record.validation = chosen.evidence;
+  // The evidence, and what `kopt db revalidate` needs to evaluate the
+  // winner again without the graph: the task and the baseline plan.
+  record.validation = rt::json::Value::object();
+  record.validation.set("evidence", chosen.evidence);
+  record.validation.set("task", request.task);
+  record.validation.set("baseline_plan", request.candidates.front());
   record.provenance.proposer = runtimePlan.proposer;
   if (rt::Status status = database->merge(record).status(); !status.isOk())
     return toError(status, "storing the winner of " + task.key);

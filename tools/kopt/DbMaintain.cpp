@@ -17,6 +17,8 @@
 
 #include "DbCommand.h"
 
+#include "kopt/Autotune/Autotuner.h"
+#include "kopt/Autotune/Revalidator.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Runtime/KernelRevalidation.h"
@@ -250,13 +252,30 @@ int mlir::kopt::db::runRevalidate(const DbOptions &options) {
   if (!db)
     return 1;
 
-  // No device is named here, so every record is judged by its toolchain
-  // alone; the tuning commands judge only their own device's records.
+  // With a GPU, this device's stale winners are evaluated again in a
+  // kopt-worker (beside their stored baseline) and stored under the current
+  // toolchain. Without one, every record is judged by its toolchain alone
+  // and the stale ones are marked and listed.
   rt::RevalidationScope scope;
-  scope.current.driverVersion = *driver;
-  scope.current.nvrtcVersion = *nvrtc;
-  scope.sameDeviceOnly = false;
-  auto summary = rt::revalidateStaleRecords(*db, scope);
+  std::string why;
+  int devices = 0;
+  std::optional<rt::DeviceFingerprint> device =
+      probeDeviceFingerprint("fp32", why, devices);
+  std::unique_ptr<WorkerPool> pool;
+  rt::ReevaluateFunction reevaluate;
+  if (device && options.driverVersion.empty() && options.nvrtcVersion.empty()) {
+    scope.current = *device;
+    scope.sameDeviceOnly = true;
+    WorkerPoolOptions poolOptions;
+    poolOptions.deviceCount = 1;
+    pool = std::make_unique<WorkerPool>(poolOptions);
+    reevaluate = makeWorkerReevaluator(*pool);
+  } else {
+    scope.current.driverVersion = *driver;
+    scope.current.nvrtcVersion = *nvrtc;
+    scope.sameDeviceOnly = false;
+  }
+  auto summary = rt::revalidateStaleRecords(*db, scope, reevaluate);
   if (!summary) {
     printError(summary.status().message());
     return 1;
@@ -264,6 +283,15 @@ int mlir::kopt::db::runRevalidate(const DbOptions &options) {
 
   llvm::raw_ostream &os = llvm::outs();
   os << "current toolchain: driver " << *driver << ", NVRTC " << *nvrtc << "\n";
+  if (reevaluate) {
+    os << "re-evaluated on this GPU (" << scope.current.computeCapability
+       << "): " << summary->confirmed << " still valid, "
+       << summary->invalidated << " no longer valid, " << summary->errors.size()
+       << " could not be evaluated\n";
+    for (const std::string &error : summary->errors)
+      os << "  " << error << "\n";
+    return summary->errors.empty() ? 0 : 1;
+  }
   size_t pending = summary->countPending();
   os << "marked " << plural(summary->stale.size(), "winner", "winners")
      << " stale (measured under another driver or NVRTC); " << pending

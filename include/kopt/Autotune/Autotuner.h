@@ -159,6 +159,13 @@ private:
   std::unique_ptr<Impl> impl;
 };
 
+/// The fingerprint of device 0 for `precision`, from its attributes only (no
+/// context, no GPU work), with the number of devices in `count`; or none,
+/// with the reason in `why`, when there is no driver or device.
+std::optional<::kopt::runtime::DeviceFingerprint>
+probeDeviceFingerprint(const std::string &precision, std::string &why,
+                       int &count);
+
 /// Sets the autotuner's attributes of `group` (see above) on every
 /// `func.call` of it in `module`.
 void tagCallsOfGroup(ModuleOp module, func::FuncOp group);
