@@ -201,8 +201,7 @@ Autotuner::create(const AutotuneOptions &options) {
   auto database =
       rt::SqliteKernelDatabase::open(options.databasePath, openOptions);
   if (!database)
-    return toError(database.status(),
-                   "kernel database '" + options.databasePath + "'");
+    return makeError(database.status().message());
   impl->database = std::move(*database);
   if (!options.replayPath.empty()) {
     // Replaying does no GPU work: the device is not even probed.
