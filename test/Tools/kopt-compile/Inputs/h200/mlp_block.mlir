@@ -1,7 +1,7 @@
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> (d1)>
 module {
-  func.func private @mlp_block_kopt_g0_contraction(%arg0: tensor<512x1024xf32>, %arg1: tensor<1024x4096xf32>, %arg2: tensor<4096xf32>) -> tensor<512x4096xf32> attributes {kopt.fingerprint = "3b36b51f52dad403", kopt.fusion_group = {id = 0 : i64, kind = "contraction", parent = "mlp_block"}, kopt.key = "8a3abab0f72c008722b2d9c8c7f9d96059c42d73ade6b90a0033ca66db419558", kopt.plan = "builtin/library_bs256_v4", kopt.plan_hash = "f7b86404f5e2b72e"} {
+  func.func private @mlp_block_kopt_g0_contraction(%arg0: tensor<512x1024xf32>, %arg1: tensor<1024x4096xf32>, %arg2: tensor<4096xf32>) -> tensor<512x4096xf32> attributes {kopt.fingerprint = "3b36b51f52dad403", kopt.fusion_group = {id = 0 : i64, kind = "contraction", parent = "mlp_block"}, kopt.key = "8a3abab0f72c008722b2d9c8c7f9d96059c42d73ade6b90a0033ca66db419558", kopt.plan = "builtin/gemm_epilogue_bs128_v4", kopt.plan_hash = "5a53420cc286794c"} {
     %cst = arith.constant 0.000000e+00 : f32
     %0 = tensor.empty() : tensor<512x4096xf32>
     %1 = linalg.fill ins(%cst : f32) outs(%0 : tensor<512x4096xf32>) -> tensor<512x4096xf32>
@@ -43,7 +43,7 @@ module {
     return %3 : tensor<512x1024xf32>
   }
   func.func @mlp_block(%arg0: tensor<512x1024xf32>, %arg1: tensor<1024x4096xf32>, %arg2: tensor<4096xf32>, %arg3: tensor<4096x1024xf32>, %arg4: tensor<1024xf32>) -> tensor<512x1024xf32> {
-    %0 = call @mlp_block_kopt_g0_contraction(%arg0, %arg1, %arg2) {kopt.fingerprint = "3b36b51f52dad403", kopt.fusion_group = 0 : i64, kopt.key = "8a3abab0f72c008722b2d9c8c7f9d96059c42d73ade6b90a0033ca66db419558", kopt.plan = "builtin/library_bs256_v4", kopt.plan_hash = "f7b86404f5e2b72e"} : (tensor<512x1024xf32>, tensor<1024x4096xf32>, tensor<4096xf32>) -> tensor<512x4096xf32>
+    %0 = call @mlp_block_kopt_g0_contraction(%arg0, %arg1, %arg2) {kopt.fingerprint = "3b36b51f52dad403", kopt.fusion_group = 0 : i64, kopt.key = "8a3abab0f72c008722b2d9c8c7f9d96059c42d73ade6b90a0033ca66db419558", kopt.plan = "builtin/gemm_epilogue_bs128_v4", kopt.plan_hash = "5a53420cc286794c"} : (tensor<512x1024xf32>, tensor<1024x4096xf32>, tensor<4096xf32>) -> tensor<512x4096xf32>
     %1 = call @mlp_block_kopt_g1_contraction(%0, %arg3, %arg4) {kopt.fingerprint = "3b36b51f52dad403", kopt.fusion_group = 1 : i64, kopt.key = "a4873cfc186937f8b9cea6b2bcb5756d411837454756967fca7e9639e8271c48", kopt.plan = "baseline/per-op", kopt.plan_hash = "7583215385be428f"} : (tensor<512x4096xf32>, tensor<4096x1024xf32>, tensor<1024xf32>) -> tensor<512x1024xf32>
     return %1 : tensor<512x1024xf32>
   }
