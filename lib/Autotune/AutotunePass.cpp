@@ -66,6 +66,7 @@ struct AutotunePass : public mlir::kopt::impl::AutotunePassBase<AutotunePass> {
     options.precision = precision;
     options.minSpeedup = minSpeedup;
     options.target = target;
+    options.tuningBudgetSeconds = budget;
     auto tuner = Autotuner::create(options);
     if (!tuner) {
       module.emitError("kopt-autotune: ") << llvm::toString(tuner.takeError());

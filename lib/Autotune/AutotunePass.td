@@ -50,6 +50,9 @@ def AutotunePass : Pass<"kopt-autotune", "mlir::ModuleOp"> {
            "Factor by which a candidate must beat the baseline to win">,
     Option<"target", "target", "std::string", /*default=*/"\"\"",
            "Fingerprint hash to look up when there is no GPU">,
+    Option<"budget", "budget", "double", /*default=*/"0",
+           "Seconds of tuning, after which missed groups keep the baseline "
+           "(0: no limit)">,
     Option<"requireCacheHit", "require-cache-hit", "bool",
            /*default=*/"false", "Fail when any group misses the database">
   ];

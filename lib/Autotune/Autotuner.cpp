@@ -134,6 +134,8 @@ struct Autotuner::Impl {
   std::unique_ptr<ReplaySource> replay;
   /// Devices the driver sees.
   int deviceCount = 0;
+  /// Seconds spent tuning so far (for `tuningBudgetSeconds`).
+  double tuningSeconds = 0;
   /// Held by `processGroup` except around evaluations.
   std::mutex mutex;
 
@@ -323,7 +325,21 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
   }
   bool tune = impl->device && impl->options.mode != TuneMode::Never &&
               (!stored || impl->options.mode == TuneMode::Always);
+  bool overBudget = tune && impl->options.tuningBudgetSeconds > 0 &&
+                    impl->tuningSeconds >= impl->options.tuningBudgetSeconds;
+  if (overBudget)
+    tune = false;
   if (tune) {
+    auto start = std::chrono::steady_clock::now();
+    struct AddTime {
+      double &total;
+      std::chrono::steady_clock::time_point start;
+      ~AddTime() {
+        total += std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+      }
+    } addTime{impl->tuningSeconds, start};
     auto tuned = impl->tune(group, *task, outcome, lock);
     if (tuned)
       return tuned;
@@ -361,7 +377,8 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     return baseline.takeError();
   outcome.source = GroupOutcome::Source::Baseline;
   outcome.variant = baseline->variant;
-  outcome.note = impl->replay    ? "no entry in the replay file for this target"
+  outcome.note = overBudget      ? "the tuning budget is spent"
+                 : impl->replay  ? "no entry in the replay file for this target"
                  : !impl->device ? "no GPU to tune on"
                  : impl->options.mode == TuneMode::Never
                      ? "tuning is off (--tune=never)"

@@ -44,9 +44,11 @@ static cl::list<std::string>
                cl::sub(warmCommand));
 static cl::opt<double>
     budget("budget",
-           cl::desc("Stop starting new tasks after this many seconds "
-                    "(0: no limit); what was stored stays"),
-           cl::value_desc("seconds"), cl::init(0), cl::sub(warmCommand));
+           cl::desc("Seconds of work (0: no limit): after them warm starts "
+                    "no new task, and compile tunes no more groups (they "
+                    "keep the baseline); what was stored stays"),
+           cl::value_desc("seconds"), cl::init(0), cl::sub(warmCommand),
+           cl::sub(compileCommand));
 static cl::opt<std::string> replay(
     "replay",
     cl::desc("Store the entries of FILE (as 'kopt db export' writes them) "
@@ -132,6 +134,9 @@ llvm::Expected<TuneCommandLine> mlir::kopt::getCompileCommandLine() {
   line->inputs = {compileInput};
   line->output = outputFile;
   line->requireCacheHit = requireCacheHit;
+  if (budget < 0)
+    return makeError("--budget must not be negative");
+  line->autotune.tuningBudgetSeconds = budget;
   return line;
 }
 

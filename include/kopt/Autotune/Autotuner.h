@@ -76,6 +76,9 @@ struct AutotuneOptions {
   unsigned repetitions = 20;
   /// Per-evaluation deadline in seconds (a hung worker is killed).
   unsigned evaluationTimeoutSeconds = 600;
+  /// Seconds of tuning after which missed groups are no longer tuned (they
+  /// keep the baseline, with a note); 0 for no limit.
+  double tuningBudgetSeconds = 0;
   /// JSON lines as `kopt db export` writes them, whose entries are stored
   /// for the groups that miss instead of tuning them (see Replay.h); empty
   /// for none. The device is then not probed: the target is `target`, or
