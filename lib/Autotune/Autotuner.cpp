@@ -424,11 +424,24 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
       0x7fffffffffffffffull);
   auto reference =
       buildReferenceSet(group, task, uint64_t(request.options.seed));
-  if (reference)
+  if (reference) {
     request.reference = std::move(*reference);
-  else
+    // The later sets' references let honest candidates through on
+    // ill-conditioned sets (docs/Evaluator.md); one that cannot be built
+    // only keeps the strict comparison with the baseline there.
+    for (unsigned set = 1; set < options.validationSets; ++set) {
+      auto later =
+          buildReferenceSet(group, task, uint64_t(request.options.seed),
+                            /*maxPointsPerOutput=*/4096, set);
+      if (later)
+        request.laterReferences.push_back(std::move(*later));
+      else
+        llvm::consumeError(later.takeError());
+    }
+  } else {
     outcome.note =
         "no fp64 reference (" + llvm::toString(reference.takeError()) + "); ";
+  }
 
   if (!pool) {
     WorkerPoolOptions poolOptions;

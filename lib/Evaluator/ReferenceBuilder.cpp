@@ -34,11 +34,14 @@ findDistribution(llvm::StringRef name) {
   return std::nullopt;
 }
 
-rt::ReferenceSet mlir::kopt::getReferenceSetSource(uint64_t seed) {
+rt::ReferenceSet mlir::kopt::getReferenceSetSource(uint64_t seed,
+                                                   unsigned inputSet) {
   rt::ReferenceSet reference;
-  reference.distribution =
-      rt::getDistributionName(rt::getValidationDistributions(1)[0]);
-  reference.seed = int64_t(rt::deriveSeed(seed, 0) & (~uint64_t(0) >> 1));
+  reference.inputSet = int64_t(inputSet);
+  reference.distribution = rt::getDistributionName(
+      rt::getValidationDistributions(inputSet + 1)[inputSet]);
+  reference.seed =
+      int64_t(rt::deriveSeed(seed, inputSet) & (~uint64_t(0) >> 1));
   return reference;
 }
 
@@ -83,7 +86,8 @@ std::vector<int64_t> mlir::kopt::sampleOutputPoints(int64_t numElements,
 
 llvm::Expected<rt::ReferenceSet>
 mlir::kopt::buildReferenceSet(func::FuncOp group, const KernelTask &task,
-                              uint64_t seed, unsigned maxPointsPerOutput) {
+                              uint64_t seed, unsigned maxPointsPerOutput,
+                              unsigned inputSet) {
   auto interpreter = ReferenceInterpreter::create(group);
   if (!interpreter)
     return llvm::createStringError(
@@ -105,7 +109,7 @@ mlir::kopt::buildReferenceSet(func::FuncOp group, const KernelTask &task,
                                      "' differ in the size of output '" +
                                      output.name + "'");
 
-  rt::ReferenceSet reference = getReferenceSetSource(seed);
+  rt::ReferenceSet reference = getReferenceSetSource(seed, inputSet);
   auto inputs = generateReferenceInputs(task, reference);
   if (!inputs)
     return inputs.takeError();

@@ -219,6 +219,9 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int ordinal) {
 }
 
 CudaContext::~CudaContext() {
+  if (context && !modules.empty() && makeCurrent().isOk())
+    for (auto &[image, module] : modules)
+      driver->check(driver->cuModuleUnload(module), "cuModuleUnload").ignore();
   if (stream)
     driver->check(driver->cuStreamDestroy(stream), "cuStreamDestroy").ignore();
   if (context)
@@ -230,6 +233,20 @@ CudaContext::~CudaContext() {
 
 Status CudaContext::makeCurrent() const {
   return driver->check(driver->cuCtxSetCurrent(context), "cuCtxSetCurrent");
+}
+
+Result<CUmodule> CudaContext::loadModule(std::string_view image) const {
+  std::lock_guard<std::mutex> lock(moduleMutex);
+  auto it = modules.find(image);
+  if (it != modules.end())
+    return it->second;
+  CUmodule module = nullptr;
+  if (Status status = driver->check(
+          driver->cuModuleLoadData(&module, image.data()), "cuModuleLoadData");
+      !status.isOk())
+    return status;
+  modules.emplace(std::string(image), module);
+  return module;
 }
 
 //===----------------------------------------------------------------------===//

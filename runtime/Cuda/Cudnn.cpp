@@ -153,10 +153,7 @@ struct CudnnConv::Impl {
   long long kh = 0, kw = 0, channels = 0, features = 0;
 
   ~Impl() {
-    if (module)
-      context->getDriver()
-          .check(context->getDriver().cuModuleUnload(module), "cuModuleUnload")
-          .ignore();
+    // `module` belongs to the context (`CudaContext::loadModule`).
     if (!dnn)
       return;
     if (convDesc)
@@ -370,11 +367,10 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
     if (!compiled)
       return compiled.status();
     const CudaDriver &driver = context.getDriver();
-    if (Status status = driver.check(
-            driver.cuModuleLoadData(&impl->module, compiled->cubin.data()),
-            "cuModuleLoadData(filter transpose)");
-        !status.isOk())
-      return status;
+    auto module = context.loadModule(compiled->cubin);
+    if (!module)
+      return module.status().withContext("the filter transpose");
+    impl->module = *module;
     if (Status status = driver.check(
             driver.cuModuleGetFunction(&impl->transpose, impl->module,
                                        "kopt_hwcf_to_fhwc"),

@@ -117,10 +117,7 @@ struct PlanRunner::Impl {
       context->getDriver().cuEventDestroy(timingBegin);
     if (timingEnd)
       context->getDriver().cuEventDestroy(timingEnd);
-    for (CUmodule module : modules)
-      context->getDriver()
-          .check(context->getDriver().cuModuleUnload(module), "cuModuleUnload")
-          .ignore();
+    // The modules belong to the context (`CudaContext::loadModule`).
   }
 
   const CudaDriver &driver() const { return context->getDriver(); }
@@ -327,16 +324,18 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
   std::map<std::string, CUmodule> modules;
   for (const KernelSource &source : plan.sources) {
     const CompiledKernel &compiled = impl->compiled.at(source.id);
-    CUmodule module = nullptr;
-    Status cubinStatus =
-        api.check(api.cuModuleLoadData(&module, compiled.cubin.data()),
-                  "cuModuleLoadData(cubin of '" + source.id + "')");
-    // The PTX is the fallback; report the cubin's failure if it fails too.
-    if (!cubinStatus.isOk() &&
-        api.cuModuleLoadData(&module, compiled.ptx.c_str()) != CUDA_SUCCESS)
-      return cubinStatus;
-    impl->modules.push_back(module);
-    modules.emplace(source.id, module);
+    auto module = context.loadModule(compiled.cubin);
+    // The PTX is the fallback (with its NUL); report the cubin's failure if
+    // it fails too.
+    if (!module) {
+      auto fromPtx = context.loadModule(
+          std::string_view(compiled.ptx.c_str(), compiled.ptx.size() + 1));
+      if (!fromPtx)
+        return module.status().withContext("cubin of '" + source.id + "'");
+      module = fromPtx;
+    }
+    impl->modules.push_back(*module);
+    modules.emplace(source.id, *module);
   }
 
   // Allocate every tensor; all but the inputs start as 0xff bytes.

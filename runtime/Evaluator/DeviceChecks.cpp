@@ -381,16 +381,11 @@ constexpr size_t kResultSlots = 8;
 } // namespace
 
 struct DeviceChecks::Kernels {
-  const CudaDriver *api = nullptr;
+  /// Owned by the context (`CudaContext::loadModule`).
   CUmodule module = nullptr;
   CUfunction generate = nullptr, fill = nullptr, checksum = nullptr,
              countEqual = nullptr, compare = nullptr;
   int smCount = 1;
-
-  ~Kernels() {
-    if (module)
-      api->cuModuleUnload(module);
-  }
 };
 
 /// NVRTC output per architecture, compiled once per process.
@@ -419,13 +414,11 @@ DeviceChecks::create(const CudaContext &context) {
     return compiled.status();
   const CudaDriver &api = context.getDriver();
   auto kernels = std::make_unique<Kernels>();
-  kernels->api = &api;
   kernels->smCount = std::max(1, context.getDeviceInfo().smCount);
-  if (Status status = api.check(
-          api.cuModuleLoadData(&kernels->module, compiled->cubin.data()),
-          "cuModuleLoadData(device checks)");
-      !status.isOk())
-    return status;
+  auto module = context.loadModule(compiled->cubin);
+  if (!module)
+    return module.status().withContext("the device checks' module");
+  kernels->module = *module;
   std::pair<CUfunction *, const char *> functions[] = {
       {&kernels->generate, "kopt_generate"},
       {&kernels->fill, "kopt_fill"},

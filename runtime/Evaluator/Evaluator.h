@@ -53,6 +53,15 @@ using PlanExecution = std::function<Status()>;
 using LaunchTracer = std::function<Result<std::vector<KernelActivity>>(
     const PlanExecution &run, size_t expectedLaunches)>;
 
+/// On a set with a later fp64 reference: a candidate may differ from the
+/// baseline by this many times the baseline's own relative error against
+/// the reference (two honest computations each off by e differ by up to
+/// about 2e; the rest is margin)...
+constexpr double kConditioningFactor = 4.0;
+/// ...provided its own error against the reference is at most this many
+/// times the baseline's: no less accurate than the baseline, within noise.
+constexpr double kAccuracyFactor = 2.0;
+
 /// How `evaluateCandidates` works. (Named apart from the protocol's
 /// `EvaluateOptions`, from which the worker fills it.)
 struct EvaluatorOptions {
@@ -70,6 +79,16 @@ struct EvaluatorOptions {
   /// with its seed and distribution, and every candidate (the baseline too)
   /// must match the reference at its sampled points within the tolerance.
   std::optional<ReferenceSet> reference;
+  /// fp64 reference values for later sets (each names its set): such a set
+  /// is drawn with the reference's seed and distribution, the baseline's
+  /// relative error against the reference (at its sampled points) is
+  /// measured, and a candidate may differ from the baseline by up to
+  /// `kConditioningFactor` times that error (at least the task's
+  /// tolerance), provided its own error against the reference is at most
+  /// `kAccuracyFactor` times the baseline's (or within the tolerance). On
+  /// well-conditioned sets nothing changes; on ill-conditioned ones, honest
+  /// summation orders no longer fail against the baseline's rounding.
+  std::vector<ReferenceSet> laterReferences;
   /// Point 6: when set, wraps one validation run of each candidate; a kernel
   /// that was not declared (library kernels aside), a declared kernel that
   /// ran a different number of times, or a kernel on another stream fails

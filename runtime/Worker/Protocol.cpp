@@ -59,14 +59,15 @@ bool OutputReference::operator==(const OutputReference &other) const {
 }
 
 bool ReferenceSet::operator==(const ReferenceSet &other) const {
-  return seed == other.seed && distribution == other.distribution &&
-         outputs == other.outputs;
+  return inputSet == other.inputSet && seed == other.seed &&
+         distribution == other.distribution && outputs == other.outputs;
 }
 
 bool EvaluateMessage::operator==(const EvaluateMessage &other) const {
   return requestId == other.requestId && task == other.task &&
          candidates == other.candidates && options == other.options &&
-         reference == other.reference;
+         reference == other.reference &&
+         laterReferences == other.laterReferences;
 }
 
 bool Timing::operator==(const Timing &other) const {
@@ -170,6 +171,78 @@ json::Value kopt::runtime::toJson(const EvalReport &report) {
   return object;
 }
 
+/// A reference set as JSON (`set` only when it is not 0).
+static json::Value encodeReference(const ReferenceSet &set) {
+  json::Value reference = json::Value::object();
+  if (set.inputSet != 0)
+    reference.set("set", set.inputSet);
+  reference.set("seed", set.seed);
+  reference.set("distribution", set.distribution);
+  json::Value outputs = json::Value::array();
+  for (const OutputReference &output : set.outputs) {
+    json::Value entry = json::Value::object();
+    entry.set("name", output.output);
+    json::Value indices = json::Value::array();
+    for (int64_t index : output.indices)
+      indices.push(index);
+    json::Value values = json::Value::array();
+    for (double number : output.values)
+      values.push(number);
+    entry.set("indices", std::move(indices));
+    entry.set("values", std::move(values));
+    outputs.push(std::move(entry));
+  }
+  reference.set("outputs", std::move(outputs));
+  return reference;
+}
+
+/// Reads a reference set; `where` names it in errors.
+static Result<ReferenceSet> decodeReference(const json::Value &value,
+                                            const std::string &where) {
+  FieldReader readReference(value, where);
+  ReferenceSet set;
+  set.inputSet = readReference.integer("set", 0, 0, kMaxInt64, false);
+  set.seed = readReference.integer("seed", 0, 0, kMaxInt64, true);
+  set.distribution = readReference.string("distribution");
+  const json::Value *outputs = readReference.array("outputs");
+  if (!readReference.isOk())
+    return readReference.status();
+  for (size_t i = 0, e = outputs->size(); i < e; ++i) {
+    std::string at = where + ": output " + std::to_string(i);
+    if (!outputs->at(i).isObject())
+      return Status::error(StatusCode::InvalidArgument,
+                           at + " is not an object");
+    FieldReader readOutput(outputs->at(i), at);
+    OutputReference output;
+    output.output = readOutput.string("name");
+    const json::Value *indices = readOutput.array("indices");
+    const json::Value *values = readOutput.array("values");
+    if (!readOutput.isOk())
+      return readOutput.status();
+    for (size_t k = 0; k < indices->size(); ++k) {
+      std::optional<int64_t> index = indices->at(k).getInteger();
+      if (!index || *index < 0)
+        return Status::error(StatusCode::InvalidArgument,
+                             at + ": 'indices' holds a value that is "
+                                  "not an integer >= 0");
+      output.indices.push_back(*index);
+    }
+    for (size_t k = 0; k < values->size(); ++k) {
+      std::optional<double> number = values->at(k).getNumber();
+      if (!number)
+        return Status::error(StatusCode::InvalidArgument,
+                             at + ": 'values' holds a non-number");
+      output.values.push_back(*number);
+    }
+    if (output.indices.size() != output.values.size())
+      return Status::error(StatusCode::InvalidArgument,
+                           at + ": 'indices' and 'values' differ in "
+                                "length");
+    set.outputs.push_back(std::move(output));
+  }
+  return set;
+}
+
 namespace {
 /// Adds the fields of each message type to its object.
 struct FieldWriter {
@@ -198,26 +271,13 @@ struct FieldWriter {
     options.set("warmup_ms", evaluate.options.warmupMs);
     options.set("seed", evaluate.options.seed);
     object.set("options", std::move(options));
-    if (evaluate.reference) {
-      json::Value reference = json::Value::object();
-      reference.set("seed", evaluate.reference->seed);
-      reference.set("distribution", evaluate.reference->distribution);
-      json::Value outputs = json::Value::array();
-      for (const OutputReference &output : evaluate.reference->outputs) {
-        json::Value entry = json::Value::object();
-        entry.set("name", output.output);
-        json::Value indices = json::Value::array();
-        for (int64_t index : output.indices)
-          indices.push(index);
-        json::Value values = json::Value::array();
-        for (double number : output.values)
-          values.push(number);
-        entry.set("indices", std::move(indices));
-        entry.set("values", std::move(values));
-        outputs.push(std::move(entry));
-      }
-      reference.set("outputs", std::move(outputs));
-      object.set("reference", std::move(reference));
+    if (evaluate.reference)
+      object.set("reference", encodeReference(*evaluate.reference));
+    if (!evaluate.laterReferences.empty()) {
+      json::Value later = json::Value::array();
+      for (const ReferenceSet &reference : evaluate.laterReferences)
+        later.push(encodeReference(reference));
+      object.set("later_references", std::move(later));
     }
   }
   void operator()(const ReportMessage &report) {
@@ -384,47 +444,35 @@ static Result<Message> evaluateFromJson(const json::Value &value) {
                            "[0, 600000]");
   }
   if (const json::Value *reference = read.object("reference", false)) {
-    FieldReader readReference(*reference, "evaluate: reference");
-    ReferenceSet set;
-    set.seed = readReference.integer("seed", 0, 0, kMaxInt64, true);
-    set.distribution = readReference.string("distribution");
-    const json::Value *outputs = readReference.array("outputs");
-    if (!readReference.isOk())
-      return readReference.status();
-    for (size_t i = 0, e = outputs->size(); i < e; ++i) {
-      std::string where = "evaluate: reference: output " + std::to_string(i);
-      if (!outputs->at(i).isObject())
+    auto set = decodeReference(*reference, "evaluate: reference");
+    if (!set)
+      return set.status();
+    if (set->inputSet != 0)
+      return Status::error(StatusCode::InvalidArgument,
+                           "evaluate: reference: 'set' must be 0");
+    evaluate.reference = std::move(*set);
+  }
+  if (const json::Value *later = read.array("later_references", false)) {
+    for (size_t i = 0, e = later->size(); i < e; ++i) {
+      std::string where = "evaluate: later_references " + std::to_string(i);
+      if (!later->at(i).isObject())
         return Status::error(StatusCode::InvalidArgument,
                              where + " is not an object");
-      FieldReader readOutput(outputs->at(i), where);
-      OutputReference output;
-      output.output = readOutput.string("name");
-      const json::Value *indices = readOutput.array("indices");
-      const json::Value *values = readOutput.array("values");
-      if (!readOutput.isOk())
-        return readOutput.status();
-      for (size_t k = 0; k < indices->size(); ++k) {
-        std::optional<int64_t> index = indices->at(k).getInteger();
-        if (!index || *index < 0)
-          return Status::error(StatusCode::InvalidArgument,
-                               where + ": 'indices' holds a value that is "
-                                       "not an integer >= 0");
-        output.indices.push_back(*index);
-      }
-      for (size_t k = 0; k < values->size(); ++k) {
-        std::optional<double> number = values->at(k).getNumber();
-        if (!number)
-          return Status::error(StatusCode::InvalidArgument,
-                               where + ": 'values' holds a non-number");
-        output.values.push_back(*number);
-      }
-      if (output.indices.size() != output.values.size())
+      auto set = decodeReference(later->at(i), where);
+      if (!set)
+        return set.status();
+      if (set->inputSet < 1 || set->inputSet >= evaluate.options.validationSets)
         return Status::error(StatusCode::InvalidArgument,
-                             where + ": 'indices' and 'values' differ in "
-                                     "length");
-      set.outputs.push_back(std::move(output));
+                             where + ": 'set' must be within [1, "
+                                     "validation_sets)");
+      for (const ReferenceSet &other : evaluate.laterReferences)
+        if (other.inputSet == set->inputSet)
+          return Status::error(StatusCode::InvalidArgument,
+                               where + ": set " +
+                                   std::to_string(set->inputSet) +
+                                   " has two references");
+      evaluate.laterReferences.push_back(std::move(*set));
     }
-    evaluate.reference = std::move(set);
   }
   return Message(std::move(evaluate));
 }

@@ -310,6 +310,7 @@ bool evaluate(const EvaluateMessage &request, const TestMode &mode) {
   options.warmupMs = request.options.warmupMs;
   options.seed = uint64_t(request.options.seed);
   options.reference = request.reference;
+  options.laterReferences = request.laterReferences;
   options.launchTracer = traceLaunches;
   Result<std::vector<EvalReport>> reports =
       evaluateCandidates(*gpu, *task, plans, options);

@@ -30,11 +30,13 @@
 
 namespace mlir::kopt {
 
-/// The seed and distribution of set 0 for an evaluation seeded with `seed`,
-/// with no outputs yet: set 0's distribution (`normal`) and its derived
-/// stream `deriveSeed(seed, 0)`, with the top bit cleared because the
-/// protocol's seeds are non-negative int64.
-::kopt::runtime::ReferenceSet getReferenceSetSource(uint64_t seed);
+/// The seed and distribution of validation set `inputSet` for an evaluation
+/// seeded with `seed`, with no outputs yet: that set's distribution (set 0:
+/// `normal`) and its derived stream `deriveSeed(seed, inputSet)`, with the
+/// top bit cleared because the protocol's seeds are non-negative int64. The
+/// engine draws the set from exactly these.
+::kopt::runtime::ReferenceSet getReferenceSetSource(uint64_t seed,
+                                                    unsigned inputSet = 0);
 
 /// The bytes of every input of `task` for the reference's set 0: exactly
 /// what the worker's engine generates when it receives `reference` (the same
@@ -50,15 +52,16 @@ generateReferenceInputs(const KernelTask &task,
 std::vector<int64_t> sampleOutputPoints(int64_t numElements, unsigned maxPoints,
                                         uint64_t seed);
 
-/// Builds the evaluate message's `reference` for `group` (an outlined fusion
-/// group function) and its `task`, for an evaluation seeded with `seed`: set
-/// 0's inputs as `generateReferenceInputs` gives them, and every output's
+/// Builds the evaluate message's `reference` (`inputSet` 0) or one of its
+/// `laterReferences` for `group` (an outlined fusion group function) and its
+/// `task`, for an evaluation seeded with `seed`: the set's inputs as
+/// `generateReferenceInputs` gives them, and every output's
 /// fp64 values at `sampleOutputPoints`. Points whose reference value is not
 /// finite are left out (JSON has no NaN). Fails when the interpreter cannot
 /// handle `group`, or when `group` and `task` disagree on the tensors.
 llvm::Expected<::kopt::runtime::ReferenceSet>
 buildReferenceSet(func::FuncOp group, const KernelTask &task, uint64_t seed,
-                  unsigned maxPointsPerOutput = 4096);
+                  unsigned maxPointsPerOutput = 4096, unsigned inputSet = 0);
 
 } // namespace mlir::kopt
 

@@ -101,7 +101,10 @@ struct OutputReference {
 /// the inputs that the evaluator's input generator gives for `seed` and
 /// `distribution` (runtime/Evaluator/InputGenerator.h, `generateInputSet`).
 struct ReferenceSet {
-  /// The seed of `generateInputSet` for set 0.
+  /// The validation set it is for: 0 in `reference`, 1 or more in
+  /// `laterReferences`.
+  int64_t inputSet = 0;
+  /// The seed of `generateInputSet` for that set.
   int64_t seed = 0;
   /// The distribution's name: `normal`, `large-mean`, `wide-range` or
   /// `small-int`.
@@ -125,6 +128,11 @@ struct EvaluateMessage {
   EvaluateOptions options;
   /// fp64 reference values for set 0, when the caller computed them.
   std::optional<ReferenceSet> reference;
+  /// fp64 reference values for later sets (each names its set, 1 to
+  /// `validation_sets - 1`, at most once). On those sets a candidate may
+  /// differ from the baseline by as much as the baseline's own fp64 error
+  /// allows (docs/Evaluator.md, "Ill-conditioned sets").
+  std::vector<ReferenceSet> laterReferences;
 
   bool operator==(const EvaluateMessage &other) const;
 };

@@ -200,3 +200,74 @@ TEST_F(EvaluatorTest, ChecksTheFp64Reference) {
   ASSERT_TRUE(bool(reports)) << reports.status().message();
   EXPECT_EQ((*reports)[0].failedCheck, FailedCheck::OutputMismatch);
 }
+
+namespace {
+/// c = a + b, made less exact where |a| > 100 (only the large-mean and
+/// wide-range sets reach there): an "ill-conditioned" baseline.
+std::string makeScaledAdd(const char *factor) {
+  return std::string(R"(
+extern "C" __global__ void add(const float *a, const float *b, float *c,
+                               int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) {
+    float sum = a[i] + b[i];
+    c[i] = fabsf(a[i]) > 100.0f ? sum * )") +
+         factor + R"( : sum;
+  }
+})";
+}
+
+/// fp64 references of a + b for sets 1 to 4 of a 5-set evaluation.
+std::vector<ReferenceSet> makeLaterReferences(const KernelTask &task) {
+  std::vector<ReferenceSet> references;
+  std::vector<InputDistribution> distributions = getValidationDistributions(5);
+  for (int64_t set = 1; set < 5; ++set) {
+    ReferenceSet reference;
+    reference.inputSet = set;
+    reference.seed = 100 + set;
+    reference.distribution = getDistributionName(distributions[set]);
+    std::vector<std::vector<uint8_t>> inputs = generateInputSet(
+        task.inputs, distributions[set], uint64_t(reference.seed));
+    OutputReference sampled{"c", {}, {}};
+    for (int64_t index = 0; index < kElements; index += 97) {
+      sampled.indices.push_back(index);
+      sampled.values.push_back(
+          decodeElement(ElementType::F32, inputs[0].data() + 4 * index) +
+          decodeElement(ElementType::F32, inputs[1].data() + 4 * index));
+    }
+    reference.outputs.push_back(sampled);
+    references.push_back(reference);
+  }
+  return references;
+}
+} // namespace
+
+TEST_F(EvaluatorTest, LaterReferencesRelaxOnlyForAccurateCandidates) {
+  KernelTask task = makeTask();
+  std::vector<KernelPlan> plans = {
+      makePlan("baseline", makeScaledAdd("1.0001f")),
+      makePlan("exact", kBaseline),
+      makePlan("sloppier", makeScaledAdd("1.0003f"))};
+
+  // Against the inexact baseline alone, the exact candidate fails on a set
+  // where the baseline is off.
+  auto strict = evaluateCandidates(*context, task, plans, quickOptions());
+  ASSERT_TRUE(bool(strict)) << strict.status().message();
+  EXPECT_TRUE((*strict)[0].valid) << json::write((*strict)[0].evidence);
+  EXPECT_EQ((*strict)[1].failedCheck, FailedCheck::OutputMismatch);
+
+  // With fp64 references for the later sets, the baseline's own error
+  // widens the tolerance: the exact candidate passes, the one less
+  // accurate than the baseline still fails, against the reference.
+  EvaluatorOptions options = quickOptions();
+  options.laterReferences = makeLaterReferences(task);
+  auto relaxed = evaluateCandidates(*context, task, plans, options);
+  ASSERT_TRUE(bool(relaxed)) << relaxed.status().message();
+  EXPECT_TRUE((*relaxed)[0].valid) << json::write((*relaxed)[0].evidence);
+  EXPECT_TRUE((*relaxed)[1].valid) << json::write((*relaxed)[1].evidence);
+  EXPECT_NE((*relaxed)[1].evidence.find("ill_conditioned_set"), nullptr);
+  EXPECT_EQ((*relaxed)[2].failedCheck, FailedCheck::OutputMismatch)
+      << json::write((*relaxed)[2].evidence);
+  const json::Value *conditioning = (*relaxed)[2].evidence.find("conditioning");
+  EXPECT_NE(conditioning, nullptr) << json::write((*relaxed)[2].evidence);
+}

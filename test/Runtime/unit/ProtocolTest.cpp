@@ -110,6 +110,19 @@ TEST(ProtocolTest, RoundTripsEveryMessage) {
   evaluate.options.seed = 1234567890123;
   expectRoundTrip(evaluate);
 
+  // With fp64 references for set 0 and a later set.
+  ReferenceSet first;
+  first.seed = 11;
+  first.distribution = "normal";
+  first.outputs.push_back({"out0", {0, 5, 9}, {1.5, -2.25, 0.0}});
+  ReferenceSet later = first;
+  later.inputSet = 2;
+  later.seed = 12;
+  later.distribution = "wide-range";
+  evaluate.reference = first;
+  evaluate.laterReferences = {later};
+  expectRoundTrip(evaluate);
+
   ReportMessage report;
   report.requestId = 7;
   report.reports = {makeTimedReport(), makeFailedReport()};
@@ -197,6 +210,32 @@ TEST(ProtocolTest, RefusesOtherProtocolsAndVersions) {
   EXPECT_EQ(decodeError("[]"), "message: expected a JSON object");
   EXPECT_EQ(decodeError("{"),
             "message: 1:2: unexpected end of input; expected a string key");
+}
+
+TEST(ProtocolTest, ValidatesLaterReferences) {
+  EvaluateMessage evaluate;
+  evaluate.requestId = 1;
+  evaluate.task = json::Value::object();
+  evaluate.candidates.push_back(json::Value::object());
+  evaluate.options.validationSets = 3;
+  ReferenceSet later;
+  later.inputSet = 1;
+  later.outputs.push_back({"out0", {0}, {1.0}});
+  evaluate.laterReferences = {later, later};
+  EXPECT_NE(decodeError(encode(evaluate)).find("set 1 has two references"),
+            std::string::npos);
+  evaluate.laterReferences = {later};
+  evaluate.laterReferences[0].inputSet = 3;
+  EXPECT_NE(decodeError(encode(evaluate))
+                .find("'set' must be within [1, validation_sets)"),
+            std::string::npos)
+      << decodeError(encode(evaluate));
+  evaluate.laterReferences[0].inputSet = 2;
+  EXPECT_EQ(decodeError(encode(evaluate)), "");
+  // Set 0's reference says set 0.
+  evaluate.reference = later;
+  EXPECT_NE(decodeError(encode(evaluate)).find("'set' must be 0"),
+            std::string::npos);
 }
 
 TEST(ProtocolTest, ValidatesMessageFields) {

@@ -29,7 +29,9 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -135,6 +137,14 @@ public:
   /// Makes the context current on the calling thread.
   Status makeCurrent() const;
 
+  /// Loads `image` (a cubin, or NUL-terminated PTX) once per context: later
+  /// calls with the same bytes return the same module, and every module
+  /// stays loaded until the context is destroyed. So a CUfunction handle is
+  /// never reused for another kernel: CUPTI named a kernel of a freshly
+  /// loaded module after the kernel that had the same handle in an unloaded
+  /// one (seen on an H200), which failed an honest candidate's launch check.
+  Result<CUmodule> loadModule(std::string_view image) const;
+
 private:
   CudaContext(const CudaDriver &driver) : driver(&driver) {}
 
@@ -143,6 +153,9 @@ private:
   CUdevice device = 0;
   CUcontext context = nullptr;
   CUstream stream = nullptr;
+  mutable std::mutex moduleMutex;
+  /// Loaded modules by image bytes.
+  mutable std::map<std::string, CUmodule, std::less<>> modules;
 };
 
 /// A device allocation, freed on destruction.
