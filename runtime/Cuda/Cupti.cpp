@@ -257,15 +257,25 @@ Result<std::vector<KernelActivity>> LaunchRecorder::stop(size_t minRecords) {
   };
   auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  // `minRecords` is a lower bound (a library step may launch several
+  // kernels), so once it is reached, flush until two polls in a row bring
+  // nothing new (an H200 run lost a fused kernel's record that arrived
+  // after cuBLASLt's two had met the bound).
   Status flushed;
+  size_t seen = 0;
+  unsigned quiet = 0;
   while (true) {
     flushed = (*cupti)->check(
         (*cupti)->cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED),
         "cuptiActivityFlushAll");
-    if (!flushed.isOk() || countWindow() >= minRecords ||
-        std::chrono::steady_clock::now() > deadline)
+    if (!flushed.isOk() || std::chrono::steady_clock::now() > deadline)
       break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    size_t count = countWindow();
+    quiet = count == seen ? quiet + 1 : 0;
+    seen = count;
+    if (count >= minRecords && quiet >= 2)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   Status disabled = (*cupti)->check(
       (*cupti)->cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),

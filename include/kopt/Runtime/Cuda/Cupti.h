@@ -66,10 +66,10 @@ public:
   /// returns the kernels that started since `start()`, ordered by start
   /// time. CUPTI may hand records over late (a forced flush does not always
   /// deliver the last kernels' records at once), so this flushes again
-  /// until at least `minRecords` records of the window have arrived or half
-  /// a second has passed; records of kernels that started before `start()`
-  /// are dropped. Fails when CUPTI dropped records (the record would be
-  /// incomplete).
+  /// until at least `minRecords` records of the window have arrived and two
+  /// more flushes 2 ms apart bring nothing new, or half a second has
+  /// passed; records of kernels that started before `start()` are dropped.
+  /// Fails when CUPTI dropped records (the record would be incomplete).
   Result<std::vector<KernelActivity>> stop(size_t minRecords = 0);
   /// True between `start()` and `stop()`.
   bool isRecording() const { return recording; }
