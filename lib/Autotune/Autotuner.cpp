@@ -44,6 +44,15 @@ std::optional<TuneMode> mlir::kopt::parseTuneMode(llvm::StringRef text) {
   return std::nullopt;
 }
 
+rt::TimingSummary mlir::kopt::toTimingSummary(const rt::Timing &times) {
+  rt::TimingSummary summary;
+  summary.medianMs = times.medianUs * 1e-3;
+  summary.minMs = times.minUs * 1e-3;
+  summary.p10Ms = times.p10Us * 1e-3;
+  summary.p90Ms = times.p90Us * 1e-3;
+  return summary;
+}
+
 std::optional<double> GroupOutcome::getSpeedup() const {
   if (!winnerUs || !baselineUs || *winnerUs <= 0)
     return std::nullopt;
@@ -550,16 +559,8 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
       record.ptx = compiled->ptx;
     }
   }
-  auto timing = [](const rt::Timing &times) {
-    rt::TimingSummary summary;
-    summary.medianMs = times.medianUs * 1e-3;
-    summary.minMs = times.minUs * 1e-3;
-    summary.p10Ms = times.p10Us * 1e-3;
-    summary.p90Ms = times.p90Us * 1e-3;
-    return summary;
-  };
-  record.winner = timing(*chosen.times);
-  record.baseline = timing(*baselineReport.times);
+  record.winner = toTimingSummary(*chosen.times);
+  record.baseline = toTimingSummary(*baselineReport.times);
   // The evidence, and what `kopt db revalidate` needs to evaluate the
   // winner again without the graph: the task and the baseline plan.
   record.validation = rt::json::Value::object();

@@ -8,20 +8,13 @@
 
 #include "kopt/Autotune/Revalidator.h"
 
+#include "kopt/Autotune/Autotuner.h"
+
 #include <chrono>
 
 using namespace mlir;
 using namespace mlir::kopt;
 namespace rt = ::kopt::runtime;
-
-static rt::TimingSummary toSummary(const rt::Timing &times) {
-  rt::TimingSummary summary;
-  summary.medianMs = times.medianUs * 1e-3;
-  summary.minMs = times.minUs * 1e-3;
-  summary.p10Ms = times.p10Us * 1e-3;
-  summary.p90Ms = times.p90Us * 1e-3;
-  return summary;
-}
 
 rt::ReevaluateFunction mlir::kopt::makeWorkerReevaluator(WorkerPool &pool) {
   return [&pool](const rt::KernelRecord &record,
@@ -60,9 +53,9 @@ rt::ReevaluateFunction mlir::kopt::makeWorkerReevaluator(WorkerPool &pool) {
     result.validation.set("evidence", mine.evidence);
     result.validation.set("revalidated_from", rt::toJson(record.fingerprint));
     if (mine.times)
-      result.winner = toSummary(*mine.times);
+      result.winner = toTimingSummary(*mine.times);
     if (base.times)
-      result.baseline = toSummary(*base.times);
+      result.baseline = toTimingSummary(*base.times);
     return result;
   };
 }

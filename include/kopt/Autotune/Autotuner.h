@@ -27,6 +27,7 @@
 #define KOPT_AUTOTUNE_AUTOTUNER_H
 
 #include "kopt/Runtime/KernelDatabase.h"
+#include "kopt/Runtime/Protocol.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Error.h"
@@ -51,6 +52,11 @@ enum class TuneMode {
   /// Always, keeping the better of the new and the stored winner.
   Always,
 };
+
+/// An evaluator's timing (microseconds) as the database keeps it
+/// (milliseconds).
+::kopt::runtime::TimingSummary
+toTimingSummary(const ::kopt::runtime::Timing &times);
 
 /// Parses `never`, `missing` or `always`.
 std::optional<TuneMode> parseTuneMode(llvm::StringRef text);
