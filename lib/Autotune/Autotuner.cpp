@@ -160,21 +160,16 @@ struct Autotuner::Impl {
 
 llvm::Error Autotuner::Impl::chooseTarget() {
   // Without a GPU: the named target, or the database's only fingerprint.
+  auto fingerprints = database->listFingerprints();
+  if (!fingerprints)
+    return toError(fingerprints.status(),
+                   "reading '" + options.databasePath + "'");
   std::set<std::string> hashes;
   std::map<std::string, rt::DeviceFingerprint> byHash;
-  rt::RecordFilter filter;
-  filter.withBinaries = false;
-  if (rt::Status status =
-          database->forEachRecord(filter,
-                                  [&](const rt::KernelRecord &record) {
-                                    std::string hash =
-                                        record.fingerprint.hash();
-                                    hashes.insert(hash);
-                                    byHash.emplace(hash, record.fingerprint);
-                                    return rt::Status::success();
-                                  });
-      !status.isOk())
-    return toError(status, "reading '" + options.databasePath + "'");
+  for (const rt::DeviceFingerprint &fingerprint : *fingerprints) {
+    hashes.insert(fingerprint.hash());
+    byHash.emplace(fingerprint.hash(), fingerprint);
+  }
   if (!options.target.empty()) {
     auto it = byHash.find(options.target);
     if (it == byHash.end())

@@ -633,6 +633,17 @@ Result<KernelDatabaseStats> MemoryKernelDatabase::stats() {
   return stats;
 }
 
+Result<std::vector<DeviceFingerprint>>
+MemoryKernelDatabase::listFingerprints() {
+  std::map<std::string, DeviceFingerprint> byHash;
+  for (const auto &entry : records)
+    byHash.emplace(entry.second.fingerprint.hash(), entry.second.fingerprint);
+  std::vector<DeviceFingerprint> fingerprints;
+  for (auto &entry : byHash)
+    fingerprints.push_back(std::move(entry.second));
+  return fingerprints;
+}
+
 Result<std::vector<std::string>> MemoryKernelDatabase::findProblems() {
   std::vector<std::string> problems;
   for (const auto &entry : records)

@@ -613,6 +613,34 @@ Result<KernelDatabaseStats> SqliteKernelDatabase::stats() {
   return stats;
 }
 
+Result<std::vector<DeviceFingerprint>>
+SqliteKernelDatabase::listFingerprints() {
+  std::vector<DeviceFingerprint> fingerprints;
+  Status status = readSnapshot([&]() -> Status {
+    // One record per fingerprint: SQLite picks any row of each group.
+    Result<sqlite::Statement> statement = sqlite::Statement::prepare(
+        impl->db, "SELECT " + impl->recordColumns(/*withBinaries=*/false) +
+                      " FROM kernels GROUP BY fingerprint_hash ORDER BY "
+                      "fingerprint_hash");
+    if (!statement)
+      return impl->fail(statement.status(), "cannot list fingerprints");
+    while (true) {
+      Result<bool> row = statement->step();
+      if (!row)
+        return impl->fail(row.status(), "cannot list fingerprints");
+      if (!*row)
+        return Status::success();
+      Result<KernelRecord> record = impl->readRecord(*statement);
+      if (!record)
+        return record.status();
+      fingerprints.push_back(record->fingerprint);
+    }
+  });
+  if (!status.isOk())
+    return status;
+  return fingerprints;
+}
+
 Result<std::vector<std::string>> SqliteKernelDatabase::findProblems() {
   std::vector<std::string> problems;
   // A statement that fails midway is one more problem, and the end of the

@@ -317,6 +317,10 @@ public:
   /// Counts records, attempts and binaries.
   virtual Result<KernelDatabaseStats> stats() = 0;
 
+  /// The distinct fingerprints of the stored records, ordered by hash;
+  /// reads one record per fingerprint, not every record.
+  virtual Result<std::vector<DeviceFingerprint>> listFingerprints() = 0;
+
   /// Checks the storage, every stored binary against its hash and every
   /// stored plan; returns one line per problem, none when all is well, or an
   /// error when the check could not run.
@@ -375,6 +379,7 @@ public:
   Status forEachAttempt(std::string_view taskKeyPrefix,
                         const AttemptCallback &callback) override;
   Result<KernelDatabaseStats> stats() override;
+  Result<std::vector<DeviceFingerprint>> listFingerprints() override;
   Result<std::vector<std::string>> findProblems() override;
   Result<bool> setStale(std::string_view taskKey,
                         std::string_view fingerprintHash, bool stale) override;
@@ -438,6 +443,7 @@ public:
   Status forEachAttempt(std::string_view taskKeyPrefix,
                         const AttemptCallback &callback) override;
   Result<KernelDatabaseStats> stats() override;
+  Result<std::vector<DeviceFingerprint>> listFingerprints() override;
   Result<std::vector<std::string>> findProblems() override;
   Result<bool> setStale(std::string_view taskKey,
                         std::string_view fingerprintHash, bool stale) override;

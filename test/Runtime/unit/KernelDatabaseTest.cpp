@@ -145,6 +145,25 @@ TEST_P(KernelDatabaseTest, FingerprintMismatchMisses) {
   EXPECT_FALSE(found->has_value());
 }
 
+TEST_P(KernelDatabaseTest, ListsEachFingerprintOnce) {
+  ASSERT_TRUE(db);
+  Result<std::vector<DeviceFingerprint>> none = db->listFingerprints();
+  ASSERT_TRUE(none.isOk()) << none.status().message();
+  EXPECT_TRUE(none->empty());
+  KernelRecord other = makeRecord("task-b", 2.0);
+  other.fingerprint.smCount = 108;
+  ASSERT_TRUE(db->put(makeRecord("task-a", 1.0)).isOk());
+  ASSERT_TRUE(db->put(makeRecord("task-b", 1.0)).isOk());
+  ASSERT_TRUE(db->put(other).isOk());
+  Result<std::vector<DeviceFingerprint>> listed = db->listFingerprints();
+  ASSERT_TRUE(listed.isOk()) << listed.status().message();
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_LT((*listed)[0].hash(), (*listed)[1].hash());
+  std::set<std::string> hashes = {(*listed)[0].hash(), (*listed)[1].hash()};
+  EXPECT_EQ(hashes, (std::set<std::string>{makeFingerprint().hash(),
+                                           other.fingerprint.hash()}));
+}
+
 TEST_P(KernelDatabaseTest, ExportImportRoundTrips) {
   ASSERT_TRUE(db);
   ASSERT_TRUE(db->put(makeRecord("a", 1.0)).isOk());
