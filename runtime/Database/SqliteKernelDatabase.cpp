@@ -617,24 +617,40 @@ Result<std::vector<DeviceFingerprint>>
 SqliteKernelDatabase::listFingerprints() {
   std::vector<DeviceFingerprint> fingerprints;
   Status status = readSnapshot([&]() -> Status {
-    // One record per fingerprint: SQLite picks any row of each group.
-    Result<sqlite::Statement> statement = sqlite::Statement::prepare(
-        impl->db, "SELECT " + impl->recordColumns(/*withBinaries=*/false) +
-                      " FROM kernels GROUP BY fingerprint_hash ORDER BY "
-                      "fingerprint_hash");
-    if (!statement)
-      return impl->fail(statement.status(), "cannot list fingerprints");
+    // The hashes come from the primary key's index alone; then one record
+    // of each is read for its fingerprint.
+    Result<sqlite::Statement> hashes = sqlite::Statement::prepare(
+        impl->db, "SELECT DISTINCT fingerprint_hash FROM kernels ORDER BY "
+                  "fingerprint_hash");
+    if (!hashes)
+      return impl->fail(hashes.status(), "cannot list fingerprints");
+    std::vector<std::string> found;
     while (true) {
-      Result<bool> row = statement->step();
+      Result<bool> row = hashes->step();
       if (!row)
         return impl->fail(row.status(), "cannot list fingerprints");
       if (!*row)
-        return Status::success();
-      Result<KernelRecord> record = impl->readRecord(*statement);
+        break;
+      found.push_back(hashes->text(0));
+    }
+    for (const std::string &hash : found) {
+      Result<sqlite::Statement> one = sqlite::Statement::prepare(
+          impl->db, "SELECT " + impl->recordColumns(/*withBinaries=*/false) +
+                        " FROM kernels WHERE fingerprint_hash = ?1 LIMIT 1");
+      if (!one)
+        return impl->fail(one.status(), "cannot list fingerprints");
+      one->bind(1, hash);
+      Result<bool> row = one->step();
+      if (!row)
+        return impl->fail(row.status(), "cannot list fingerprints");
+      if (!*row)
+        continue;
+      Result<KernelRecord> record = impl->readRecord(*one);
       if (!record)
         return record.status();
       fingerprints.push_back(record->fingerprint);
     }
+    return Status::success();
   });
   if (!status.isOk())
     return status;
