@@ -17,7 +17,11 @@
 
 #include "kopt/LLM/Provider.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -446,4 +450,46 @@ TEST(ProviderFactoryTest, RejectsUnknownKindsAndOptions) {
   ASSERT_TRUE(static_cast<bool>(command))
       << llvm::toString(command.takeError());
   EXPECT_EQ((*command)->getKind(), "command");
+}
+
+TEST_F(OpenAIProviderTest, RecordsAnswersWithoutTheKey) {
+  server.setScript({ok("recorded kernel")});
+  llvm::SmallString<256> directory;
+  ASSERT_FALSE(
+      llvm::sys::fs::createUniqueDirectory("kopt-llm-record", directory));
+  llvm::Expected<std::unique_ptr<LlmProvider>> recorder =
+      createProvider("openai", {{"endpoint", server.getEndpoint()},
+                                {"model", "mock-model"},
+                                {"api-key", kSecret},
+                                {"backoff-ms", "10"},
+                                {"record-dir", std::string(directory)}});
+  ASSERT_TRUE(static_cast<bool>(recorder))
+      << llvm::toString(recorder.takeError());
+  llvm::Expected<LlmResponse> response = (*recorder)->complete(makeRequest());
+  ASSERT_TRUE(static_cast<bool>(response))
+      << llvm::toString(response.takeError());
+
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, getPromptHash(makeRequest()) + ".json");
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(static_cast<bool>(file)) << file.getError().message();
+  llvm::StringRef text = (*file)->getBuffer();
+  EXPECT_THAT(text.str(), HasSubstr("recorded kernel"));
+  EXPECT_THAT(text.str(), HasSubstr("\"provider\": \"openai\""));
+  EXPECT_THAT(text.str(), HasSubstr("\"completion_tokens\": 34"));
+  EXPECT_THAT(text.str(), Not(HasSubstr(kSecret)));
+
+  llvm::Expected<std::unique_ptr<LlmProvider>> replay =
+      createReplayProvider(std::string(directory));
+  ASSERT_TRUE(static_cast<bool>(replay)) << llvm::toString(replay.takeError());
+  llvm::Expected<LlmResponse> replayed = (*replay)->complete(makeRequest());
+  ASSERT_TRUE(static_cast<bool>(replayed))
+      << llvm::toString(replayed.takeError());
+  EXPECT_EQ(replayed->text, "recorded kernel");
+  EXPECT_EQ(replayed->model, "served-model");
+  EXPECT_EQ(replayed->promptTokens, 12u);
+  EXPECT_EQ(replayed->completionTokens, 34u);
+  EXPECT_EQ(server.getReceived().size(), 1u);
+  llvm::sys::fs::remove_directories(directory);
 }

@@ -16,6 +16,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 using namespace mlir::kopt;
 using ::testing::HasSubstr;
 
@@ -180,4 +184,42 @@ TEST(ReplayProviderTest, DoesNotRecordFailures) {
   ASSERT_FALSE(static_cast<bool>(response));
   llvm::consumeError(response.takeError());
   EXPECT_TRUE(listFiles(directory.get()).empty());
+}
+
+TEST(ReplayProviderTest, ConcurrentRecordersLeaveWholeFiles) {
+  TemporaryDirectory directory;
+  llvm::Expected<std::unique_ptr<LlmProvider>> recorder = createProvider(
+      "command", {{"command", "cat"}, {"record-dir", directory.get()}});
+  ASSERT_TRUE(static_cast<bool>(recorder))
+      << llvm::toString(recorder.takeError());
+  // Eight threads, two prompts: each prompt is recorded four times at once.
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&, i] {
+      llvm::Expected<LlmResponse> response =
+          (*recorder)->complete(makeRequest(i % 2 ? "odd" : "even"));
+      if (!response) {
+        llvm::consumeError(response.takeError());
+        ++failures;
+      }
+    });
+  for (std::thread &thread : threads)
+    thread.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::vector<std::string> expected = {
+      getPromptHash(makeRequest("even")) + ".json",
+      getPromptHash(makeRequest("odd")) + ".json"};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(listFiles(directory.get()), expected);
+  llvm::Expected<std::unique_ptr<LlmProvider>> replay =
+      createReplayProvider(directory.get());
+  ASSERT_TRUE(static_cast<bool>(replay)) << llvm::toString(replay.takeError());
+  for (const char *user : {"even", "odd"}) {
+    llvm::Expected<LlmResponse> response =
+        (*replay)->complete(makeRequest(user));
+    ASSERT_TRUE(static_cast<bool>(response))
+        << llvm::toString(response.takeError());
+    EXPECT_EQ(response->text, formatCommandInput(makeRequest(user)));
+  }
 }
