@@ -15,6 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SigpipeGuard.h"
+
 #include "kopt/LLM/Provider.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -39,42 +41,6 @@ namespace {
 
 /// The most of the program's stderr kept for messages.
 constexpr size_t kStderrTail = 2000;
-
-/// Blocks SIGPIPE in the calling thread while alive, and discards a SIGPIPE
-/// raised meanwhile, so a write to a closed pipe gives EPIPE and nothing
-/// else; the process's signal dispositions stay untouched.
-class SigpipeGuard {
-public:
-  SigpipeGuard() {
-    sigemptyset(&pipeSet);
-    sigaddset(&pipeSet, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    ::sigpending(&pending);
-    wasPending = sigismember(&pending, SIGPIPE) == 1;
-    ::pthread_sigmask(SIG_BLOCK, &pipeSet, &oldMask);
-  }
-  ~SigpipeGuard() {
-    if (!wasPending) {
-      sigset_t pending;
-      sigemptyset(&pending);
-      ::sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        timespec zero = {0, 0};
-        while (::sigtimedwait(&pipeSet, nullptr, &zero) < 0 && errno == EINTR)
-          ;
-      }
-    }
-    ::pthread_sigmask(SIG_SETMASK, &oldMask, nullptr);
-  }
-  SigpipeGuard(const SigpipeGuard &) = delete;
-  SigpipeGuard &operator=(const SigpipeGuard &) = delete;
-
-private:
-  sigset_t pipeSet;
-  sigset_t oldMask;
-  bool wasPending = false;
-};
 
 /// Closes a descriptor once.
 struct Descriptor {

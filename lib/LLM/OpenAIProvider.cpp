@@ -16,6 +16,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "SigpipeGuard.h"
+
 #include "kopt/LLM/Provider.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -176,7 +178,12 @@ void OpenAIProvider::perform(const std::string &payload,
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, &attempt);
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, attempt.curlMessage);
   curl_easy_setopt(curl, CURLOPT_ACCEPT_ENCODING, "");
-  attempt.code = curl_easy_perform(curl);
+  {
+    // libcurl leaves signals alone under CURLOPT_NOSIGNAL; a peer that
+    // closes the connection must not kill the process through SIGPIPE.
+    SigpipeGuard guard;
+    attempt.code = curl_easy_perform(curl);
+  }
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &attempt.status);
 }
 

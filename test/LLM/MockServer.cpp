@@ -139,6 +139,7 @@ void MockServer::serve(int fd) {
   std::string data;
   size_t headEnd = std::string::npos;
   size_t bodyLength = 0;
+  MockReply reply;
   char buffer[65536];
   while (!stopping) {
     if (headEnd != std::string::npos && data.size() >= headEnd + bodyLength)
@@ -161,6 +162,9 @@ void MockServer::serve(int fd) {
       size_t at = lower.find("\r\ncontent-length:");
       if (at != std::string::npos)
         bodyLength = std::stoul(head.substr(at + 17));
+      reply = nextReply();
+      if (reply.kind == MockReply::Kind::CloseAfterHead)
+        break;
     }
   }
   if (stopping)
@@ -175,8 +179,9 @@ void MockServer::serve(int fd) {
     std::lock_guard<std::mutex> lock(mutex);
     received.push_back(std::move(request));
   }
+  if (reply.kind == MockReply::Kind::CloseAfterHead)
+    return;
 
-  MockReply reply = nextReply();
   if (reply.kind == MockReply::Kind::Hang) {
     // Until the client gives up (EOF) or the server stops.
     while (!stopping) {
@@ -212,6 +217,7 @@ void MockServer::serve(int fd) {
     break;
   }
   case MockReply::Kind::Hang:
+  case MockReply::Kind::CloseAfterHead:
     break;
   }
   ::shutdown(fd, SHUT_WR);

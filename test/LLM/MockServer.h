@@ -37,6 +37,9 @@ struct MockReply {
     DropMidBody,
     /// Sends `hugeBytes` of body, or as much as the client takes.
     Huge,
+    /// Closes the connection as soon as the request's head has arrived,
+    /// without reading its body.
+    CloseAfterHead,
   };
   Kind kind = Kind::Normal;
   int status = 200;

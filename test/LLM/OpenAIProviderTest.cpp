@@ -315,6 +315,21 @@ TEST_F(OpenAIProviderTest, ReportsAConnectionThatKeepsDropping) {
   EXPECT_EQ(server.getReceived().size(), 3u);
 }
 
+TEST_F(OpenAIProviderTest, SurvivesAServerThatHangsUpOnALargePrompt) {
+  // The client is still sending when the server closes: a send error, not
+  // a SIGPIPE that would end the test process.
+  server.setScript({ofKind(MockReply::Kind::CloseAfterHead), ok("whole")});
+  LlmRequest request = makeRequest();
+  request.userPrompt = std::string(16u << 20, 'p');
+  std::unique_ptr<LlmProvider> provider = makeProvider(makeOptions());
+  ASSERT_TRUE(provider);
+  llvm::Expected<LlmResponse> response = provider->complete(request);
+  ASSERT_TRUE(static_cast<bool>(response))
+      << llvm::toString(response.takeError());
+  EXPECT_EQ(response->text, "whole");
+  EXPECT_EQ(response->attempts, 2u);
+}
+
 TEST_F(OpenAIProviderTest, CapsAHugeAnswer) {
   MockReply huge = ofKind(MockReply::Kind::Huge);
   huge.hugeBytes = 8u << 20;
