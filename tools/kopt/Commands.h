@@ -26,6 +26,11 @@ bool isPlanCommandSelected();
 /// Runs `kopt plan`; returns the process exit code.
 int runPlanCommand();
 
+/// True when `kopt propose` was given on the command line.
+bool isProposeCommandSelected();
+/// Runs `kopt propose`; returns the process exit code.
+int runProposeCommand();
+
 /// True when `kopt compile` was given on the command line.
 bool isCompileCommandSelected();
 /// Runs `kopt compile`; returns the process exit code.
