@@ -271,6 +271,49 @@ TEST(LlmAnswerTest, NeverCrashesOnTruncatedAnswers) {
   EXPECT_GE(accepted, 1u);
 }
 
+TEST(LlmAnswerTest, NeverCrashesOnMutatedAnswers) {
+  // Deterministic mutations of a valid answer with the characters the lexer
+  // cares about; every outcome must be a plan or a non-empty reason.
+  const std::string alphabet = "`\"'/*#\\(){}<>,;\n \r\0\xff\xc3R_ab1";
+  std::string answer = goodAnswer();
+  KernelTask task = makeTask();
+  uint64_t state = 42;
+  auto next = [&state](uint64_t bound) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return (state >> 33) % bound;
+  };
+  for (int round = 0; round < 3000; ++round) {
+    std::string text = answer;
+    for (int edits = 1 + next(4); edits > 0; --edits) {
+      size_t at = next(text.size() + 1);
+      char c = alphabet[next(alphabet.size())];
+      switch (next(3)) {
+      case 0:
+        text.insert(text.begin() + at, c);
+        break;
+      case 1:
+        if (at < text.size())
+          text[at] = c;
+        break;
+      default:
+        if (at < text.size())
+          text.erase(at, 1 + next(8));
+        break;
+      }
+    }
+    auto plan = parseAnswer(text, task);
+    if (!plan) {
+      EXPECT_FALSE(llvm::toString(plan.takeError()).empty());
+    }
+  }
+  for (const char *text :
+       {"", "```", "```cuda\n```\n", "```cuda\n```\n```json\n```\n", "``````",
+        "```cuda\nR\"x(\n```\n", "```cuda\n#\n```\n",
+        "```cuda\nextern \"C\" __global__\n```\n```json\n{}\n```\n",
+        "```cuda\n__global__ void f(\n```\n"})
+    EXPECT_FALSE(static_cast<bool>(parseAnswer(text, task))) << text;
+}
+
 TEST(LlmPromptTest, HoldsSignatureShapesRulesAndBaseline) {
   KernelTask task = makeTask();
   task.tolerance.relative = 2e-5;
