@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "GroupWalk.h"
 #include "PlanExecution.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
@@ -176,82 +177,55 @@ int mlir::kopt::runPlanCommand() {
     executor = std::move(*created);
   }
 
-  bool allOk = true;
   llvm::raw_ostream &os = llvm::outs();
-  for (const std::string &path : inputFiles) {
-    MLIRContext context(registry);
-    context.printOpOnDiagnostic(false);
-    llvm::SourceMgr sourceMgr;
-    SourceMgrDiagnosticHandler handler(sourceMgr, &context, llvm::errs());
-    auto module = loadModelGraph(path, context, sourceMgr);
-    if (!module) {
-      llvm::WithColor::error(llvm::errs(), "kopt")
-          << llvm::toString(module.takeError()) << "\n";
-      allOk = false;
-      continue;
-    }
-    if (failed(prepareModelGraph(**module))) {
-      allOk = false;
-      continue;
-    }
-    os << path << "\n";
-    for (auto func : (*module)->getOps<func::FuncOp>()) {
-      if (!func->hasAttr(kFusionGroupAttrName))
-        continue;
-      auto task = buildKernelTask(func);
-      if (!task) {
-        func.emitRemark("kopt: no kernel task: ")
-            << llvm::toString(task.takeError());
-        continue;
-      }
-      os << "  @" << task->name << "  (" << task->kind << ", key "
-         << llvm::StringRef(task->key).take_front(12) << ")\n";
-      std::vector<KernelPlan> plans;
-      if (proposerOption != "builtin") {
-        auto baseline = proposeBaseline(func, *task);
-        if (!baseline) {
-          llvm::WithColor::error(llvm::errs(), "kopt")
-              << task->name << ": " << llvm::toString(baseline.takeError())
-              << "\n";
-          allOk = false;
-          continue;
+  std::vector<std::string> paths(inputFiles.begin(), inputFiles.end());
+  bool allOk = walkGroups(
+      registry, paths, os, [&](func::FuncOp func, const KernelTask &task) {
+        bool ok = true;
+        std::vector<KernelPlan> plans;
+        if (proposerOption != "builtin") {
+          auto baseline = proposeBaseline(func, task);
+          if (!baseline) {
+            llvm::WithColor::error(llvm::errs(), "kopt")
+                << task.name << ": " << llvm::toString(baseline.takeError())
+                << "\n";
+            return false;
+          }
+          if (llvm::Error error = verifyPlan(*baseline, task)) {
+            llvm::WithColor::error(llvm::errs(), "kopt")
+                << task.name << ": baseline plan is invalid: "
+                << llvm::toString(std::move(error)) << "\n";
+            return false;
+          }
+          plans.push_back(std::move(*baseline));
         }
-        if (llvm::Error error = verifyPlan(*baseline, *task)) {
-          llvm::WithColor::error(llvm::errs(), "kopt")
-              << task->name << ": baseline plan is invalid: "
-              << llvm::toString(std::move(error)) << "\n";
-          allOk = false;
-          continue;
+        if (proposerOption != "baseline") {
+          Proposal builtin = proposeBuiltin(func, task);
+          for (const std::string &remark : builtin.remarks)
+            func.emitRemark("kopt: ") << remark;
+          for (KernelPlan &plan : builtin.plans)
+            plans.push_back(std::move(plan));
         }
-        plans.push_back(std::move(*baseline));
-      }
-      if (proposerOption != "baseline") {
-        Proposal builtin = proposeBuiltin(func, *task);
-        for (const std::string &remark : builtin.remarks)
-          func.emitRemark("kopt: ") << remark;
-        for (KernelPlan &plan : builtin.plans)
-          plans.push_back(std::move(plan));
-      }
-      for (const KernelPlan &plan : plans) {
-        unsigned lines = 0;
-        for (const KernelSource &source : plan.sources)
-          lines += llvm::count(source.code, '\n');
-        os << llvm::formatv("    {0,-9} {1,-20} {2,-22} {3,5} lines\n",
-                            plan.proposer, plan.variant, summarizeSteps(plan),
-                            lines);
-      }
-      if (!emitDir.empty())
-        if (llvm::Error error = emitGroup(*task, plans)) {
-          llvm::WithColor::error(llvm::errs(), "kopt")
-              << llvm::toString(std::move(error)) << "\n";
-          allOk = false;
+        for (const KernelPlan &plan : plans) {
+          unsigned lines = 0;
+          for (const KernelSource &source : plan.sources)
+            lines += llvm::count(source.code, '\n');
+          os << llvm::formatv("    {0,-9} {1,-20} {2,-22} {3,5} lines\n",
+                              plan.proposer, plan.variant, summarizeSteps(plan),
+                              lines);
         }
-      if (compileOption)
-        for (const KernelPlan &plan : plans)
-          allOk &= compilePlan(plan, os);
-      if (executor)
-        allOk &= executor->runGroup(func, *task, plans, os);
-    }
-  }
+        if (!emitDir.empty())
+          if (llvm::Error error = emitGroup(task, plans)) {
+            llvm::WithColor::error(llvm::errs(), "kopt")
+                << llvm::toString(std::move(error)) << "\n";
+            ok = false;
+          }
+        if (compileOption)
+          for (const KernelPlan &plan : plans)
+            ok &= compilePlan(plan, os);
+        if (executor)
+          ok &= executor->runGroup(func, task, plans, os);
+        return ok;
+      });
   return allOk ? 0 : 1;
 }

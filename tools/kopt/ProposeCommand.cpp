@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "GroupWalk.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Codegen/Proposers.h"
@@ -222,45 +223,19 @@ int mlir::kopt::runProposeCommand() {
 
   DialectRegistry registry;
   registerAllDialects(registry);
-  bool ioOk = true;
   Tally tally;
   llvm::raw_ostream &os = llvm::outs();
-  for (const std::string &path : inputFiles) {
-    MLIRContext context(registry);
-    context.printOpOnDiagnostic(false);
-    llvm::SourceMgr sourceMgr;
-    SourceMgrDiagnosticHandler handler(sourceMgr, &context, llvm::errs());
-    auto module = loadModelGraph(path, context, sourceMgr);
-    if (!module) {
-      llvm::WithColor::error(llvm::errs(), "kopt")
-          << llvm::toString(module.takeError()) << "\n";
-      ioOk = false;
-      continue;
-    }
-    if (failed(prepareModelGraph(**module))) {
-      ioOk = false;
-      continue;
-    }
-    os << path << "\n";
-    for (auto func : (*module)->getOps<func::FuncOp>()) {
-      if (!func->hasAttr(kFusionGroupAttrName))
-        continue;
-      auto task = buildKernelTask(func);
-      if (!task) {
-        func.emitRemark("kopt: no kernel task: ")
-            << llvm::toString(task.takeError());
-        continue;
-      }
-      os << "  @" << task->name << "  (" << task->kind << ", key "
-         << llvm::StringRef(task->key).take_front(12) << ")\n";
-      if (llvm::Error error =
-              proposeGroup(func, *task, **provider, tally, os)) {
-        llvm::WithColor::error(llvm::errs(), "kopt")
-            << llvm::toString(std::move(error)) << "\n";
-        ioOk = false;
-      }
-    }
-  }
+  std::vector<std::string> paths(inputFiles.begin(), inputFiles.end());
+  bool ioOk = walkGroups(
+      registry, paths, os, [&](func::FuncOp func, const KernelTask &task) {
+        if (llvm::Error error =
+                proposeGroup(func, task, **provider, tally, os)) {
+          llvm::WithColor::error(llvm::errs(), "kopt")
+              << llvm::toString(std::move(error)) << "\n";
+          return false;
+        }
+        return true;
+      });
   os << llvm::formatv("{0} compiled, {1} rejected, {2} failed to compile, {3} "
                       "without an answer\n",
                       tally.compiled, tally.rejected, tally.compileFailed,
