@@ -18,6 +18,8 @@
 
 #include "kopt/Evaluator/WorkerClient.h"
 
+#include "kopt/Support/SigpipeGuard.h"
+
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -102,42 +104,6 @@ static std::string describeWaitStatus(int status) {
     return "exit status " + std::to_string(WEXITSTATUS(status));
   return "wait status " + std::to_string(status);
 }
-
-/// Blocks SIGPIPE in the calling thread while alive, and discards a SIGPIPE
-/// raised meanwhile, so a write to a dead worker gives EPIPE and nothing
-/// else; the process's signal dispositions stay untouched.
-class SigpipeGuard {
-public:
-  SigpipeGuard() {
-    sigemptyset(&pipeSet);
-    sigaddset(&pipeSet, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    ::sigpending(&pending);
-    wasPending = sigismember(&pending, SIGPIPE) == 1;
-    ::pthread_sigmask(SIG_BLOCK, &pipeSet, &oldMask);
-  }
-  ~SigpipeGuard() {
-    if (!wasPending) {
-      sigset_t pending;
-      sigemptyset(&pending);
-      ::sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        timespec zero = {0, 0};
-        while (::sigtimedwait(&pipeSet, nullptr, &zero) < 0 && errno == EINTR)
-          ;
-      }
-    }
-    ::pthread_sigmask(SIG_SETMASK, &oldMask, nullptr);
-  }
-  SigpipeGuard(const SigpipeGuard &) = delete;
-  SigpipeGuard &operator=(const SigpipeGuard &) = delete;
-
-private:
-  sigset_t pipeSet;
-  sigset_t oldMask;
-  bool wasPending = false;
-};
 
 /// Returns `fd` moved to a descriptor number of at least 3 (close-on-exec),
 /// so that placing it on the child's stdin or stdout is a real dup2() that

@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "SigpipeGuard.h"
+#include "kopt/Support/SigpipeGuard.h"
 
 #include "kopt/LLM/Provider.h"
 

@@ -5,9 +5,15 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 //===----------------------------------------------------------------------===//
+//
+// Shared by the worker client (writes to a worker's pipe) and the LLM
+// providers (a command's stdin, an HTTP socket): a peer that goes away must
+// give an error, never kill kopt. Header-only, POSIX.
+//
+//===----------------------------------------------------------------------===//
 
-#ifndef KOPT_LIB_LLM_SIGPIPEGUARD_H
-#define KOPT_LIB_LLM_SIGPIPEGUARD_H
+#ifndef KOPT_SUPPORT_SIGPIPEGUARD_H
+#define KOPT_SUPPORT_SIGPIPEGUARD_H
 
 #include <cerrno>
 #include <csignal>
@@ -55,4 +61,4 @@ private:
 
 } // namespace mlir::kopt
 
-#endif // KOPT_LIB_LLM_SIGPIPEGUARD_H
+#endif // KOPT_SUPPORT_SIGPIPEGUARD_H
