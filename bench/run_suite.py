@@ -1,0 +1,848 @@
+#!/usr/bin/env python3
+# ===- bench/run_suite.py - kopt against PyTorch on the benchmark suite ----===#
+#
+# Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+# See LICENSE for license information.
+# SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+#
+# ===----------------------------------------------------------------------===#
+#
+# Runs on the GPU machine, from the repository root, with the portable kopt
+# binaries in dist/bin. For every problem of bench/suite/problems.py (the
+# suite and the bundled examples) it draws the inputs once (seeded, saved as
+# .npy), computes an fp64 reference with the PyTorch twin, and measures on
+# those same inputs:
+#
+#   eager        the PyTorch twin as written
+#   compile      torch.compile(twin) (mode "default")
+#   max-autotune torch.compile(twin, mode="max-autotune-no-cudagraphs"),
+#                in a second pass, as far as the time budget allows
+#   kopt base    `kopt compile --tune=never` with an empty kernel database:
+#                every group on its baseline plan, run by kopt-run
+#   kopt tuned   `kopt compile --tune=missing`: every group tuned with the
+#                built-in proposer (no LLM), run by kopt-run
+#
+# fp32 everywhere, TF32 off on both sides. Every output is checked against
+# the fp64 reference; every time is the median of --reps runs timed with CUDA
+# events, L2 flushed before each run outside the timed region. A failing
+# step is recorded in its problem's row and the run goes on. Writes
+# DATE-DEVICE-suite.json, .md and .svg (speedups per problem) to --out.
+#
+# Usage:
+#   python3 bench/run_suite.py [--kopt-bin dist/bin] [--out bench/results]
+#                              [--only NAME,...] [--reps N] [--budget S]
+#   python3 bench/run_suite.py --dry-run     # no GPU, no torch: checks the
+#       problem table against the MLIR signatures and runs `kopt analyze`
+#
+# docs/Benchmark.md says how to read the results.
+#
+# ===----------------------------------------------------------------------===#
+
+import argparse
+import ast
+import ctypes
+import datetime
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench", "suite"))
+import problems as P  # noqa: E402
+
+torch = None
+
+# Relative tolerance per element type: |y - ref| <= rtol * |ref| + atol with
+# atol = rtol * rms(ref) (a floor near cancellation, scaled to the output),
+# and the relative L2 error at most rtol / 10.
+RTOL = {"f32": 1e-4, "f16": 1e-2, "bf16": 2e-2, "f64": 1e-9}
+P_VALUES = (1.0, 1.2, 1.5)
+MODES = ("compile", "max_autotune")
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+# --- MLIR signatures (no torch) -------------------------------------------
+
+FUNC_RE = re.compile(r"func\.func\s+(?!private)@([\w$.]+)\s*\((.*?)\)\s*->\s*(.*?)\s*\{",
+                     re.S)
+ARG_RE = re.compile(r"%([\w$.]+)\s*:\s*tensor<([^>]*)>")
+TYPE_RE = re.compile(r"tensor<([^>]*)>")
+
+
+def parse_tensor(text):
+    *dims, et = text.split("x")
+    return [int(d) for d in dims], et
+
+
+def mlir_signature(path):
+    """(function name, [(arg name, shape, type)], [(shape, type)]) of the
+    first public func.func in `path`."""
+    with open(path) as f:
+        text = f.read()
+    m = FUNC_RE.search(text)
+    if not m:
+        raise ValueError("%s: no public func.func" % path)
+    args = [(n,) + tuple(parse_tensor(t)) for n, t in ARG_RE.findall(m.group(2))]
+    results = [tuple(parse_tensor(t)) for t in TYPE_RE.findall(m.group(3))]
+    return m.group(1), args, results
+
+
+def check_signature(name, spec):
+    """Problems with the table entry of `name` against its MLIR file."""
+    path = os.path.join(ROOT, spec["mlir"])
+    if not os.path.exists(path):
+        return ["missing MLIR file %s" % spec["mlir"]]
+    errors = []
+    _, args, results = mlir_signature(path)
+    want = [(n, list(s), t) for n, s, t, _ in spec["inputs"]]
+    got = [(n, list(s), t) for n, s, t in args]
+    if want != got:
+        errors.append("inputs %s in the table, %s in the MLIR" % (want, got))
+    want_out = [(list(s), t) for s, t in spec["outputs"]]
+    got_out = [(list(s), t) for s, t in results]
+    if want_out != got_out:
+        errors.append("outputs %s in the table, %s in the MLIR" % (want_out, got_out))
+    fn = getattr(P, spec["twin"], None)
+    if not callable(fn):
+        errors.append("no PyTorch twin %s in problems.py" % spec["twin"])
+    elif fn.__code__.co_argcount != len(spec["inputs"]):
+        errors.append("twin %s takes %d arguments, the MLIR %d" %
+                      (spec["twin"], fn.__code__.co_argcount, len(spec["inputs"])))
+    return errors
+
+
+# --- .npy without numpy -----------------------------------------------------
+
+NPY_DESCR = {"float32": "<f4", "float64": "<f8", "float16": "<f2",
+             "int64": "<i8", "int32": "<i4", "bool": "|b1"}
+
+
+def npy_header(descr, shape):
+    """The .npy v1.0 header numpy writes: the dict, padded with spaces to a
+    multiple of 64 bytes with the preamble, ending in a newline."""
+    dims = "(%s)" % (", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else ""))
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (descr, dims)
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1")
+
+
+def write_npy(path, t):
+    t = t.detach().contiguous().cpu()
+    descr = NPY_DESCR[str(t.dtype).replace("torch.", "")]
+    with open(path, "wb") as f:
+        f.write(npy_header(descr, tuple(t.shape)))
+        f.write(ctypes.string_at(t.data_ptr(), t.numel() * t.element_size()))
+
+
+def read_npy(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:6] != b"\x93NUMPY":
+        raise ValueError("%s is not a .npy file" % path)
+    if data[6] == 1:
+        hlen, start = int.from_bytes(data[8:10], "little"), 10
+    else:
+        hlen, start = int.from_bytes(data[8:12], "little"), 12
+    header = ast.literal_eval(data[start:start + hlen].decode("latin1"))
+    if header["fortran_order"]:
+        raise ValueError("%s: Fortran order" % path)
+    dtypes = {v: k for k, v in NPY_DESCR.items()}
+    dtype = getattr(torch, dtypes[header["descr"].replace("=", "<")])
+    body = bytearray(data[start + hlen:])
+    t = torch.frombuffer(body, dtype=dtype) if body else torch.empty(0, dtype=dtype)
+    return t.reshape(header["shape"])
+
+
+# --- kopt: the two commands the benchmark needs -----------------------------
+
+class Kopt:
+    """kopt and kopt-run, as the benchmark calls them. The command lines are
+    here and nowhere else."""
+
+    def __init__(self, bin_dir, kopt=None):
+        self.kopt = kopt or os.path.join(bin_dir, "kopt")
+        self.kopt_run = os.path.join(bin_dir, "kopt-run")
+        self.env = dict(os.environ)
+        self.compile_help = self._help([self.kopt, "compile", "--help"])
+        self.run_help = self._help([self.kopt_run, "--help"])
+        self.naming = None  # the input/output naming kopt-run accepted
+
+    def _help(self, cmd):
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                               env=self.env)
+            return p.stdout + p.stderr
+        except OSError as e:
+            return "unavailable: %s" % e
+
+    def setup_libraries(self):
+        """NVRTC and cuBLASLt come from the toolkit; cuDNN 9 may live only in
+        PyTorch's environment (as scripts/gpu-check finds it)."""
+        paths = ["/usr/local/cuda/lib64"]
+        try:
+            import nvidia.cudnn
+            d = os.path.join(list(nvidia.cudnn.__path__)[0], "lib")
+            if os.path.isdir(d):
+                self.env["KOPT_CUDNN_DIR"] = d
+                paths.insert(0, d)
+        except ImportError:
+            pass
+        old = self.env.get("LD_LIBRARY_PATH")
+        self.env["LD_LIBRARY_PATH"] = ":".join(paths + ([old] if old else []))
+
+    def missing(self):
+        """Why the kopt side cannot run, or None."""
+        if not os.path.exists(self.kopt):
+            return "no kopt at %s" % self.kopt
+        if "emit-module" not in self.compile_help:
+            return "this kopt has no `compile --emit-module`"
+        if not os.path.exists(self.kopt_run):
+            return "no kopt-run at %s" % self.kopt_run
+        return None
+
+    def analyze(self, mlir):
+        p = subprocess.run([self.kopt, "analyze", "--json", mlir], capture_output=True,
+                           text=True, timeout=120, env=self.env)
+        if p.returncode != 0:
+            raise RuntimeError("kopt analyze failed:\n" + (p.stderr or p.stdout)[-2000:])
+        return json.loads(p.stdout)
+
+    def warm(self, files, db, budget, timeout):
+        cmd = [self.kopt, "warm"] + files + ["--db", db, "--budget", str(int(budget))]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env=self.env), cmd
+
+    def compile(self, mlir, db, kmod, tune, budget, timeout):
+        """`kopt compile` into a runtime module; returns (the tune report or
+        None, the command line)."""
+        cmd = [self.kopt, "compile", mlir, "-o", os.devnull, "--db", db,
+               "--emit-module", kmod, "--tune=" + tune, "--report=json"]
+        if tune != "never" and budget:
+            cmd += ["--budget", str(int(budget))]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                           env=self.env)
+        if p.returncode != 0 or not os.path.exists(kmod):
+            raise RuntimeError("%s\nexit %d:\n%s" % (shlex.join(cmd), p.returncode,
+                                                    (p.stderr + p.stdout)[-3000:]))
+        return find_json(p.stdout) or find_json(p.stderr), cmd
+
+    def module_names(self, kmod):
+        """Input and output names from the runtime module's JSON header
+        (the whole file, or its first line, when it is JSON), else None."""
+        try:
+            with open(kmod, "rb") as f:
+                head = f.read(1 << 20)
+            text = head.decode("utf-8", "replace")
+            doc = find_json(text.split("\n", 1)[0]) or find_json(text)
+        except OSError:
+            return None
+        if not isinstance(doc, dict):
+            return None
+
+        def names(key):
+            for k in (key, "graph_" + key):
+                items = doc.get(k) or (doc.get("graph") or {}).get(k)
+                if isinstance(items, list) and all(isinstance(i, dict) and "name" in i
+                                                   for i in items):
+                    return [i["name"] for i in items]
+            return None
+        ins, outs = names("inputs"), names("outputs")
+        return (ins, outs) if ins and outs else None
+
+    def namings(self, kmod, arg_names, n_out):
+        """Candidate (input names, output names), most likely first."""
+        header = self.module_names(kmod)
+        cands = [header] if header else []
+        n = len(arg_names)
+        for ins in (arg_names, ["arg%d" % i for i in range(n)]):
+            for outs in (["result%d" % i for i in range(n_out)],
+                         ["out%d" % i for i in range(n_out)],
+                         ["%d" % i for i in range(n_out)]):
+                cands.append((ins, outs))
+        if self.naming:
+            scheme = self.naming(arg_names, n_out)
+            cands.insert(0, scheme)
+        return cands
+
+    def run(self, kmod, arg_names, in_paths, out_paths, bench_json, reps, graph, timeout):
+        """Runs `kmod` on the .npy inputs, writes the outputs and the timing;
+        returns the timing JSON (median_ms, min_ms, p10_ms, p90_ms, reps)."""
+        errors = []
+        for ins, outs in self.namings(kmod, arg_names, len(out_paths)):
+            cmd = [self.kopt_run, kmod]
+            for n, pth in zip(ins, in_paths):
+                cmd += ["--input", "%s=%s" % (n, pth)]
+            for n, pth in zip(outs, out_paths):
+                cmd += ["--output", "%s=%s" % (n, pth)]
+            cmd += ["--bench", "--bench-json", bench_json]
+            if reps and "--reps" in self.run_help:
+                cmd += ["--reps", str(reps)]
+            if graph:
+                cmd.append("--graph")
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                               env=self.env)
+            if p.returncode == 0 and os.path.exists(bench_json):
+                self._remember(arg_names, ins, outs)
+                with open(bench_json) as f:
+                    return json.load(f), cmd
+            errors.append("%s\nexit %d: %s" % (shlex.join(cmd), p.returncode,
+                                               (p.stderr + p.stdout)[-1500:]))
+            # Only a complaint about names is worth another naming.
+            if not re.search(r"input|output|name|argument", p.stderr + p.stdout, re.I):
+                break
+        raise RuntimeError("\n".join(errors[-2:]))
+
+    def _remember(self, arg_names, ins, outs):
+        by_arg = ins == list(arg_names)
+        prefix = re.sub(r"\d+$", "", outs[0]) if outs else ""
+        self.naming = lambda a, n: (list(a) if by_arg else ["arg%d" % i for i in range(len(a))],
+                                    ["%s%d" % (prefix, i) for i in range(n)])
+
+
+def find_json(text):
+    """The first JSON object in `text`, or None."""
+    if not text:
+        return None
+    start = text.find("{")
+    while start >= 0:
+        try:
+            return json.JSONDecoder().raw_decode(text[start:])[0]
+        except ValueError:
+            start = text.find("{", start + 1)
+    return None
+
+
+# --- measuring PyTorch -------------------------------------------------------
+
+class Timer:
+    def __init__(self):
+        l2 = torch.cuda.get_device_properties(0).L2_cache_size
+        self.flush = torch.empty(max(2 * l2, 64 << 20) // 4, device="cuda")
+
+    def __call__(self, fn, reps, warmup=5):
+        """Median, min, p10, p90 in ms of `reps` runs, each timed with CUDA
+        events after the L2 is flushed (writing twice its size)."""
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(reps):
+            self.flush.fill_(1.0)
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        times.sort()
+        q = lambda f: times[min(len(times) - 1, int(f * len(times)))]
+        return {"median_ms": statistics.median(times), "min_ms": times[0],
+                "p10_ms": q(0.1), "p90_ms": q(0.9), "reps": reps}
+
+
+def compare(out, ref, dtype):
+    """Checks `out` against the fp64 `ref`; returns a dict with `ok`."""
+    rtol = RTOL[dtype]
+    if tuple(out.shape) != tuple(ref.shape):
+        return {"ok": False, "why": "shape %s, expected %s" % (list(out.shape),
+                                                              list(ref.shape))}
+    o = out.to(device=ref.device, dtype=torch.float64)
+    bad_nan = (~torch.isfinite(o) & torch.isfinite(ref)).sum().item()
+    rms = ref.pow(2).mean().sqrt().item() if ref.numel() else 0.0
+    atol = rtol * rms
+    err = (o - ref).abs()
+    err = torch.where(torch.isfinite(ref), err, torch.zeros_like(err))
+    viol = (err > atol + rtol * ref.abs()).sum().item()
+    rel_l2 = ((err.pow(2).sum().sqrt() / ref.pow(2).sum().sqrt().clamp_min(1e-300)).item()
+              if ref.numel() else 0.0)
+    ok = bad_nan == 0 and viol == 0 and rel_l2 <= rtol / 10
+    res = {"ok": ok, "max_abs_err": err.max().item() if err.numel() else 0.0,
+           "rel_l2_err": rel_l2, "violations": viol, "nonfinite": bad_nan}
+    if not ok:
+        res["why"] = ("%d non-finite, %d elements beyond rtol %g (atol %.3g), "
+                      "relative L2 error %.3g" % (bad_nan, viol, rtol, atol, rel_l2))
+    return res
+
+
+def compare_all(outs, refs, specs):
+    checks = [compare(o, r, s[1]) for o, r, s in zip(outs, refs, specs)]
+    ok = all(c["ok"] for c in checks) and len(outs) == len(refs)
+    return {"ok": ok, "outputs": checks}
+
+
+def as_tuple(y):
+    return tuple(y) if isinstance(y, (tuple, list)) else (y,)
+
+
+# --- one problem -------------------------------------------------------------
+
+def seed_of(name):
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def prepare(name, spec, work):
+    """Inputs (drawn once, saved as .npy) and the fp64 reference."""
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(seed_of(name))
+    inputs = [P.make_input(s, gen, "cuda").contiguous() for s in spec["inputs"]]
+    paths = []
+    for s, t in zip(spec["inputs"], inputs):
+        pth = os.path.join(work, "in_%s.npy" % s[0])
+        write_npy(pth, t)
+        paths.append(pth)
+    with torch.no_grad():
+        refs = as_tuple(P.twin(name)(*[t.double() for t in inputs]))
+    return inputs, paths, [r.contiguous() for r in refs]
+
+
+def run_torch(row, key, fn, inputs, refs, spec, timer, reps):
+    """Measures `fn` (eager or compiled) into row[key]; the first call, which
+    compiles, is timed apart."""
+    res = {}
+    row[key] = res
+    try:
+        t0 = time.time()
+        with torch.no_grad():
+            outs = as_tuple(fn(*inputs))
+        torch.cuda.synchronize()
+        res["first_call_s"] = round(time.time() - t0, 3)
+        res["check"] = compare_all(outs, refs, spec["outputs"])
+        del outs
+        with torch.no_grad():
+            res.update(timer(lambda: fn(*inputs), reps))
+    except Exception as e:  # a failing mode is recorded, never fatal
+        res["error"] = "%s: %s" % (type(e).__name__, str(e)[-2000:])
+        log("    %s failed: %s" % (key, res["error"].splitlines()[0][:200]))
+
+
+def run_kopt(row, key, kopt, name, spec, work, db, tune, paths, refs, args):
+    res = {}
+    row[key] = res
+    kmod = os.path.join(work, key + ".kmod")
+    try:
+        t0 = time.time()
+        report, cmd = kopt.compile(os.path.join(ROOT, spec["mlir"]), db, kmod, tune,
+                                   args.tune_budget, timeout=args.kopt_timeout)
+        res["compile_s"] = round(time.time() - t0, 3)
+        res["compile_command"] = shlex.join(cmd)
+        if report:
+            res["groups"] = [{k: g.get(k) for k in ("function", "kind", "cache", "source",
+                                                     "proposer", "variant", "time_us",
+                                                     "baseline_us", "speedup")}
+                             for g in report.get("groups", [])]
+        outs = [os.path.join(work, "%s_out%d.npy" % (key, i))
+                for i in range(len(spec["outputs"]))]
+        bench_json = os.path.join(work, key + ".bench.json")
+        timing, _ = kopt.run(kmod, [s[0] for s in spec["inputs"]], paths, outs, bench_json,
+                             args.reps, args.kopt_graph, timeout=args.kopt_timeout)
+        res.update({k: timing.get(k) for k in ("median_ms", "min_ms", "p10_ms", "p90_ms",
+                                                "reps")})
+        res["check"] = compare_all([read_npy(o) for o in outs], refs, spec["outputs"])
+    except Exception as e:
+        res["error"] = "%s: %s" % (type(e).__name__, str(e)[-3000:])
+        log("    %s failed: %s" % (key, res["error"].splitlines()[0][:200]))
+
+
+def fmt_ms(res):
+    if not res or "median_ms" not in res:
+        return "-"
+    mark = "" if res.get("check", {}).get("ok") else "!"
+    return "%.3f%s" % (res["median_ms"], mark)
+
+
+# --- summary -------------------------------------------------------------------
+
+def good(res):
+    return bool(res) and "median_ms" in res and res.get("check", {}).get("ok", False)
+
+
+def best_compile(row):
+    cands = [row.get(m) for m in MODES if good(row.get(m))]
+    return min(cands, key=lambda r: r["median_ms"]) if cands else None
+
+
+def speedups(row):
+    """kopt tuned's speedup over each reference, where both are valid."""
+    tuned = row.get("kopt_tuned")
+    out = {}
+    if not good(tuned):
+        return out
+    refs = {"eager": row.get("eager"), "compile": row.get("compile"),
+            "max_autotune": row.get("max_autotune"), "best_compile": best_compile(row),
+            "kopt_base": row.get("kopt_base")}
+    for k, r in refs.items():
+        if r and "median_ms" in r and r.get("check", {}).get("ok", False):
+            out[k] = r["median_ms"] / tuned["median_ms"]
+    return out
+
+
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def summarize(rows):
+    n = len(rows)
+    s = {"problems": n, "geomean": {}, "fast_p": {}}
+    for ref in ("eager", "compile", "max_autotune", "best_compile", "kopt_base"):
+        vals = [r["speedup"][ref] for r in rows if ref in r["speedup"]]
+        s["geomean"][ref] = {"value": geomean(vals), "over": len(vals)}
+        # fast_p: share of all problems where kopt tuned is correct and
+        # faster than the reference by more than p. A problem whose
+        # reference is missing (failed, skipped) counts as not fast.
+        s["fast_p"][ref] = {("%.1f" % p): (sum(1 for r in rows
+                                               if r["speedup"].get(ref, 0) > p) / n
+                                           if n else 0.0)
+                            for p in P_VALUES}
+    s["kopt_tuned_correct"] = sum(1 for r in rows if good(r.get("kopt_tuned")))
+    return s
+
+
+def table(rows, summary):
+    def sp(r, k):
+        v = r["speedup"].get(k)
+        return "%.2fx" % v if v else "-"
+    lines = ["| problem | kind | eager ms | compile ms | max-autotune ms | kopt base ms "
+             "| kopt tuned ms | tuned/eager | tuned/compile | tuned/max-at | tuned/base "
+             "| kopt groups (chosen plans) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        plans = "; ".join("%s %s/%s" % (g.get("kind"), g.get("proposer"), g.get("variant"))
+                          for g in (r.get("kopt_tuned") or {}).get("groups", []) or [])
+        notes = []
+        for k in ("eager", "compile", "max_autotune", "kopt_base", "kopt_tuned"):
+            res = r.get(k) or {}
+            if res.get("error"):
+                notes.append("%s: %s" % (k, res["error"].splitlines()[0][:80]))
+            elif res.get("skipped"):
+                notes.append("%s skipped: %s" % (k, res["skipped"]))
+            elif "check" in res and not res["check"]["ok"]:
+                notes.append("%s INCORRECT" % k)
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            r["name"], r["kind"], fmt_ms(r.get("eager")), fmt_ms(r.get("compile")),
+            fmt_ms(r.get("max_autotune")), fmt_ms(r.get("kopt_base")),
+            fmt_ms(r.get("kopt_tuned")), sp(r, "eager"), sp(r, "compile"),
+            sp(r, "max_autotune"), sp(r, "kopt_base"),
+            (plans or "-") + ("; " + "; ".join(notes) if notes else "")))
+    g = summary["geomean"]
+    lines.append("")
+    lines.append("| kopt tuned over | geometric mean | problems | fast_1.0 | fast_1.2 | fast_1.5 |")
+    lines.append("|---|---:|---:|---:|---:|---:|")
+    for ref, label in (("eager", "PyTorch eager"), ("compile", "torch.compile default"),
+                       ("max_autotune", "torch.compile max-autotune-no-cudagraphs"),
+                       ("best_compile", "torch.compile, better of the two modes"),
+                       ("kopt_base", "kopt baseline plans")):
+        v = g[ref]["value"]
+        fp = summary["fast_p"][ref]
+        lines.append("| %s | %s | %d | %.0f%% | %.0f%% | %.0f%% |" % (
+            label, "%.3fx" % v if v else "-", g[ref]["over"],
+            100 * fp["1.0"], 100 * fp["1.2"], 100 * fp["1.5"]))
+    return "\n".join(lines)
+
+
+def svg_chart(rows, title):
+    """Horizontal bars per problem on a log2 axis: kopt tuned's speedup over
+    eager, torch.compile (better mode) and the kopt baseline."""
+    series = [("eager", "#4472c4", "over eager"),
+              ("best_compile", "#ed7d31", "over torch.compile (better mode)"),
+              ("kopt_base", "#70ad47", "over kopt baseline")]
+    lo, hi = -2.0, 3.0  # log2 range: 0.25x to 8x
+    bar, gap, left, width = 7, 8, 230, 520
+    height = 70 + len(rows) * (len(series) * bar + gap) + 40
+    x = lambda v: left + (min(max(math.log2(v), lo), hi) - lo) / (hi - lo) * width
+    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
+           'font-family="sans-serif" font-size="11">' % (left + width + 40, height),
+           '<rect width="100%" height="100%" fill="white"/>',
+           '<text x="10" y="18" font-size="14">%s</text>' % escape(title)]
+    for i, (_, color, label) in enumerate(series):
+        out.append('<rect x="%d" y="28" width="10" height="10" fill="%s"/>'
+                   '<text x="%d" y="37">%s</text>' % (10 + 230 * i, color, 24 + 230 * i,
+                                                     escape(label)))
+    top = 55
+    for e in range(int(lo), int(hi) + 1):
+        xv = x(2.0 ** e)
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s"/>'
+                   % (xv, top, xv, height - 30, "#000" if e == 0 else "#ddd"))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%gx</text>'
+                   % (xv, height - 15, 2.0 ** e))
+    y = top + 4
+    for r in rows:
+        out.append('<text x="%d" y="%d" text-anchor="end">%s</text>'
+                   % (left - 6, y + len(series) * bar // 2 + 4, escape(r["name"])))
+        for key, color, _ in series:
+            v = r["speedup"].get(key)
+            if v:
+                x0, x1 = x(1.0), x(v)
+                out.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s">'
+                           '<title>%s %s: %.2fx</title></rect>'
+                           % (min(x0, x1), y, max(abs(x1 - x0), 1), bar - 1, color,
+                              escape(r["name"]), key, v))
+            y += bar
+        y += gap
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def escape(s):
+    return (str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+# --- the run -----------------------------------------------------------------
+
+def selected(args):
+    names = list(P.PROBLEMS)
+    if args.only:
+        want = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = [n for n in want if n not in P.PROBLEMS]
+        if unknown:
+            sys.exit("unknown problem(s): %s; known: %s" % (", ".join(unknown),
+                                                             ", ".join(names)))
+        names = want
+    return names
+
+
+def dry_run(args):
+    """No torch, no GPU: the table against the MLIR, and `kopt analyze`."""
+    names = selected(args)
+    kopt = Kopt(args.kopt_bin, args.kopt)
+    have_kopt = os.path.exists(kopt.kopt)
+    failures = 0
+    stale = subprocess.run([sys.executable, os.path.join(ROOT, "bench/suite/gen_suite.py"),
+                            "--check"], capture_output=True, text=True)
+    if stale.returncode != 0:
+        failures += 1
+        log("FAIL suite files: " + stale.stdout.strip())
+    for name in names:
+        spec = P.PROBLEMS[name]
+        errors = check_signature(name, spec)
+        groups = ""
+        if have_kopt and not errors:
+            try:
+                doc = kopt.analyze(os.path.join(ROOT, spec["mlir"]))
+                f = doc["files"][0]
+                if not f.get("ok"):
+                    errors.append("kopt analyze: not ok")
+                groups = ", ".join(g["kind"] for g in f.get("groups", [])) or "no group"
+            except Exception as e:
+                errors.append(str(e).splitlines()[0])
+        if errors:
+            failures += 1
+            log("FAIL %s: %s" % (name, "; ".join(errors)))
+        else:
+            log("ok   %-26s %-8s %d inputs  groups: %s" % (
+                name, spec["kind"], len(spec["inputs"]), groups or "(kopt not run)"))
+    if not have_kopt:
+        log("note: no kopt at %s: kopt analyze not run" % kopt.kopt)
+    log("dry run: %d problems, %d ok" % (len(names), len(names) - failures))
+    return 1 if failures else 0
+
+
+def main():
+    ap = argparse.ArgumentParser(
+        description="kopt against PyTorch eager and torch.compile on bench/suite")
+    ap.add_argument("--kopt-bin", default=os.path.join(ROOT, "dist", "bin"),
+                    help="folder of kopt and kopt-run (default dist/bin)")
+    ap.add_argument("--kopt", help="the kopt binary (default KOPT_BIN/kopt)")
+    ap.add_argument("--only", help="comma-separated problem names")
+    ap.add_argument("--reps", type=int, default=30, help="timed repetitions (>= 20)")
+    ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
+    ap.add_argument("--work", help="folder for inputs, outputs, modules and the "
+                    "kernel database (default: a temporary folder, removed)")
+    ap.add_argument("--db", help="tuned kernel database to use (default: a fresh "
+                    "one in the work folder; a warm one makes tuned groups hits)")
+    ap.add_argument("--budget", type=float, default=450,
+                    help="seconds for the whole run; max-autotune gets what the "
+                    "first pass leaves (default 450)")
+    ap.add_argument("--tune-budget", type=float, default=60,
+                    help="kopt warm/compile tuning budget in seconds (per call)")
+    ap.add_argument("--kopt-timeout", type=float, default=300)
+    ap.add_argument("--no-warm", action="store_true",
+                    help="tune per problem in `kopt compile` only, without one "
+                    "`kopt warm` over the whole suite first")
+    ap.add_argument("--no-max-autotune", action="store_true")
+    ap.add_argument("--kopt-graph", action="store_true",
+                    help="kopt-run --graph (CUDA graph); off by default, as "
+                    "eager and max-autotune-no-cudagraphs use none")
+    ap.add_argument("--tag", help="file name tag (default: from the device name)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="no GPU, no torch: check twins, signatures, kopt analyze")
+    args = ap.parse_args()
+    if args.dry_run:
+        return dry_run(args)
+    if args.reps < 20:
+        sys.exit("--reps must be at least 20")
+    start = time.time()
+    names = selected(args)
+
+    global torch
+    torch = P.load_torch()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    device = torch.cuda.get_device_name(0)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    tag = args.tag or re.sub(r"[^a-z0-9]+", "-",
+                             device.lower().replace("nvidia", "")).strip("-")
+    timer = Timer()
+    kopt = Kopt(args.kopt_bin, args.kopt)
+    kopt.setup_libraries()
+    kopt_missing = kopt.missing()
+
+    work = args.work or tempfile.mkdtemp(prefix="kopt-suite-")
+    os.makedirs(work, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
+    db = args.db or os.path.join(work, "tuned.db")
+    empty_db = os.path.join(work, "empty.db")
+    report = {"schema": "kopt.suite/1", "date": now.isoformat(timespec="seconds"),
+              "device": device, "torch": torch.__version__,
+              "triton": _version("triton"), "cuda": torch.version.cuda,
+              "command": "python3 bench/run_suite.py " + shlex.join(sys.argv[1:]),
+              "settings": {"reps": args.reps, "tf32": False, "dtype": "f32",
+                           "matmul_precision": "highest", "kopt_graph": args.kopt_graph,
+                           "budget_s": args.budget, "tune_budget_s": args.tune_budget,
+                           "rtol": RTOL, "db": "given" if args.db else "fresh"},
+              "kopt": {"missing": kopt_missing}, "rows": []}
+    log("device %s, torch %s; %d problems; work folder %s" % (
+        device, torch.__version__, len(names), work))
+    if kopt_missing:
+        log("kopt side skipped: " + kopt_missing)
+
+    # One `kopt warm` over every problem tunes each distinct group once, in
+    # one process with one worker; `kopt compile --tune=missing` then finds
+    # hits (and tunes anything warm left).
+    if not kopt_missing and not args.no_warm:
+        files = sorted({os.path.join(ROOT, P.PROBLEMS[n]["mlir"]) for n in names})
+        t0 = time.time()
+        try:
+            p, cmd = kopt.warm(files, db, args.tune_budget * 3, args.kopt_timeout * 2)
+            report["kopt"]["warm"] = {"seconds": round(time.time() - t0, 1),
+                                      "exit": p.returncode,
+                                      "summary": p.stdout[-4000:]}
+            log("kopt warm: %.0f s, exit %d" % (time.time() - t0, p.returncode))
+        except Exception as e:
+            report["kopt"]["warm"] = {"error": str(e)[-2000:]}
+            log("kopt warm failed: %s" % e)
+
+    state = {}
+    for i, name in enumerate(names):
+        spec = P.PROBLEMS[name]
+        row = {"name": name, "kind": spec["kind"], "mlir": spec["mlir"],
+               "desc": spec["desc"], "twin": spec["twin"],
+               "inputs": [{"name": n, "shape": s, "dtype": t, "init": d}
+                          for n, s, t, d in spec["inputs"]]}
+        report["rows"].append(row)
+        log("[%d/%d] %s (%.0f s)" % (i + 1, len(names), name, time.time() - start))
+        pwork = os.path.join(work, name)
+        os.makedirs(pwork, exist_ok=True)
+        try:
+            inputs, paths, refs = prepare(name, spec, pwork)
+        except Exception as e:
+            row["error"] = "inputs or reference: %s: %s" % (type(e).__name__, e)
+            log("    " + row["error"])
+            continue
+        fn = P.twin(name)
+        run_torch(row, "eager", fn, inputs, refs, spec, timer, args.reps)
+        if kopt_missing:
+            row["kopt_base"] = {"skipped": kopt_missing}
+            row["kopt_tuned"] = {"skipped": kopt_missing}
+        else:
+            run_kopt(row, "kopt_base", kopt, name, spec, pwork, empty_db, "never",
+                     paths, refs, args)
+            run_kopt(row, "kopt_tuned", kopt, name, spec, pwork, db, "missing",
+                     paths, refs, args)
+        torch._dynamo.reset()
+        run_torch(row, "compile", torch.compile(fn), inputs, refs, spec, timer, args.reps)
+        log("    eager %s  compile %s  kopt base %s  tuned %s" % (
+            fmt_ms(row.get("eager")), fmt_ms(row.get("compile")),
+            fmt_ms(row.get("kopt_base")), fmt_ms(row.get("kopt_tuned"))))
+        state[name] = (inputs, refs)
+        if not args.work:
+            shutil.rmtree(pwork, ignore_errors=True)
+
+    # max-autotune benchmarks GEMM and convolution templates: the slow part
+    # of the run. It gets what the budget leaves, problem by problem, with
+    # an estimate of its cost; a problem it cannot afford is marked skipped.
+    for name in names:
+        row = next(r for r in report["rows"] if r["name"] == name)
+        if name not in state:
+            continue
+        if args.no_max_autotune:
+            row["max_autotune"] = {"skipped": "--no-max-autotune"}
+            continue
+        left = args.budget - (time.time() - start) - 10
+        first = (row.get("compile") or {}).get("first_call_s", 5.0)
+        with open(os.path.join(ROOT, P.PROBLEMS[name]["mlir"])) as f:
+            heavy = any(op in f.read() for op in ("matmul", "conv_2d"))
+        estimate = (60.0 if heavy else 0.0) + 2.0 * first
+        if estimate > left:
+            row["max_autotune"] = {"skipped": "time budget (%.0f s left, about %.0f s "
+                                   "needed)" % (max(left, 0), estimate)}
+            log("max-autotune %s: skipped (budget)" % name)
+            continue
+        inputs, refs = state[name]
+        torch._dynamo.reset()
+        log("max-autotune %s (%.0f s)" % (name, time.time() - start))
+        run_torch(row, "max_autotune", torch.compile(P.twin(name),
+                                                     mode="max-autotune-no-cudagraphs"),
+                  inputs, refs, P.PROBLEMS[name], timer, args.reps)
+    state.clear()
+
+    for row in report["rows"]:
+        row["speedup"] = speedups(row)
+    summary = summarize(report["rows"])
+    report["summary"] = summary
+    report["seconds"] = round(time.time() - start, 1)
+    base = os.path.join(args.out, "%s-%s-suite" % (now.strftime("%Y-%m-%d"), tag))
+    # The results name no folder of this machine: the work folder reads
+    # $WORK and the repository root is left out.
+    scrub = lambda text: text.replace(work, "$WORK").replace(ROOT + "/", "")
+    with open(base + ".json", "w") as f:
+        f.write(scrub(json.dumps(report, indent=1)) + "\n")
+    md = scrub(table(report["rows"], summary))
+    with open(base + ".md", "w") as f:
+        f.write("# kopt against PyTorch on the benchmark suite\n\n"
+                "- date: %s\n- device: %s; torch %s, triton %s, CUDA %s\n"
+                "- command: `%s`\n- fp32, TF32 off; median of %d runs, CUDA events, "
+                "L2 flushed between runs; %.0f s in all\n"
+                "- kopt: built-in proposer only (no LLM); kopt-run %s\n\n"
+                "Times in ms; `!` marks an output that failed the check against the "
+                "fp64 reference. Speedups are kopt tuned's over each column; "
+                "fast_p is the share of all %d problems where kopt tuned is correct "
+                "and faster than the reference by more than p "
+                "(docs/Benchmark.md).\n\n%s\n"
+                % (report["date"], device, torch.__version__, report["triton"],
+                   report["cuda"], report["command"], args.reps, report["seconds"],
+                   "with --graph" if args.kopt_graph else "without CUDA graphs",
+                   len(report["rows"]), md))
+    with open(base + ".svg", "w") as f:
+        f.write(svg_chart(report["rows"], "kopt tuned speedup per problem, %s, %s"
+                          % (device, now.strftime("%Y-%m-%d"))))
+    log("\n" + md)
+    log("\nwrote %s.json, .md, .svg (%.0f s)" % (base, time.time() - start))
+    if not args.work:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def _version(module):
+    try:
+        return __import__(module).__version__
+    except Exception:
+        return None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
