@@ -58,6 +58,7 @@ namespace kopt::runtime {
   X(cuMemcpyHtoD, cuMemcpyHtoD_v2)                                             \
   X(cuMemcpyDtoH, cuMemcpyDtoH_v2)                                             \
   X(cuMemcpyDtoD, cuMemcpyDtoD_v2)                                             \
+  X(cuMemcpyDtoDAsync, cuMemcpyDtoDAsync_v2)                                   \
   X(cuMemsetD8, cuMemsetD8_v2)                                                 \
   X(cuMemsetD8Async, cuMemsetD8Async)                                          \
   X(cuModuleLoadData, cuModuleLoadData)                                        \
@@ -72,7 +73,13 @@ namespace kopt::runtime {
   X(cuEventDestroy, cuEventDestroy_v2)                                         \
   X(cuEventRecord, cuEventRecord)                                              \
   X(cuEventSynchronize, cuEventSynchronize)                                    \
-  X(cuEventElapsedTime, cuEventElapsedTime_v2)
+  X(cuEventElapsedTime, cuEventElapsedTime_v2)                                 \
+  X(cuStreamBeginCapture, cuStreamBeginCapture_v2)                             \
+  X(cuStreamEndCapture, cuStreamEndCapture)                                    \
+  X(cuGraphInstantiate, cuGraphInstantiateWithFlags)                           \
+  X(cuGraphLaunch, cuGraphLaunch)                                              \
+  X(cuGraphExecDestroy, cuGraphExecDestroy)                                    \
+  X(cuGraphDestroy, cuGraphDestroy)
 
 /// The driver's function table, resolved once per process.
 struct CudaDriver {
