@@ -67,6 +67,8 @@ torch = None
 RTOL = {"f32": 1e-4, "f16": 1e-2, "bf16": 2e-2, "f64": 1e-9}
 P_VALUES = (1.0, 1.2, 1.5)
 MODES = ("compile", "max_autotune")
+# The issue's targets are for the built-in proposer alone, in fp32.
+TUNING = ["--proposers=builtin", "--precision=fp32"]
 
 
 def log(msg):
@@ -220,60 +222,65 @@ class Kopt:
         return json.loads(p.stdout)
 
     def warm(self, files, db, budget, timeout):
-        cmd = [self.kopt, "warm"] + files + ["--db", db, "--budget", str(int(budget))]
+        cmd = [self.kopt, "warm"] + files + ["--db=" + db, "--budget=%d" % budget] + TUNING
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                               env=self.env), cmd
 
     def compile(self, mlir, db, kmod, tune, budget, timeout):
         """`kopt compile` into a runtime module; returns (the tune report or
         None, the command line)."""
-        cmd = [self.kopt, "compile", mlir, "-o", os.devnull, "--db", db,
-               "--emit-module", kmod, "--tune=" + tune, "--report=json"]
-        if tune != "never" and budget:
-            cmd += ["--budget", str(int(budget))]
+        cmd = [self.kopt, "compile", mlir, "-o", os.devnull, "--db=" + db,
+               "--emit-module=" + kmod, "--tune=" + tune, "--report=json"]
+        if tune != "never":
+            cmd += TUNING + (["--budget=%d" % budget] if budget else [])
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            env=self.env)
         if p.returncode != 0 or not os.path.exists(kmod):
-            raise RuntimeError("%s\nexit %d:\n%s" % (shlex.join(cmd), p.returncode,
-                                                    (p.stderr + p.stdout)[-3000:]))
+            raise RuntimeError("kopt compile exit %d: %s\n%s\n%s" % (
+                p.returncode, last_line(p.stderr + p.stdout), shlex.join(cmd),
+                (p.stderr + p.stdout)[-3000:]))
         return find_json(p.stdout) or find_json(p.stderr), cmd
 
     def module_names(self, kmod):
-        """Input and output names from the runtime module's JSON header
-        (the whole file, or its first line, when it is JSON), else None."""
+        """Input and output buffer names from the runtime module's header,
+        or None. A `kopt.module/1` file is `KOPTMOD\\0`, the JSON header's
+        length (little-endian uint64), then the header, whose `inputs` and
+        `outputs` list the function's argument and result buffers."""
         try:
             with open(kmod, "rb") as f:
-                head = f.read(1 << 20)
-            text = head.decode("utf-8", "replace")
-            doc = find_json(text.split("\n", 1)[0]) or find_json(text)
-        except OSError:
+                head = f.read(16)
+                if len(head) == 16 and head[:8] == b"KOPTMOD\0":
+                    doc = json.loads(f.read(int.from_bytes(head[8:16], "little")))
+                else:
+                    doc = find_json((head + f.read(1 << 20)).decode("utf-8", "replace"))
+        except (OSError, ValueError):
             return None
         if not isinstance(doc, dict):
             return None
 
         def names(key):
-            for k in (key, "graph_" + key):
-                items = doc.get(k) or (doc.get("graph") or {}).get(k)
-                if isinstance(items, list) and all(isinstance(i, dict) and "name" in i
-                                                   for i in items):
-                    return [i["name"] for i in items]
-            return None
+            items = doc.get(key)
+            if not isinstance(items, list):
+                return None
+            items = [i.get("name") if isinstance(i, dict) else i for i in items]
+            return items if all(isinstance(i, str) for i in items) else None
         ins, outs = names("inputs"), names("outputs")
-        return (ins, outs) if ins and outs else None
+        return (ins, outs) if ins is not None and outs else None
 
     def namings(self, kmod, arg_names, n_out):
-        """Candidate (input names, output names), most likely first."""
+        """Candidate (input names, output names), most likely first: the
+        module header's, else the naming kopt-run accepted last, else the
+        MLIR argument names or arg0..argN with a few result spellings."""
         header = self.module_names(kmod)
-        cands = [header] if header else []
-        n = len(arg_names)
-        for ins in (arg_names, ["arg%d" % i for i in range(n)]):
-            for outs in (["result%d" % i for i in range(n_out)],
-                         ["out%d" % i for i in range(n_out)],
-                         ["%d" % i for i in range(n_out)]):
-                cands.append((ins, outs))
+        if header:
+            return [header]
+        cands = []
         if self.naming:
-            scheme = self.naming(arg_names, n_out)
-            cands.insert(0, scheme)
+            cands.append(self.naming(arg_names, n_out))
+        n = len(arg_names)
+        for ins in (list(arg_names), ["arg%d" % i for i in range(n)]):
+            for prefix in ("result", "out", ""):
+                cands.append((ins, ["%s%d" % (prefix, i) for i in range(n_out)]))
         return cands
 
     def run(self, kmod, arg_names, in_paths, out_paths, bench_json, reps, graph, timeout):
@@ -287,18 +294,23 @@ class Kopt:
             for n, pth in zip(outs, out_paths):
                 cmd += ["--output", "%s=%s" % (n, pth)]
             cmd += ["--bench", "--bench-json", bench_json]
-            if reps and "--reps" in self.run_help:
-                cmd += ["--reps", str(reps)]
+            flag = re.search(r"--(?:bench-)?(?:reps|repetitions|iterations)\b", self.run_help)
+            if reps and flag:
+                cmd += [flag.group(0), str(reps)]
             if graph:
                 cmd.append("--graph")
+            for stale in [bench_json] + list(out_paths):
+                if os.path.exists(stale):
+                    os.unlink(stale)
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                                env=self.env)
             if p.returncode == 0 and os.path.exists(bench_json):
                 self._remember(arg_names, ins, outs)
                 with open(bench_json) as f:
                     return json.load(f), cmd
-            errors.append("%s\nexit %d: %s" % (shlex.join(cmd), p.returncode,
-                                               (p.stderr + p.stdout)[-1500:]))
+            errors.append("kopt-run exit %d: %s\n%s" % (
+                p.returncode, last_line(p.stderr + p.stdout),
+                shlex.join(cmd) + "\n" + (p.stderr + p.stdout)[-1500:]))
             # Only a complaint about names is worth another naming.
             if not re.search(r"input|output|name|argument", p.stderr + p.stdout, re.I):
                 break
@@ -309,6 +321,12 @@ class Kopt:
         prefix = re.sub(r"\d+$", "", outs[0]) if outs else ""
         self.naming = lambda a, n: (list(a) if by_arg else ["arg%d" % i for i in range(len(a))],
                                     ["%s%d" % (prefix, i) for i in range(n)])
+
+
+def last_line(text):
+    """The last non-empty line of a tool's output: usually its error."""
+    lines = [l for l in text.strip().splitlines() if l.strip()]
+    return lines[-1][:300] if lines else "(no output)"
 
 
 def find_json(text):
@@ -677,6 +695,9 @@ def main():
                     help="kopt-run --graph (CUDA graph); off by default, as "
                     "eager and max-autotune-no-cudagraphs use none")
     ap.add_argument("--tag", help="file name tag (default: from the device name)")
+    ap.add_argument("--inductor-cache", help="TORCHINDUCTOR_CACHE_DIR for this run: "
+                    "a folder kept from an earlier run makes torch.compile's "
+                    "compilation and max-autotune's choices cache hits")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU, no torch: check twins, signatures, kopt analyze")
     args = ap.parse_args()
@@ -687,6 +708,8 @@ def main():
     start = time.time()
     names = selected(args)
 
+    if args.inductor_cache:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.abspath(args.inductor_cache)
     global torch
     torch = P.load_torch()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -773,9 +796,13 @@ def main():
             shutil.rmtree(pwork, ignore_errors=True)
 
     # max-autotune benchmarks GEMM and convolution templates: the slow part
-    # of the run. It gets what the budget leaves, problem by problem, with
-    # an estimate of its cost; a problem it cannot afford is marked skipped.
-    for name in names:
+    # of the run. It gets what the budget leaves, problem by problem (those
+    # without a GEMM or convolution first), with an estimate of each one's
+    # cost; a problem it cannot afford is marked skipped.
+    def heavy(name):
+        with open(os.path.join(ROOT, P.PROBLEMS[name]["mlir"])) as f:
+            return any(op in f.read() for op in ("matmul", "conv_2d"))
+    for name in sorted(names, key=heavy):
         row = next(r for r in report["rows"] if r["name"] == name)
         if name not in state:
             continue
@@ -784,9 +811,7 @@ def main():
             continue
         left = args.budget - (time.time() - start) - 10
         first = (row.get("compile") or {}).get("first_call_s", 5.0)
-        with open(os.path.join(ROOT, P.PROBLEMS[name]["mlir"])) as f:
-            heavy = any(op in f.read() for op in ("matmul", "conv_2d"))
-        estimate = (60.0 if heavy else 0.0) + 2.0 * first
+        estimate = (60.0 if heavy(name) else 0.0) + 2.0 * first
         if estimate > left:
             row["max_autotune"] = {"skipped": "time budget (%.0f s left, about %.0f s "
                                    "needed)" % (max(left, 0), estimate)}
