@@ -9,8 +9,10 @@
 // The kernel database keeps, for each task key and device/toolchain
 // fingerprint, the fastest valid plan found so far, with its binaries, times,
 // validation evidence and provenance, plus every attempt made. It has a memory
-// implementation and a file (SQLite) implementation; docs/KernelDatabase.md
-// describes the schema.
+// implementation, a file (SQLite) implementation and, where kopt is built
+// with libpq, a PostgreSQL implementation shared by a fleet;
+// `openKernelDatabase` picks one from a path or a URL.
+// docs/KernelDatabase.md describes the schema.
 //
 //===----------------------------------------------------------------------===//
 
@@ -261,6 +263,13 @@ void checkRecord(const KernelRecord &record,
 /// Whether `prune` with `options` removes `record`, or `attempt`.
 bool isPruned(const PruneOptions &options, const KernelRecord &record);
 bool isPruned(const PruneOptions &options, const AttemptRecord &attempt);
+/// SHA-256 of `bytes`, as 64 hex digits.
+std::string sha256Hex(std::string_view bytes);
+/// The content hash a database server keeps with a record: SHA-256 over
+/// its stored JSON `recordJson` and its binaries.
+std::string contentHash(std::string_view recordJson,
+                        const std::optional<std::string> &cubin,
+                        const std::optional<std::string> &ptx);
 } // namespace detail
 
 /// Tuned kernels keyed by task key plus device and toolchain fingerprint.
@@ -275,6 +284,13 @@ public:
   using AttemptCallback = std::function<Status(const AttemptRecord &)>;
 
   virtual ~KernelDatabase();
+
+  /// Where the database lives, for messages: a file's path, or a URL
+  /// without its password.
+  virtual std::string getLocation() const { return "<memory>"; }
+
+  /// The version of the stored schema (0 in memory).
+  virtual int64_t getSchemaVersion() const { return 0; }
 
   /// Returns the valid record for `taskKey` on `fingerprint`, std::nullopt
   /// when there is none, or an error when the database cannot be read.
@@ -430,7 +446,8 @@ public:
   const std::string &getPath() const;
   /// The file's schema version (older than `kSchemaVersion` only when it was
   /// opened read-only).
-  int64_t getSchemaVersion() const;
+  int64_t getSchemaVersion() const override;
+  std::string getLocation() const override { return getPath(); }
 
   Result<std::optional<KernelRecord>>
   lookup(std::string_view taskKey,
@@ -457,6 +474,47 @@ private:
   explicit SqliteKernelDatabase(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl;
 };
+
+/// How to open a kernel database by path or URL.
+struct KernelDatabaseOptions {
+  /// Never write: a file must exist, a server must hold kopt's tables.
+  bool readOnly = false;
+  /// Create the file, or the tables on a server, when missing.
+  bool create = true;
+  /// SQLite: refuse a damaged file before writing (SqliteOpenOptions).
+  bool checkIntegrity = false;
+  /// SQLite: how long a write waits for another process's lock.
+  int busyTimeoutMs = 30000;
+  /// The location came from a command line, which lands in shell histories,
+  /// process lists and logs: a URL with a password is then refused.
+  bool fromCommandLine = false;
+  /// PostgreSQL: lookups only return records stored by these database roles
+  /// (the workers'); empty for any. `KOPT_DB_TRUSTED_WRITERS`
+  /// (comma-separated) fills it when empty.
+  std::vector<std::string> trustedWriters;
+};
+
+/// Whether `location` names a PostgreSQL database: a `postgresql://` or
+/// `postgres://` URL.
+bool isPostgresUrl(std::string_view location);
+
+/// Whether the URL `location` carries a password (`user:secret@` or a
+/// `password=` parameter).
+bool hasPassword(std::string_view location);
+
+/// `location` with any password replaced by `***`, for messages and logs.
+std::string redactDatabaseUrl(std::string_view location);
+
+/// Opens the database at `location`: a SQLite file for a path, PostgreSQL
+/// for a `postgresql://` or `postgres://` URL (an `unsupported` error where
+/// kopt was built without libpq). Errors name the location without its
+/// password.
+Result<std::unique_ptr<KernelDatabase>>
+openKernelDatabase(const std::string &location,
+                   const KernelDatabaseOptions &options = {});
+
+/// The location named by `KOPT_DB` in the environment, or empty.
+std::string getDatabaseFromEnvironment();
 
 } // namespace kopt::runtime
 

@@ -6,9 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The behaviour both implementations share runs once for each; the SQLite
-// file's own guarantees (schema versions, refusing foreign files, read-only
-// files, many processes at once, a writer killed mid-write) follow.
+// The contract every implementation meets runs once for each: memory, SQLite
+// and PostgreSQL (whose cases skip unless a test server runs: ctest runs them
+// as KoptKernelDbTests.postgres, under test/Support/with-postgres.sh). The
+// SQLite file's own guarantees (schema versions, refusing foreign files,
+// read-only files, many processes at once, a writer killed mid-write)
+// follow; PostgresKernelDatabaseTest.cpp has the server's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,11 +49,25 @@ protected:
   std::unique_ptr<KernelDatabase> makeDatabase(const std::string &name) {
     if (GetParam() == "memory")
       return std::make_unique<MemoryKernelDatabase>();
+    if (GetParam() == "postgres") {
+      Result<std::unique_ptr<KernelDatabase>> db =
+          openKernelDatabase(testPostgresUrl(servers.create()));
+      EXPECT_TRUE(db.isOk()) << db.status().toString();
+      return db ? std::move(*db) : nullptr;
+    }
     return openOrDie(dir.file(name));
   }
-  void SetUp() override { db = makeDatabase("kernels.db"); }
+  void SetUp() override {
+    if (GetParam() == "postgres")
+      if (std::string why = whyNoTestPostgres(); !why.empty())
+        GTEST_SKIP() << why;
+    db = makeDatabase("kernels.db");
+  }
+  void TearDown() override { db.reset(); }
 
   TempDir dir;
+  /// Declared before `db`, so that the databases go after their connections.
+  TestPostgresDatabases servers;
   std::unique_ptr<KernelDatabase> db;
 };
 
@@ -460,7 +477,7 @@ TEST_P(KernelDatabaseTest, VerifyDetectsTamperedBinaryHash) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Implementations, KernelDatabaseTest,
-                         ::testing::Values("memory", "sqlite"),
+                         ::testing::Values("memory", "sqlite", "postgres"),
                          [](const ::testing::TestParamInfo<std::string> &info) {
                            return info.param;
                          });

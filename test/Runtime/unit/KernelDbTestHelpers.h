@@ -7,7 +7,9 @@
 //===----------------------------------------------------------------------===//
 //
 // What the kernel database tests share: a fingerprint, records and attempts
-// with known contents, a temporary folder, and raw access to files.
+// with known contents, a temporary folder, raw access to files and, where
+// kopt has its PostgreSQL backend, fresh databases on the test server that
+// test/Support/with-postgres.sh starts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,9 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#ifdef KOPT_HAVE_POSTGRES
+#include <libpq-fe.h>
+#endif
 
 #include <cstdlib>
 #include <filesystem>
@@ -160,6 +165,77 @@ openOrDie(const std::string &path) {
   EXPECT_TRUE(db.isOk()) << db.status().toString();
   return db ? std::move(*db) : nullptr;
 }
+
+/// Why PostgreSQL tests cannot run here, or empty when they can: the
+/// backend must be built and a test server running
+/// (test/Support/with-postgres.sh, which ctest's `KoptKernelDbTests.postgres`
+/// uses).
+inline std::string whyNoTestPostgres() {
+#ifndef KOPT_HAVE_POSTGRES
+  return "kopt was built without PostgreSQL (libpq)";
+#else
+  if (!std::getenv("KOPT_TEST_POSTGRES_HOST"))
+    return "no PostgreSQL test server (run under "
+           "test/Support/with-postgres.sh, as ctest's "
+           "KoptKernelDbTests.postgres does)";
+  return "";
+#endif
+}
+
+/// The URL of database `name` on the test server.
+inline std::string testPostgresUrl(const std::string &name) {
+  const char *host = std::getenv("KOPT_TEST_POSTGRES_HOST");
+  const char *port = std::getenv("KOPT_TEST_POSTGRES_PORT");
+  return "postgresql:///" + name + "?host=" + (host ? host : "") +
+         "&port=" + (port ? port : "5432") + "&user=postgres";
+}
+
+#ifdef KOPT_HAVE_POSTGRES
+/// Runs `sql` on database `name` of the test server directly through libpq,
+/// bypassing kopt; returns the first value of the first row, if any.
+inline std::string execPostgres(const std::string &name,
+                                const std::string &sql) {
+  PGconn *connection = PQconnectdb(testPostgresUrl(name).c_str());
+  EXPECT_EQ(PQstatus(connection), CONNECTION_OK) << PQerrorMessage(connection);
+  PGresult *result = PQexec(connection, sql.c_str());
+  ExecStatusType status = PQresultStatus(result);
+  EXPECT_TRUE(status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK)
+      << sql << ": " << PQresultErrorMessage(result);
+  std::string value;
+  if (status == PGRES_TUPLES_OK && PQntuples(result) > 0 &&
+      PQnfields(result) > 0)
+    value = PQgetvalue(result, 0, 0);
+  PQclear(result);
+  PQfinish(connection);
+  return value;
+}
+#endif
+
+/// Fresh databases on the test server, dropped when this goes.
+class TestPostgresDatabases {
+public:
+  ~TestPostgresDatabases() {
+#ifdef KOPT_HAVE_POSTGRES
+    for (const std::string &name : names)
+      execPostgres("postgres",
+                   "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
+#endif
+  }
+  /// Creates an empty database and returns its name.
+  std::string create() {
+    static int counter = 0;
+    std::string name = "kopt_test_" + std::to_string(::getpid()) + "_" +
+                       std::to_string(counter++);
+#ifdef KOPT_HAVE_POSTGRES
+    execPostgres("postgres", "CREATE DATABASE " + name);
+#endif
+    names.push_back(name);
+    return name;
+  }
+
+private:
+  std::vector<std::string> names;
+};
 
 } // namespace kopt::runtime::testing
 
