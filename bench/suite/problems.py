@@ -213,7 +213,7 @@ PROBLEMS = dict([
     _suite("row_mean", "single", [X], [([R], "f32")], "mean over rows"),
     _suite("row_max", "single", [X], [([R], "f32")], "max over rows"),
     _suite("logsumexp", "single", [X], [([R], "f32")], "logsumexp over rows"),
-    _suite("l2norm", "single", [X], OUT, "x / ||x||_2 per row"),
+    _suite("l2norm", "single", [X], OUT, "x / norm2(x) per row"),
     _suite("matmul", "single", [("a", [4096, 2048], "f32", "normal"),
                                 ("b", [2048, 4096], "f32", _w(2048))],
            [([4096, 4096], "f32")], "GEMM 4096x2048x4096"),
