@@ -236,8 +236,9 @@ class Kopt:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
                            env=self.env)
         if p.returncode != 0 or not os.path.exists(kmod):
+            why = last_line(p.stderr + p.stdout) if p.returncode else "wrote no module"
             raise RuntimeError("kopt compile exit %d: %s\n%s\n%s" % (
-                p.returncode, last_line(p.stderr + p.stdout), shlex.join(cmd),
+                p.returncode, why, shlex.join(cmd),
                 (p.stderr + p.stdout)[-3000:]))
         return find_json(p.stdout) or find_json(p.stderr), cmd
 
@@ -459,7 +460,8 @@ def run_kopt(row, key, kopt, name, spec, work, db, tune, paths, refs, args):
         if report:
             res["groups"] = [{k: g.get(k) for k in ("function", "kind", "cache", "source",
                                                      "proposer", "variant", "time_us",
-                                                     "baseline_us", "speedup")}
+                                                     "baseline_us", "speedup", "note")
+                              if g.get(k) is not None}
                              for g in report.get("groups", [])]
         outs = [os.path.join(work, "%s_out%d.npy" % (key, i))
                 for i in range(len(spec["outputs"]))]
@@ -571,7 +573,7 @@ def table(rows, summary):
     return "\n".join(lines)
 
 
-def svg_chart(rows, title):
+def svg_chart(rows, title, summary):
     """Horizontal bars per problem on a log2 axis: kopt tuned's speedup over
     eager, torch.compile (better mode) and the kopt baseline."""
     series = [("eager", "#4472c4", "over eager"),
@@ -579,12 +581,18 @@ def svg_chart(rows, title):
               ("kopt_base", "#70ad47", "over kopt baseline")]
     lo, hi = -2.0, 3.0  # log2 range: 0.25x to 8x
     bar, gap, left, width = 7, 8, 230, 520
-    height = 70 + len(rows) * (len(series) * bar + gap) + 40
+    height = 70 + len(rows) * (len(series) * bar + gap) + 50
     x = lambda v: left + (min(max(math.log2(v), lo), hi) - lo) / (hi - lo) * width
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'font-family="sans-serif" font-size="11">' % (left + width + 40, height),
            '<rect width="100%" height="100%" fill="white"/>',
            '<text x="10" y="18" font-size="14">%s</text>' % escape(title)]
+    g = summary["geomean"]
+    means = ", ".join("%s %.2fx" % (label, g[k]["value"]) for k, label in
+                      (("eager", "over eager"), ("best_compile", "over torch.compile"),
+                       ("kopt_base", "over the kopt baseline")) if g[k]["value"])
+    out.append('<text x="10" y="%d">geometric means: %s</text>'
+               % (height - 2, escape(means or "none")))
     for i, (_, color, label) in enumerate(series):
         out.append('<rect x="%d" y="28" width="10" height="10" fill="%s"/>'
                    '<text x="%d" y="37">%s</text>' % (10 + 230 * i, color, 24 + 230 * i,
@@ -854,7 +862,7 @@ def main():
                    len(report["rows"]), md))
     with open(base + ".svg", "w") as f:
         f.write(svg_chart(report["rows"], "kopt tuned speedup per problem, %s, %s"
-                          % (device, now.strftime("%Y-%m-%d"))))
+                          % (device, now.strftime("%Y-%m-%d")), summary))
     log("\n" + md)
     log("\nwrote %s.json, .md, .svg (%.0f s)" % (base, time.time() - start))
     if not args.work:
