@@ -528,6 +528,11 @@ def summarize(rows):
                                            if n else 0.0)
                             for p in P_VALUES}
     s["kopt_tuned_correct"] = sum(1 for r in rows if good(r.get("kopt_tuned")))
+    # For context: how much torch.compile itself gains over eager.
+    for mode in MODES:
+        vals = [r["eager"]["median_ms"] / r[mode]["median_ms"] for r in rows
+                if good(r.get("eager")) and good(r.get(mode))]
+        s["%s_over_eager" % mode] = {"value": geomean(vals), "over": len(vals)}
     return s
 
 
@@ -570,6 +575,13 @@ def table(rows, summary):
         lines.append("| %s | %s | %d | %.0f%% | %.0f%% | %.0f%% |" % (
             label, "%.3fx" % v if v else "-", g[ref]["over"],
             100 * fp["1.0"], 100 * fp["1.2"], 100 * fp["1.5"]))
+    for mode, label in (("compile", "torch.compile default"),
+                        ("max_autotune", "torch.compile max-autotune-no-cudagraphs")):
+        v = summary["%s_over_eager" % mode]
+        if v["value"]:
+            lines.append("")
+            lines.append("For context, %s over eager: geometric mean %.3fx over %d "
+                         "problems." % (label, v["value"], v["over"]))
     return "\n".join(lines)
 
 
@@ -850,7 +862,7 @@ def main():
                 "- date: %s\n- device: %s; torch %s, triton %s, CUDA %s\n"
                 "- command: `%s`\n- fp32, TF32 off; median of %d runs, CUDA events, "
                 "L2 flushed between runs; %.0f s in all\n"
-                "- kopt: built-in proposer only (no LLM); kopt-run %s\n\n"
+                "- kopt: built-in proposer only (no LLM); kopt-run %s; %s\n\n"
                 "Times in ms; `!` marks an output that failed the check against the "
                 "fp64 reference. Speedups are kopt tuned's over each column; "
                 "fast_p is the share of all %d problems where kopt tuned is correct "
@@ -859,7 +871,7 @@ def main():
                 % (report["date"], device, torch.__version__, report["triton"],
                    report["cuda"], report["command"], args.reps, report["seconds"],
                    "with --graph" if args.kopt_graph else "without CUDA graphs",
-                   len(report["rows"]), md))
+                   kopt_note(report["kopt"]), len(report["rows"]), md))
     with open(base + ".svg", "w") as f:
         f.write(svg_chart(report["rows"], "kopt tuned speedup per problem, %s, %s"
                           % (device, now.strftime("%Y-%m-%d")), summary))
@@ -868,6 +880,17 @@ def main():
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     return 0
+
+
+def kopt_note(info):
+    if info.get("missing"):
+        return "not run: " + info["missing"]
+    warm = info.get("warm")
+    if not warm:
+        return "no kopt warm"
+    if "error" in warm:
+        return "kopt warm failed: " + warm["error"].splitlines()[0][:200]
+    return "kopt warm over the suite took %.0f s (exit %d)" % (warm["seconds"], warm["exit"])
 
 
 def _version(module):
