@@ -14,10 +14,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "ModuleEmitter.h"
 #include "TuneOptions.h"
 #include "TuneReport.h"
 
 #include "kopt/Autotune/AutotunePass.h"
+#include "kopt/Codegen/RuntimeInterop.h"
 #include "kopt/InitAll.h"
 #include "kopt/Support/ModelLoader.h"
 
@@ -36,6 +38,44 @@ using namespace mlir::kopt;
 static int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "kopt") << message << "\n";
   return 1;
+}
+
+/// Writes the tuned graph as the runtime module `line.emitModule`.
+static int writeRuntimeModule(ModuleOp module, const Autotuner &tuner,
+                              const TuneCommandLine &line, llvm::StringRef path,
+                              llvm::raw_ostream &os) {
+  namespace rt = ::kopt::runtime;
+  const rt::DeviceFingerprint *fingerprint = tuner.getFingerprint();
+  ModuleEmitOptions options;
+  options.sourcePath = path.str();
+  options.byReference = line.moduleByReference;
+  options.arch = line.moduleArch;
+  if (options.arch.empty() && fingerprint)
+    options.arch = fingerprint->computeCapability;
+  if (options.arch == "none")
+    options.arch.clear();
+  // A second, read-only connection: the tuner's stays its own.
+  rt::SqliteOpenOptions openOptions;
+  openOptions.readOnly = true;
+  openOptions.create = false;
+  auto database =
+      rt::SqliteKernelDatabase::open(line.autotune.databasePath, openOptions);
+  os << "module: writing '" << line.emitModule << "'"
+     << (options.arch.empty() ? " (sources only)"
+                              : " (binaries for " + options.arch + ")")
+     << "\n";
+  auto emitted = emitRuntimeModule(
+      module, options, database ? database->get() : nullptr, fingerprint, os);
+  if (!emitted)
+    return fail("cannot emit a runtime module: " +
+                llvm::toString(emitted.takeError()));
+  if (rt::Status status = rt::saveRuntimeModule(*emitted, line.emitModule);
+      !status.isOk())
+    return fail(status.message());
+  os << "module: " << emitted->buffers.size() << " buffers, "
+     << emitted->plans.size() << " plans, " << emitted->steps.size()
+     << " steps\n";
+  return 0;
 }
 
 int mlir::kopt::runCompileCommand() {
@@ -94,6 +134,11 @@ int mlir::kopt::runCompileCommand() {
     return fail(llvm::Twine(misses) + " of " + llvm::Twine(rows.size()) +
                 " groups missed the kernel database and --require-cache-hit "
                 "is set; nothing was written");
+
+  if (!line->emitModule.empty())
+    if (int status =
+            writeRuntimeModule(**module, **tuner, *line, path, reportStream))
+      return status;
 
   std::error_code error;
   llvm::ToolOutputFile output(line->output, error, llvm::sys::fs::OF_Text);

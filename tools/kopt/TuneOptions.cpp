@@ -36,6 +36,21 @@ static cl::opt<bool> requireCacheHit(
     cl::desc("Fail when any group misses the database, and write nothing "
              "(pinned, reproducible builds)"),
     cl::sub(compileCommand));
+static cl::opt<std::string> emitModule(
+    "emit-module",
+    cl::desc("Also write the graph as a runtime module for libkoptrt and "
+             "kopt-run (docs/RuntimeModule.md)"),
+    cl::value_desc("file.kmod"), cl::init(""), cl::sub(compileCommand));
+static cl::opt<bool> moduleByReference(
+    "module-by-reference",
+    cl::desc("Refer to the kernel database's records for tuned plans instead "
+             "of copying them into the module"),
+    cl::sub(compileCommand));
+static cl::opt<std::string> moduleArch(
+    "module-arch",
+    cl::desc("Build the module's binaries for this architecture (default: "
+             "the target's; 'none': sources only, compiled when loaded)"),
+    cl::value_desc("sm_XX"), cl::init(""), cl::sub(compileCommand));
 
 // warm
 static cl::list<std::string>
@@ -134,6 +149,9 @@ llvm::Expected<TuneCommandLine> mlir::kopt::getCompileCommandLine() {
   line->inputs = {compileInput};
   line->output = outputFile;
   line->requireCacheHit = requireCacheHit;
+  line->emitModule = emitModule;
+  line->moduleByReference = moduleByReference;
+  line->moduleArch = moduleArch;
   if (budget < 0)
     return makeError("--budget must not be negative");
   line->autotune.tuningBudgetSeconds = budget;

@@ -34,6 +34,12 @@ struct TuneCommandLine {
   bool jsonReport = false;
   /// warm: the time budget in seconds (0: none).
   double budgetSeconds = 0;
+  /// compile: the runtime module to write ("" for none), whether its tuned
+  /// plans refer to the database, and the architecture of its binaries
+  /// ("" for the target's, "none" for no binaries).
+  std::string emitModule;
+  bool moduleByReference = false;
+  std::string moduleArch;
 };
 
 /// The parsed options of the selected command, or an error for bad values.

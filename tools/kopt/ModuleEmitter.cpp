@@ -1,0 +1,504 @@
+//===- ModuleEmitter.cpp - Runtime modules from tuned graphs ----*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Works on a clone of the tagged graph: tags every compute op still outside
+// a group as a group of one and outlines them with the usual pass, then walks
+// the entry function once in order, giving each SSA value a buffer and each
+// call a step. A returned value that a call produced becomes an output
+// buffer in place; any other returned value (an argument, a constant, a
+// reshape, a value returned twice) is copied into its output.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ModuleEmitter.h"
+
+#include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Analysis/OpClassification.h"
+#include "kopt/Autotune/Autotuner.h"
+#include "kopt/Codegen/KernelTask.h"
+#include "kopt/Codegen/Proposers.h"
+#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/InitAll.h"
+#include "kopt/Runtime/Cuda/Nvrtc.h"
+#include "kopt/Runtime/ModuleRunner.h"
+#include "passes/Passes.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/AsmParser/AsmParserState.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <map>
+#include <set>
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+namespace rt = ::kopt::runtime;
+
+static llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Expected<func::FuncOp> mlir::kopt::findEntryFunction(ModuleOp module) {
+  SmallVector<func::FuncOp> entries;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func.isPublic() && !func.isExternal() &&
+        !func->hasAttr(kFusionGroupAttrName))
+      entries.push_back(func);
+  if (entries.size() == 1)
+    return entries.front();
+  if (entries.empty())
+    return makeError("the graph has no public function with a body");
+  std::string names;
+  for (func::FuncOp func : entries)
+    names += " @" + func.getSymName().str();
+  return makeError("the graph has several public functions (" +
+                   StringRef(names).ltrim() +
+                   "); a runtime module needs exactly one");
+}
+
+/// `%name` without its `%` when usable as a tensor name, else "".
+static std::string usableName(llvm::SMRange range) {
+  StringRef text(range.Start.getPointer(),
+                 range.End.getPointer() - range.Start.getPointer());
+  if (!text.consume_front("%") || text.empty() || llvm::isDigit(text.front()))
+    return "";
+  bool usable = llvm::all_of(
+      text, [](char c) { return llvm::isAlnum(c) || c == '_' || c == '.'; });
+  return usable ? text.str() : "";
+}
+
+SourceNames mlir::kopt::readSourceNames(llvm::StringRef path,
+                                        llvm::StringRef function,
+                                        unsigned numArguments,
+                                        unsigned numResults) {
+  SourceNames names;
+  for (unsigned i = 0; i < numArguments; ++i)
+    names.arguments.push_back("arg" + std::to_string(i));
+  for (unsigned i = 0; i < numResults; ++i)
+    names.results.push_back("out" + std::to_string(i));
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return names;
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  // Parse errors were reported when the graph was loaded; stay quiet here.
+  ScopedDiagnosticHandler quiet(&context,
+                                [](Diagnostic &) { return success(); });
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  Block block;
+  AsmParserState state;
+  ParserConfig config(&context);
+  if (failed(parseAsmSourceFile(sourceMgr, &block, config, &state)))
+    return names;
+  func::FuncOp found;
+  block.walk([&](func::FuncOp func) {
+    if (func.getSymName() == function && !func.isExternal())
+      found = func;
+  });
+  if (!found || found.getNumArguments() != numArguments ||
+      found.getFunctionType().getNumResults() != numResults)
+    return names;
+  std::set<std::string> seen;
+  auto take = [&](std::string name, std::string &slot) {
+    if (!name.empty() && seen.insert(name).second)
+      slot = name;
+  };
+  Block &entry = found.getBody().front();
+  if (const AsmParserState::BlockDefinition *definition =
+          state.getBlockDef(&entry))
+    for (unsigned i = 0; i < numArguments && i < definition->arguments.size();
+         ++i)
+      take(usableName(definition->arguments[i].loc), names.arguments[i]);
+  Operation *terminator = entry.getTerminator();
+  for (unsigned i = 0;
+       terminator && i < numResults && i < terminator->getNumOperands(); ++i) {
+    auto result = dyn_cast<OpResult>(terminator->getOperand(i));
+    const AsmParserState::OperationDefinition *definition =
+        result ? state.getOpDef(result.getOwner()) : nullptr;
+    if (!definition || result.getOwner()->getNumResults() != 1)
+      continue;
+    for (const auto &group : definition->resultGroups)
+      take(usableName(group.definition.loc), names.results[i]);
+  }
+  return names;
+}
+
+/// Tags every compute op left outside the groups of `entry` as a group of
+/// its own and outlines it.
+static llvm::Error outlineSingletons(ModuleOp module, func::FuncOp entry) {
+  int64_t next = 1000;
+  for (Operation &op : entry.getBody().front()) {
+    if (!isa<linalg::LinalgOp>(op) || op.use_empty())
+      continue;
+    OpClassification classification = classifyOp(&op);
+    if (classification.kind == OpKind::Unsupported)
+      return makeError("op '" + op.getName().getStringRef() +
+                       "' outside the fusion groups is not supported: " +
+                       classification.reason);
+    StringRef kind = classification.kind == OpKind::Other
+                         ? StringRef("elementwise")
+                         : stringifyOpKind(classification.kind);
+    Builder builder(op.getContext());
+    op.setAttr(kGroupIdAttrName, builder.getI64IntegerAttr(next++));
+    op.setAttr(kGroupKindAttrName, builder.getStringAttr(kind));
+  }
+  if (next == 1000)
+    return llvm::Error::success();
+  PassManager pm(module.getContext());
+  pm.addPass(createOutlineFusionGroupsPass());
+  if (failed(pm.run(module)))
+    return makeError("outlining the ops outside the fusion groups failed");
+  return llvm::Error::success();
+}
+
+/// The bytes of a dense constant, row-major in its element type.
+static llvm::Expected<std::string> getConstantBytes(DenseElementsAttr attr) {
+  Type element = attr.getElementType();
+  std::string bytes;
+  auto append = [&](const llvm::APInt &bits, unsigned width) {
+    uint64_t word = bits.getZExtValue();
+    for (unsigned b = 0; b < width; ++b)
+      bytes.push_back(char((word >> (8 * b)) & 0xff));
+  };
+  if (auto floatType = dyn_cast<FloatType>(element)) {
+    unsigned width = floatType.getWidth() / 8;
+    for (const llvm::APFloat &value : attr.getValues<llvm::APFloat>())
+      append(value.bitcastToAPInt(), width);
+    return bytes;
+  }
+  if (auto intType = dyn_cast<IntegerType>(element)) {
+    unsigned width = std::max(1u, intType.getWidth() / 8);
+    for (const llvm::APInt &value : attr.getValues<llvm::APInt>())
+      append(value, width);
+    return bytes;
+  }
+  return makeError("a constant of unsupported element type");
+}
+
+namespace {
+/// Builds the module while walking the entry function.
+class Emitter {
+public:
+  Emitter(const ModuleEmitOptions &options, rt::KernelDatabase *database,
+          const rt::DeviceFingerprint *fingerprint, llvm::raw_ostream &notes)
+      : options(options), database(database), fingerprint(fingerprint),
+        notes(notes) {}
+
+  llvm::Expected<rt::RuntimeModule> run(ModuleOp module, func::FuncOp entry);
+
+private:
+  std::string addBuffer(rt::TensorSpec tensor, rt::ModuleBuffer::Kind kind,
+                        std::string aliasOf = "", std::string data = "");
+  llvm::Expected<size_t> getPlan(ModuleOp module, StringRef callee);
+  llvm::Error addBinaries(rt::ModulePlan &plan);
+  llvm::Expected<rt::TensorSpec> specOf(Value value, const std::string &name);
+
+  const ModuleEmitOptions &options;
+  rt::KernelDatabase *database;
+  const rt::DeviceFingerprint *fingerprint;
+  llvm::raw_ostream &notes;
+  rt::RuntimeModule result;
+  llvm::DenseMap<Value, std::string> bufferOf;
+  std::map<std::string, size_t> planOf;
+  unsigned temporaries = 0, constants = 0, aliases = 0;
+};
+} // namespace
+
+std::string Emitter::addBuffer(rt::TensorSpec tensor,
+                               rt::ModuleBuffer::Kind kind, std::string aliasOf,
+                               std::string data) {
+  rt::ModuleBuffer buffer;
+  buffer.tensor = std::move(tensor);
+  buffer.kind = kind;
+  buffer.aliasOf = std::move(aliasOf);
+  buffer.data = std::move(data);
+  result.buffers.push_back(std::move(buffer));
+  return result.buffers.back().tensor.name;
+}
+
+llvm::Expected<rt::TensorSpec> Emitter::specOf(Value value,
+                                               const std::string &name) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  std::optional<ElementType> element =
+      type ? getElementType(type.getElementType()) : std::nullopt;
+  if (!type || !type.hasStaticShape() || !element) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << value.getType();
+    return makeError("a value of type " + text +
+                     " (runtime modules hold static tensors of kopt's "
+                     "element types)");
+  }
+  rt::TensorSpec spec;
+  spec.name = name;
+  spec.elementType = toRuntime(*element);
+  spec.shape.assign(type.getShape().begin(), type.getShape().end());
+  return spec;
+}
+
+llvm::Error Emitter::addBinaries(rt::ModulePlan &plan) {
+  if (options.arch.empty())
+    return llvm::Error::success();
+  for (const rt::KernelSource &source : plan.plan->sources) {
+    rt::NvrtcOptions nvrtc;
+    nvrtc.extra = plan.plan->compileOptions;
+    auto compiled =
+        rt::compileCuda(source.code, source.id + ".cu", options.arch, nvrtc);
+    if (!compiled)
+      return makeError("@" + plan.function + ", source '" + source.id +
+                       "': " + compiled.status().message());
+    plan.binaries.push_back(
+        {source.id, options.arch, compiled->cubin, compiled->ptx});
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<size_t> Emitter::getPlan(ModuleOp module, StringRef callee) {
+  auto found = planOf.find(callee.str());
+  if (found != planOf.end())
+    return found->second;
+  auto func = module.lookupSymbol<func::FuncOp>(callee);
+  if (!func || !func->hasAttr(kFusionGroupAttrName))
+    return makeError("call of @" + callee +
+                     ", which is not a fusion group of kopt's");
+  auto task = buildKernelTask(func);
+  if (!task)
+    return task.takeError();
+  rt::ModulePlan plan;
+  plan.key = task->key;
+  plan.function = callee.str();
+  rt::KernelTask runtimeTask = toRuntime(*task);
+  plan.inputs = runtimeTask.inputs;
+  plan.outputs = runtimeTask.outputs;
+  auto planName = func->getAttrOfType<StringAttr>(kPlanAttrName);
+  auto planHash = func->getAttrOfType<StringAttr>(kPlanHashAttrName);
+  bool tuned = func->hasAttr(kFingerprintAttrName);
+  if (tuned && database && fingerprint) {
+    auto record = database->lookup(task->key, *fingerprint);
+    if (!record)
+      return toLlvmError(record.status());
+    if (*record) {
+      auto stored = rt::kernelPlanFromJson((*record)->plan);
+      if (!stored)
+        return toLlvmError(stored.status());
+      std::string hash = rt::hashBytes(rt::json::write(rt::toJson(*stored)));
+      if (planHash && planHash.getValue() != hash)
+        return makeError("@" + callee +
+                         ": the database's plan is not the one "
+                         "the graph is tagged with");
+      plan.planHash = hash;
+      plan.planName = stored->proposer + "/" + stored->variant;
+      if (options.byReference) {
+        plan.reference = *fingerprint;
+      } else {
+        plan.plan = std::move(*stored);
+        // The record's binaries, when they are for the target; else build.
+        std::vector<rt::SourceBinary> kept =
+            rt::getRecordBinaries(**record, *plan.plan);
+        if (!kept.empty() && kept.front().arch == options.arch)
+          plan.binaries = std::move(kept);
+        else if (llvm::Error error = addBinaries(plan))
+          return std::move(error);
+      }
+    }
+  }
+  if (!plan.plan && !plan.reference) {
+    if (planName && !planName.getValue().starts_with("baseline/"))
+      return makeError("@" + callee + " is tagged with plan '" +
+                       planName.getValue() +
+                       "', which the kernel database does not hold for "
+                       "this target");
+    auto baseline = proposeBaseline(func, *task);
+    if (!baseline)
+      return baseline.takeError();
+    plan.plan = toRuntime(*baseline);
+    plan.planName = plan.plan->proposer + "/" + plan.plan->variant;
+    plan.planHash = rt::hashBytes(rt::json::write(rt::toJson(*plan.plan)));
+    if (llvm::Error error = addBinaries(plan))
+      return std::move(error);
+  }
+  notes << "  @" << callee << ": " << plan.planName
+        << (plan.reference ? " (by reference)" : "") << "\n";
+  result.plans.push_back(std::move(plan));
+  planOf[callee.str()] = result.plans.size() - 1;
+  return result.plans.size() - 1;
+}
+
+llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
+                                               func::FuncOp entry) {
+  result.name = entry.getSymName().str();
+  result.producer = "kopt 0.1.0";
+  result.arch = options.arch;
+  Block &body = entry.getBody().front();
+  SourceNames source = readSourceNames(options.sourcePath, entry.getSymName(),
+                                       body.getNumArguments(),
+                                       entry.getFunctionType().getNumResults());
+  const std::vector<std::string> &names = source.arguments;
+  for (auto [index, arg] : llvm::enumerate(body.getArguments())) {
+    auto spec = specOf(arg, names[index]);
+    if (!spec)
+      return makeError("argument " + llvm::Twine(index) + ": " +
+                       llvm::toString(spec.takeError()));
+    bufferOf[arg] = addBuffer(*spec, rt::ModuleBuffer::Kind::Input);
+    result.inputs.push_back(names[index]);
+  }
+  auto rootOf = [&](const std::string &name) {
+    const rt::ModuleBuffer *buffer = result.findBuffer(name);
+    return buffer->kind == rt::ModuleBuffer::Kind::Alias ? buffer->aliasOf
+                                                         : name;
+  };
+  for (Operation &op : body) {
+    auto where = [&](llvm::Error error) {
+      return makeError("'" + op.getName().getStringRef() +
+                       "': " + llvm::toString(std::move(error)));
+    };
+    if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
+      auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
+      if (!dense || op.use_empty())
+        continue;
+      std::string name = "const" + std::to_string(constants++);
+      auto spec = specOf(constant, name);
+      if (!spec)
+        return where(spec.takeError());
+      auto bytes = getConstantBytes(dense);
+      if (!bytes)
+        return where(bytes.takeError());
+      bufferOf[constant] = addBuffer(*spec, rt::ModuleBuffer::Kind::Constant,
+                                     "", std::move(*bytes));
+      continue;
+    }
+    if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::CastOp,
+            tensor::ReshapeOp>(op)) {
+      std::string name = "view" + std::to_string(aliases++);
+      auto spec = specOf(op.getResult(0), name);
+      if (!spec)
+        return where(spec.takeError());
+      auto source = bufferOf.find(op.getOperand(0));
+      if (source == bufferOf.end())
+        return makeError("'" + op.getName().getStringRef() +
+                         "' of a value the module does not hold");
+      bufferOf[op.getResult(0)] = addBuffer(
+          *spec, rt::ModuleBuffer::Kind::Alias, rootOf(source->second));
+      continue;
+    }
+    if (auto call = dyn_cast<func::CallOp>(op)) {
+      auto planIndex = getPlan(module, call.getCallee());
+      if (!planIndex)
+        return planIndex.takeError();
+      rt::ModuleStep step;
+      step.plan = *planIndex;
+      for (Value operand : call.getOperands()) {
+        auto it = bufferOf.find(operand);
+        if (it == bufferOf.end())
+          return makeError("call of @" + call.getCallee() +
+                           ": an operand the module does not hold (a scalar, "
+                           "or an op outside the groups)");
+        step.inputs.push_back(it->second);
+      }
+      for (Value value : call.getResults()) {
+        std::string name = "t" + std::to_string(temporaries++);
+        auto spec = specOf(value, name);
+        if (!spec)
+          return where(spec.takeError());
+        bufferOf[value] = addBuffer(*spec, rt::ModuleBuffer::Kind::Temporary);
+        step.outputs.push_back(name);
+      }
+      result.steps.push_back(std::move(step));
+      continue;
+    }
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+        auto it = bufferOf.find(value);
+        if (it == bufferOf.end())
+          return makeError("result " + llvm::Twine(index) +
+                           " is not a value the module holds");
+        std::string outputName = "out" + std::to_string(index);
+        // A call's own result becomes the output in place.
+        for (rt::ModuleBuffer &buffer : result.buffers)
+          if (buffer.tensor.name == it->second &&
+              buffer.kind == rt::ModuleBuffer::Kind::Temporary) {
+            buffer.kind = rt::ModuleBuffer::Kind::Output;
+            result.outputs.push_back(buffer.tensor.name);
+            break;
+          }
+        if (result.outputs.size() == index + 1)
+          continue;
+        auto spec = specOf(value, outputName);
+        if (!spec)
+          return where(spec.takeError());
+        addBuffer(*spec, rt::ModuleBuffer::Kind::Output);
+        rt::ModuleStep copy;
+        copy.kind = rt::ModuleStep::Kind::Copy;
+        copy.from = it->second;
+        copy.to = outputName;
+        result.steps.push_back(std::move(copy));
+        result.outputs.push_back(outputName);
+      }
+      continue;
+    }
+    if (op.use_empty() && isa<tensor::EmptyOp, arith::ConstantOp>(op))
+      continue;
+    if (op.use_empty())
+      continue;
+    return makeError("op '" + op.getName().getStringRef() +
+                     "' outside the fusion groups has no runtime form");
+  }
+  // Output buffers promoted in place keep their `t` names; give every
+  // output its `out<N>` name.
+  std::map<std::string, std::string> renamed;
+  for (auto [index, name] : llvm::enumerate(result.outputs)) {
+    const std::string &wanted = source.results[index];
+    if (name != wanted)
+      renamed[name] = wanted;
+    name = wanted;
+  }
+  auto rename = [&](std::string &name) {
+    auto it = renamed.find(name);
+    if (it != renamed.end())
+      name = it->second;
+  };
+  for (rt::ModuleBuffer &buffer : result.buffers) {
+    rename(buffer.tensor.name);
+    rename(buffer.aliasOf);
+  }
+  for (rt::ModuleStep &step : result.steps) {
+    for (std::string &name : step.inputs)
+      rename(name);
+    for (std::string &name : step.outputs)
+      rename(name);
+    rename(step.from);
+  }
+  if (rt::Status status = result.verify(); !status.isOk())
+    return makeError("the module does not verify: " + status.message());
+  return std::move(result);
+}
+
+llvm::Expected<rt::RuntimeModule>
+mlir::kopt::emitRuntimeModule(ModuleOp module, const ModuleEmitOptions &options,
+                              rt::KernelDatabase *database,
+                              const rt::DeviceFingerprint *fingerprint,
+                              llvm::raw_ostream &notes) {
+  OwningOpRef<ModuleOp> clone(module.clone());
+  auto entry = findEntryFunction(*clone);
+  if (!entry)
+    return entry.takeError();
+  if (llvm::Error error = outlineSingletons(*clone, *entry))
+    return std::move(error);
+  Emitter emitter(options, database, fingerprint, notes);
+  return emitter.run(*clone, *entry);
+}

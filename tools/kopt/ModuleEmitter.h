@@ -1,0 +1,73 @@
+//===- ModuleEmitter.h - Runtime modules from tuned graphs ------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// `kopt compile --emit-module`: turns a graph whose groups the autotuner has
+// tagged into a runtime module (docs/RuntimeModule.md). Ops left outside the
+// fusion groups become groups of one with baseline plans; tuned groups take
+// their plan from the kernel database, the others the baseline; constants
+// go in with their bytes; reshapes become aliases. Inline plans carry their
+// sources compiled with NVRTC for the target architecture.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_TOOLS_KOPT_MODULEEMITTER_H
+#define KOPT_TOOLS_KOPT_MODULEEMITTER_H
+
+#include "kopt/Runtime/KernelDatabase.h"
+#include "kopt/Runtime/RuntimeModule.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::kopt {
+
+/// How a module is emitted.
+struct ModuleEmitOptions {
+  /// The architecture to build binaries for (`sm_90`); empty: none (the
+  /// runtime compiles the sources when it loads the module).
+  std::string arch;
+  /// Refer to kernel database records instead of copying tuned plans in.
+  bool byReference = false;
+  /// The graph's file, whose argument names become the input names.
+  std::string sourcePath;
+};
+
+/// The graph's entry: its only public function with a body that is not a
+/// fusion group. Fails naming the candidates when there are several.
+llvm::Expected<func::FuncOp> findEntryFunction(ModuleOp module);
+
+/// Names of a function's arguments and results as written in its file.
+struct SourceNames {
+  std::vector<std::string> arguments;
+  std::vector<std::string> results;
+};
+
+/// The names of `function`'s arguments (`%x` gives `x`) and of the values
+/// it returns (`return %y` gives `y`) as written in the file at `path`;
+/// `arg<N>` and `out<N>` where the file has no usable, unique name.
+SourceNames readSourceNames(llvm::StringRef path, llvm::StringRef function,
+                            unsigned numArguments, unsigned numResults);
+
+/// Builds the runtime module of `module`, a graph the autotuner has tagged.
+/// `database` and `fingerprint` give tuned plans (`kopt.fingerprint`
+/// groups); either may be null, and then only baseline plans can be used.
+/// Notes on what was done go to `notes`.
+llvm::Expected<::kopt::runtime::RuntimeModule>
+emitRuntimeModule(ModuleOp module, const ModuleEmitOptions &options,
+                  ::kopt::runtime::KernelDatabase *database,
+                  const ::kopt::runtime::DeviceFingerprint *fingerprint,
+                  llvm::raw_ostream &notes);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_TOOLS_KOPT_MODULEEMITTER_H
