@@ -41,6 +41,24 @@ if config.kopt_pass_plugin and os.path.exists(mlir_opt):
     config.substitutions.append(("%mlir_opt", mlir_opt))
     config.substitutions.append(("%kopt_plugin", config.kopt_pass_plugin))
 
+# Tests of the PostgreSQL backend carry `REQUIRES: postgres-backend`; those
+# that need a server also `REQUIRES: postgres`, set where the server's
+# binaries are installed, and run under %with_postgres, which starts a
+# throwaway server and always stops it (test/Support/with-postgres.sh).
+if config.kopt_have_postgres in ("ON", "1", "TRUE"):
+    config.available_features.add("postgres-backend")
+    import glob
+    import shutil
+
+    if glob.glob("/usr/lib/postgresql/*/bin/initdb") or shutil.which("initdb"):
+        config.available_features.add("postgres")
+config.substitutions.append(
+    (
+        "%with_postgres",
+        os.path.join(config.kopt_src_root, "test", "Support", "with-postgres.sh"),
+    )
+)
+
 # GPU tests carry `REQUIRES: cuda`; the feature is set only when a device
 # answers, so machines without one skip them cleanly.
 if os.path.exists("/dev/nvidia0") or os.environ.get("KOPT_TEST_CUDA") == "1":

@@ -17,6 +17,7 @@
 #include "kopt/Evaluator/WorkerPool.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
+#include "kopt/Runtime/TuningQueue.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/STLExtras.h"
@@ -41,6 +42,8 @@ std::optional<TuneMode> mlir::kopt::parseTuneMode(llvm::StringRef text) {
     return TuneMode::Missing;
   if (text == "always")
     return TuneMode::Always;
+  if (text == "enqueue")
+    return TuneMode::Enqueue;
   return std::nullopt;
 }
 
@@ -88,7 +91,9 @@ static llvm::Error toError(const rt::Status &status,
 
 struct Autotuner::Impl {
   AutotuneOptions options;
-  std::unique_ptr<rt::SqliteKernelDatabase> database;
+  std::unique_ptr<rt::KernelDatabase> database;
+  /// The tuning queue, with `--tune=enqueue`.
+  std::unique_ptr<rt::TuningQueue> queue;
   std::optional<rt::DeviceFingerprint> fingerprint;
   bool device = false;
   std::string noDeviceReason;
@@ -118,7 +123,7 @@ llvm::Error Autotuner::Impl::chooseTarget() {
   auto fingerprints = database->listFingerprints();
   if (!fingerprints)
     return toError(fingerprints.status(),
-                   "reading '" + options.databasePath + "'");
+                   "reading '" + database->getLocation() + "'");
   std::set<std::string> hashes;
   std::map<std::string, rt::DeviceFingerprint> byHash;
   for (const rt::DeviceFingerprint &fingerprint : *fingerprints) {
@@ -129,12 +134,12 @@ llvm::Error Autotuner::Impl::chooseTarget() {
     auto it = byHash.find(options.target);
     if (it == byHash.end())
       return makeError("target fingerprint '" + options.target +
-                       "' has no entry in '" + options.databasePath + "'");
+                       "' has no entry in '" + database->getLocation() + "'");
     fingerprint = it->second;
     return llvm::Error::success();
   }
   if (hashes.size() > 1)
-    return makeError("no GPU here and '" + options.databasePath +
+    return makeError("no GPU here and '" + database->getLocation() +
                      "' holds entries for " + std::to_string(hashes.size()) +
                      " devices; choose one with --target=<fingerprint> (" +
                      llvm::join(hashes, ", ") + ")");
@@ -157,13 +162,18 @@ Autotuner::create(const AutotuneOptions &options) {
     return makeError("at least one candidate (the baseline) per task");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  rt::SqliteOpenOptions openOptions;
   // Never tuning and never writing: a read-only database is fine.
-  auto database =
-      rt::SqliteKernelDatabase::open(options.databasePath, openOptions);
+  auto database = rt::openKernelDatabase(options.databasePath);
   if (!database)
     return makeError(database.status().message());
   impl->database = std::move(*database);
+  if (options.mode == TuneMode::Enqueue) {
+    auto queue = rt::TuningQueue::open(options.databasePath,
+                                       /*fromCommandLine=*/false);
+    if (!queue)
+      return makeError("--tune=enqueue: " + queue.status().message());
+    impl->queue = std::move(*queue);
+  }
   if (!options.replayPath.empty()) {
     // Replaying does no GPU work: the device is not even probed.
     auto replay = ReplaySource::load(options.replayPath);
@@ -283,6 +293,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     stored = std::move(*found);
   }
   bool tune = impl->device && impl->options.mode != TuneMode::Never &&
+              impl->options.mode != TuneMode::Enqueue &&
               (!stored || impl->options.mode == TuneMode::Always);
   bool overBudget = tune && impl->options.tuningBudgetSeconds > 0 &&
                     impl->tuningSeconds >= impl->options.tuningBudgetSeconds;
@@ -336,6 +347,21 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     return baseline.takeError();
   outcome.source = GroupOutcome::Source::Baseline;
   outcome.variant = baseline->variant;
+  if (impl->queue) {
+    // The job names this target, or any device of the precision when there
+    // is none here.
+    auto queued = impl->queue->enqueue(
+        task->key, impl->fingerprint ? impl->fingerprint->hash() : "",
+        task->precision, rt::toJson(toRuntime(*task)));
+    if (!queued)
+      return toError(queued.status(), "enqueueing " + task->key);
+    outcome.note = *queued == rt::EnqueueOutcome::Queued ? "enqueued for tuning"
+                   : *queued == rt::EnqueueOutcome::AlreadyQueued
+                       ? "already queued for tuning"
+                       : "stored by a worker for another device";
+    tagGroup(group, toRuntime(*baseline), nullptr);
+    return outcome;
+  }
   outcome.note = overBudget      ? "the tuning budget is spent"
                  : impl->replay  ? "no entry in the replay file for this target"
                  : !impl->device ? "no GPU to tune on"

@@ -52,7 +52,9 @@ if [ "$(id -u)" -eq 0 ]; then
   as_user=(runuser -u postgres --)
 fi
 
-dir="$(mktemp -d "${TMPDIR:-/tmp}/kopt-pg-XXXXXX")"
+# Not under $TMPDIR: test runners make it private to their user, which the
+# 'postgres' user could not enter, and a Unix socket's path must be short.
+dir="$(mktemp -d "${KOPT_POSTGRES_TMPDIR:-/tmp}/kopt-pg-XXXXXX")"
 chmod 755 "$dir"
 [ ${#as_user[@]} -gt 0 ] && chown postgres "$dir"
 port=5432

@@ -41,6 +41,16 @@ bool isWarmCommandSelected();
 /// Runs `kopt warm`; returns the process exit code.
 int runWarmCommand();
 
+/// True when `kopt serve-worker` was given on the command line.
+bool isServeWorkerCommandSelected();
+/// Runs `kopt serve-worker`; returns the process exit code.
+int runServeWorkerCommand();
+
+/// True when `kopt check-module` was given on the command line.
+bool isCheckModuleCommandSelected();
+/// Runs `kopt check-module`; returns the process exit code.
+int runCheckModuleCommand();
+
 /// Runs `kopt db ...` from the unparsed `argc` and `argv` (whose `argv[1]` is
 /// `db`): it has commands of its own and parses them itself. Returns the
 /// process exit code.

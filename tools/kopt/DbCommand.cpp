@@ -34,7 +34,8 @@ namespace rt = ::kopt::runtime;
 /// runDbCommand).
 static cl::SubCommand
     dbCommand("db", "Inspect, move and maintain a kernel database: list, show, "
-                    "export, import, verify, prune, stats, revalidate");
+                    "export, import, verify, prune, stats, revalidate, init, "
+                    "queue");
 
 namespace {
 /// The commands and options of `kopt db`, created only when it runs.
@@ -64,9 +65,19 @@ struct DbCommandLine {
                     "or NVRTC version, and list those that need re-validation "
                     "on a GPU"};
 
+  cl::SubCommand init{"init", "Create kopt's tables in a database (a "
+                              "PostgreSQL server's, or a new SQLite file) "
+                              "and print its schema version"};
+  cl::SubCommand queue{"queue", "Show the tuning queue (PostgreSQL): jobs "
+                                "by state, workers, progress"};
+
   cl::opt<std::string> database{"db",
-                                cl::desc("The kernel database file (required)"),
-                                cl::value_desc("file"),
+                                cl::desc("The kernel database: a SQLite file "
+                                         "or a postgresql:// URL without a "
+                                         "password (default: $KOPT_DB)"),
+                                cl::value_desc("file or URL"),
+                                cl::sub(init),
+                                cl::sub(queue),
                                 cl::sub(list),
                                 cl::sub(show),
                                 cl::sub(exportCommand),
@@ -75,8 +86,13 @@ struct DbCommandLine {
                                 cl::sub(prune),
                                 cl::sub(stats),
                                 cl::sub(revalidate)};
-  cl::opt<bool> json{"json", cl::desc("Print a JSON document"), cl::sub(list),
-                     cl::sub(show), cl::sub(stats)};
+  cl::opt<bool> json{"json",         cl::desc("Print a JSON document"),
+                     cl::sub(list),  cl::sub(show),
+                     cl::sub(stats), cl::sub(queue)};
+  cl::opt<bool> jobs{"jobs", cl::desc("Also list every job"), cl::sub(queue)};
+  cl::opt<bool> retryFailed{"retry-failed",
+                            cl::desc("Queue the failed jobs again first"),
+                            cl::sub(queue)};
 
   cl::opt<std::string> key{cl::Positional, cl::desc("<task key or prefix>"),
                            cl::sub(show)};
@@ -135,9 +151,9 @@ struct SubCommandUnregistrar : cl::SubCommand {
 };
 } // namespace
 
-static const char *const kCommandNames[] = {"list",   "show",      "export",
-                                            "import", "verify",    "prune",
-                                            "stats",  "revalidate"};
+static const char *const kCommandNames[] = {
+    "list",  "show",  "export",     "import", "verify",
+    "prune", "stats", "revalidate", "init",   "queue"};
 
 int mlir::kopt::runDbCommand(int argc, char **argv) {
   // argv is `kopt db [command] [arguments]`. Catch a misspelt command before
@@ -177,12 +193,21 @@ int mlir::kopt::runDbCommand(int argc, char **argv) {
       "  kopt db prune --db FILE [--older-than DAYS] [--invalid]\n"
       "                [--fingerprint HASH] [--attempts] [--dry-run]\n"
       "  kopt db stats --db FILE [--json]\n"
-      "  kopt db revalidate --db FILE [--driver VERSION] [--nvrtc VERSION]\n\n"
-      "See docs/KernelDatabase.md.\n");
+      "  kopt db revalidate --db FILE [--driver VERSION] [--nvrtc VERSION]\n"
+      "  kopt db init --db URL\n"
+      "  kopt db queue --db URL [--jobs] [--retry-failed] [--json]\n\n"
+      "FILE may be a postgresql:// URL everywhere; --db defaults to $KOPT_DB.\n"
+      "See docs/KernelDatabase.md and docs/Fleet.md.\n");
 
   const DbCommandLine &line = commandLine;
   DbOptions options;
   options.database = line.database;
+  options.fromCommandLine = !options.database.empty();
+  if (options.database.empty())
+    options.database = rt::getDatabaseFromEnvironment();
+  options.name = rt::redactDatabaseUrl(options.database);
+  options.jobs = line.jobs;
+  options.retryFailed = line.retryFailed;
   options.json = line.json;
   options.output = line.output;
   if (line.olderThan.getNumOccurrences())
@@ -214,13 +239,16 @@ int mlir::kopt::runDbCommand(int argc, char **argv) {
       {line.prune, runPrune, nullptr},
       {line.stats, runStats, nullptr},
       {line.revalidate, runRevalidate, nullptr},
+      {line.init, runInit, nullptr},
+      {line.queue, runQueue, nullptr},
   };
   for (const Command &command : commands) {
     if (!command.sub)
       continue;
     std::string name = "kopt db " + command.sub.getName().str();
     if (options.database.empty()) {
-      printError(name + " needs --db FILE; try '" + name + " --help'");
+      printError(name + " needs --db FILE (or KOPT_DB); try '" + name +
+                 " --help'");
       return 2;
     }
     if (command.needs && options.inputs.empty()) {
@@ -238,14 +266,15 @@ int mlir::kopt::runDbCommand(int argc, char **argv) {
 // Shared by the commands
 //===----------------------------------------------------------------------===//
 
-std::unique_ptr<rt::SqliteKernelDatabase>
-mlir::kopt::db::openDatabase(const std::string &path, OpenMode mode) {
-  rt::SqliteOpenOptions options;
+std::unique_ptr<rt::KernelDatabase>
+mlir::kopt::db::openDatabase(const DbOptions &command, OpenMode mode) {
+  rt::KernelDatabaseOptions options;
   options.readOnly = mode == OpenMode::Read;
   options.create = mode == OpenMode::Create;
   // Writing into a damaged file could spread the damage.
   options.checkIntegrity = mode != OpenMode::Read;
-  auto db = rt::SqliteKernelDatabase::open(path, options);
+  options.fromCommandLine = command.fromCommandLine;
+  auto db = rt::openKernelDatabase(command.database, options);
   if (!db) {
     printError(db.status().message());
     return nullptr;

@@ -7,9 +7,10 @@
 //===----------------------------------------------------------------------===//
 //
 // `kopt db` has commands of its own (list, show, export, import, verify,
-// prune, stats, revalidate). DbCommand.cpp parses the command line; the
-// commands that read the database live in DbInspect.cpp, those that change
-// it or check it in DbMaintain.cpp. Each returns the process exit code: 0 on
+// prune, stats, revalidate, init, queue). DbCommand.cpp parses the command
+// line; the commands that read the database live in DbInspect.cpp, those
+// that change it or check it in DbMaintain.cpp, the tuning queue's in
+// DbQueue.cpp. Each returns the process exit code: 0 on
 // success, 1 when the work failed, 2 for a bad command line.
 //
 //===----------------------------------------------------------------------===//
@@ -31,8 +32,15 @@ namespace mlir::kopt::db {
 
 /// What the command line of one `kopt db` command asked for.
 struct DbOptions {
-  /// The database file (`--db`).
+  /// The database file or URL (`--db`, else `KOPT_DB`).
   std::string database;
+  /// `database` for messages: without a password.
+  std::string name;
+  /// Whether `database` came from the command line (`--db`).
+  bool fromCommandLine = false;
+  /// queue: list every job; queue the failed ones again.
+  bool jobs = false;
+  bool retryFailed = false;
   /// `--json`: print a JSON document instead of text.
   bool json = false;
   /// show: the task key or its prefix; import: the files to read.
@@ -66,6 +74,10 @@ int runVerify(const DbOptions &options);
 int runPrune(const DbOptions &options);
 /// `kopt db revalidate`: marks winners of another toolchain stale.
 int runRevalidate(const DbOptions &options);
+/// `kopt db init`: creates kopt's tables.
+int runInit(const DbOptions &options);
+/// `kopt db queue`: the tuning queue's depth, workers and progress.
+int runQueue(const DbOptions &options);
 
 /// How a command opens the database.
 enum class OpenMode {
@@ -77,9 +89,10 @@ enum class OpenMode {
   Create,
 };
 
-/// Opens `path`, or prints why it cannot and returns null.
-std::unique_ptr<::kopt::runtime::SqliteKernelDatabase>
-openDatabase(const std::string &path, OpenMode mode);
+/// Opens the database of `options` (a file or a URL), or prints why it
+/// cannot and returns null.
+std::unique_ptr<::kopt::runtime::KernelDatabase>
+openDatabase(const DbOptions &options, OpenMode mode);
 
 /// Prints `message` as kopt's error on stderr.
 void printError(llvm::StringRef message);

@@ -66,7 +66,7 @@ static llvm::json::Value speedupJson(const rt::KernelRecord &record) {
 //===----------------------------------------------------------------------===//
 
 int mlir::kopt::db::runList(const DbOptions &options) {
-  auto db = openDatabase(options.database, OpenMode::Read);
+  auto db = openDatabase(options, OpenMode::Read);
   if (!db)
     return 1;
   rt::RecordFilter filter;
@@ -91,7 +91,7 @@ int mlir::kopt::db::runList(const DbOptions &options) {
           {"valid", record.valid},
           {"stale", record.stale}});
     printJson(llvm::json::Object{{"schema", "kopt.db.list/1"},
-                                 {"database", options.database},
+                                 {"database", options.name},
                                  {"records", std::move(entries)}});
     return 0;
   }
@@ -192,7 +192,7 @@ static void printAttempt(llvm::raw_ostream &os,
 
 int mlir::kopt::db::runShow(const DbOptions &options) {
   const std::string &prefix = options.inputs.front();
-  auto db = openDatabase(options.database, OpenMode::Read);
+  auto db = openDatabase(options, OpenMode::Read);
   if (!db)
     return 1;
   rt::RecordFilter filter;
@@ -214,7 +214,7 @@ int mlir::kopt::db::runShow(const DbOptions &options) {
   for (const rt::AttemptRecord &attempt : *attempts)
     keys.insert(attempt.taskKey);
   if (keys.empty()) {
-    printError("no record or attempt in '" + options.database +
+    printError("no record or attempt in '" + options.name +
                "' has a task key that starts with '" + prefix + "'");
     return 1;
   }
@@ -225,8 +225,7 @@ int mlir::kopt::db::runShow(const DbOptions &options) {
       some.push_back("...");
     }
     printError("task key prefix '" + prefix + "' is ambiguous in '" +
-               options.database + "': it matches " +
-               std::to_string(keys.size()) +
+               options.name + "': it matches " + std::to_string(keys.size()) +
                " tasks: " + llvm::join(some, ", ") + "; give more of the key");
     return 1;
   }
@@ -250,7 +249,7 @@ int mlir::kopt::db::runShow(const DbOptions &options) {
       attemptArray.push_back(toLlvmJson(value));
     }
     printJson(llvm::json::Object{{"schema", "kopt.db.show/1"},
-                                 {"database", options.database},
+                                 {"database", options.name},
                                  {"task_key", key},
                                  {"records", std::move(recordArray)},
                                  {"attempts", std::move(attemptArray)}});
@@ -274,7 +273,7 @@ int mlir::kopt::db::runShow(const DbOptions &options) {
 //===----------------------------------------------------------------------===//
 
 int mlir::kopt::db::runStats(const DbOptions &options) {
-  auto db = openDatabase(options.database, OpenMode::Read);
+  auto db = openDatabase(options, OpenMode::Read);
   if (!db)
     return 1;
   auto stats = db->stats();
@@ -334,7 +333,7 @@ int mlir::kopt::db::runStats(const DbOptions &options) {
     };
     printJson(llvm::json::Object{
         {"schema", "kopt.db.stats/1"},
-        {"database", options.database},
+        {"database", options.name},
         {"schema_version", db->getSchemaVersion()},
         {"file_bytes", fileBytes},
         {"records", static_cast<int64_t>(stats->records)},
@@ -356,7 +355,7 @@ int mlir::kopt::db::runStats(const DbOptions &options) {
   auto field = [&](llvm::StringRef name, const std::string &value) {
     os << "  " << llvm::left_justify(name, 12) << " " << value << "\n";
   };
-  os << "kernel database '" << options.database << "'\n";
+  os << "kernel database '" << options.name << "'\n";
   field("schema", std::to_string(db->getSchemaVersion()));
   field("file", std::to_string(fileBytes) + " bytes");
   field("records",

@@ -40,7 +40,7 @@ namespace rt = ::kopt::runtime;
 //===----------------------------------------------------------------------===//
 
 int mlir::kopt::db::runExport(const DbOptions &options) {
-  auto db = openDatabase(options.database, OpenMode::Read);
+  auto db = openDatabase(options, OpenMode::Read);
   if (!db)
     return 1;
   if (options.output == "-") {
@@ -84,7 +84,7 @@ int mlir::kopt::db::runExport(const DbOptions &options) {
 }
 
 int mlir::kopt::db::runImport(const DbOptions &options) {
-  auto db = openDatabase(options.database, OpenMode::Create);
+  auto db = openDatabase(options, OpenMode::Create);
   if (!db)
     return 1;
   bool allOk = true;
@@ -123,7 +123,7 @@ int mlir::kopt::db::runImport(const DbOptions &options) {
 //===----------------------------------------------------------------------===//
 
 int mlir::kopt::db::runVerify(const DbOptions &options) {
-  auto db = openDatabase(options.database, OpenMode::Read);
+  auto db = openDatabase(options, OpenMode::Read);
   if (!db)
     return 1;
   auto problems = db->findProblems();
@@ -132,7 +132,7 @@ int mlir::kopt::db::runVerify(const DbOptions &options) {
     return 1;
   }
   if (!problems->empty()) {
-    printError("kernel database '" + options.database +
+    printError("kernel database '" + options.name +
                "': " + plural(problems->size(), "problem", "problems") + ":");
     for (const std::string &problem : *problems)
       llvm::errs() << "  " << problem << "\n";
@@ -143,7 +143,7 @@ int mlir::kopt::db::runVerify(const DbOptions &options) {
     printError(stats.status().message());
     return 1;
   }
-  llvm::outs() << "kernel database '" << options.database << "': ok (schema "
+  llvm::outs() << "kernel database '" << options.name << "': ok (schema "
                << db->getSchemaVersion() << ", "
                << plural(stats->records, "record", "records") << ", "
                << plural(stats->attempts, "attempt", "attempts") << ")\n";
@@ -174,7 +174,7 @@ int mlir::kopt::db::runPrune(const DbOptions &options) {
                options.fingerprint + "'");
     return 2;
   }
-  auto db = openDatabase(options.database, OpenMode::Write);
+  auto db = openDatabase(options, OpenMode::Write);
   if (!db)
     return 1;
 
@@ -197,7 +197,7 @@ int mlir::kopt::db::runPrune(const DbOptions &options) {
   os << (options.dryRun ? "would remove " : "removed ")
      << plural(summary->records.size(), "record", "records") << " and "
      << plural(summary->attempts, "attempt", "attempts") << " from '"
-     << options.database << "'" << (summary->records.empty() ? "\n" : ":\n");
+     << options.name << "'" << (summary->records.empty() ? "\n" : ":\n");
   for (const rt::KernelRecord &record : summary->records)
     os << "  " << shortKey(record.taskKey) << "  " << record.fingerprint.hash()
        << "  " << (record.valid ? "valid  " : "invalid") << "  updated "
@@ -248,7 +248,7 @@ int mlir::kopt::db::runRevalidate(const DbOptions &options) {
   std::optional<std::string> nvrtc = getNvrtcVersion(options.nvrtcVersion);
   if (!nvrtc)
     return 2;
-  auto db = openDatabase(options.database, OpenMode::Write);
+  auto db = openDatabase(options, OpenMode::Write);
   if (!db)
     return 1;
 

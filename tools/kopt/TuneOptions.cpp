@@ -10,6 +10,8 @@
 
 #include "Commands.h"
 
+#include "kopt/Runtime/KernelDatabase.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 
@@ -70,15 +72,26 @@ static cl::opt<std::string> replay(
              "for the tasks that miss, instead of tuning them: for tests and "
              "for distributing results tuned elsewhere"),
     cl::value_desc("FILE.jsonl"), cl::init(""), cl::sub(warmCommand));
+static cl::opt<bool> enqueue(
+    "enqueue",
+    cl::desc("Tune nothing here: queue the tasks that miss as jobs in the "
+             "database (postgresql://) for GPU workers ('kopt "
+             "serve-worker'); the same as compile's --tune=enqueue"),
+    cl::sub(warmCommand));
 
 // both
 static cl::opt<std::string>
-    databasePath("db", cl::desc("The kernel database (SQLite file)"),
-                 cl::value_desc("file"), cl::init("kopt.db"),
+    databasePath("db",
+                 cl::desc("The kernel database: a SQLite file or a "
+                          "postgresql:// URL, without a password (default: "
+                          "$KOPT_DB, else kopt.db)"),
+                 cl::value_desc("file or URL"), cl::init("kopt.db"),
                  cl::sub(compileCommand), cl::sub(warmCommand));
 static cl::opt<std::string>
     tuneMode("tune",
-             cl::desc("When to tune: never, missing (default) or always"),
+             cl::desc("When to tune: never, missing (default), always, or "
+                      "enqueue (queue the misses for GPU workers; needs a "
+                      "postgresql:// database)"),
              cl::init("missing"), cl::sub(compileCommand));
 static cl::opt<std::string>
     report("report", cl::desc("Report format: text (default) or json"),
@@ -120,9 +133,19 @@ static llvm::Expected<TuneCommandLine> getCommon() {
   TuneCommandLine line;
   AutotuneOptions &options = line.autotune;
   options.databasePath = databasePath;
+  std::string fromEnvironment = ::kopt::runtime::getDatabaseFromEnvironment();
+  if (!databasePath.getNumOccurrences() && !fromEnvironment.empty())
+    options.databasePath = fromEnvironment;
+  else if (::kopt::runtime::hasPassword(databasePath))
+    return makeError(
+        "refusing a password in --db (it would land in shell histories, "
+        "process lists and logs); give it in PGPASSWORD, ~/.pgpass or a "
+        "service file (PGSERVICEFILE, 'postgresql:///?service=NAME') "
+        "instead");
   std::optional<TuneMode> mode = parseTuneMode(tuneMode);
   if (!mode)
-    return makeError("--tune must be never, missing or always, not '" +
+    return makeError("--tune must be never, missing, always or enqueue, not "
+                     "'" +
                      tuneMode + "'");
   options.mode = *mode;
   options.proposers.clear();
@@ -167,5 +190,10 @@ llvm::Expected<TuneCommandLine> mlir::kopt::getWarmCommandLine() {
     return makeError("--budget must not be negative");
   line->budgetSeconds = budget;
   line->autotune.replayPath = replay;
+  if (enqueue) {
+    if (!replay.empty())
+      return makeError("--enqueue and --replay do not go together");
+    line->autotune.mode = TuneMode::Enqueue;
+  }
   return line;
 }

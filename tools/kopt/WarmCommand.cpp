@@ -180,6 +180,9 @@ int mlir::kopt::runWarmCommand() {
     llvm::errs() << "kopt warm: tasks that miss are stored from '"
                  << line->autotune.replayPath
                  << "' when it has them, and are not tuned\n";
+  else if (line->autotune.mode == TuneMode::Enqueue)
+    llvm::errs() << "kopt warm: tasks that miss are queued for GPU workers "
+                    "('kopt serve-worker'), not tuned here\n";
   else if (!(*tuner)->hasDevice())
     llvm::errs() << "kopt warm: no GPU: nothing can be tuned here; missing "
                     "tasks are listed as missed\n";

@@ -44,10 +44,14 @@ int main(int argc, char **argv) {
       "                                  the rewritten graph\n"
       "  kopt warm FILES|DIRS --db DB    tune the distinct groups of many "
       "graphs\n"
+      "  kopt serve-worker --db URL      claim queued tuning jobs and tune "
+      "them on\n"
+      "                                  this machine's GPUs "
+      "(docs/Fleet.md)\n"
       "  kopt db COMMAND --db DB         list, show, export, import, verify, "
       "prune,\n"
-      "                                  stats or revalidate a kernel "
-      "database\n\n"
+      "                                  stats, revalidate or queue of a "
+      "kernel database\n\n"
       "Run 'kopt <command> --help' for a command's options.\n");
   if (mlir::kopt::isAnalyzeCommandSelected())
     return mlir::kopt::runAnalyzeCommand();
@@ -61,6 +65,8 @@ int main(int argc, char **argv) {
     return mlir::kopt::runCompileCommand();
   if (mlir::kopt::isWarmCommandSelected())
     return mlir::kopt::runWarmCommand();
+  if (mlir::kopt::isServeWorkerCommandSelected())
+    return mlir::kopt::runServeWorkerCommand();
   llvm::WithColor::error(llvm::errs(), "kopt")
       << "no command given; try 'kopt --help'\n";
   return 2;

@@ -51,6 +51,9 @@ enum class TuneMode {
   Missing,
   /// Always, keeping the better of the new and the stored winner.
   Always,
+  /// Never here: a miss becomes a job in the database's tuning queue, for
+  /// GPU workers (`kopt serve-worker`); needs a PostgreSQL database.
+  Enqueue,
 };
 
 /// An evaluator's timing (microseconds) as the database keeps it
@@ -58,11 +61,12 @@ enum class TuneMode {
 ::kopt::runtime::TimingSummary
 toTimingSummary(const ::kopt::runtime::Timing &times);
 
-/// Parses `never`, `missing` or `always`.
+/// Parses `never`, `missing`, `always` or `enqueue`.
 std::optional<TuneMode> parseTuneMode(llvm::StringRef text);
 
 struct AutotuneOptions {
-  /// The SQLite kernel database (created when missing).
+  /// The kernel database: a SQLite file (created when missing) or a
+  /// postgresql:// URL (see openKernelDatabase).
   std::string databasePath = "kopt.db";
   TuneMode mode = TuneMode::Missing;
   /// Proposers beyond the baseline: `builtin` (and later `llm`).
