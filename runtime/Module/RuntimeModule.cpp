@@ -72,6 +72,7 @@ KernelTask ModulePlan::getTask() const {
   task.name = function;
   task.inputs = inputs;
   task.outputs = outputs;
+  task.tolerance = tolerance;
   return task;
 }
 
@@ -270,6 +271,10 @@ std::string kopt::runtime::writeRuntimeModule(const RuntimeModule &module) {
     item.set("plan_hash", plan.planHash);
     item.set("inputs", tensorList(plan.inputs));
     item.set("outputs", tensorList(plan.outputs));
+    json::Value tolerance = json::Value::object();
+    tolerance.set("relative", plan.tolerance.relative);
+    tolerance.set("absolute", plan.tolerance.absolute);
+    item.set("tolerance", std::move(tolerance));
     if (plan.plan)
       item.set("plan", toJson(*plan.plan));
     if (plan.reference)
@@ -393,6 +398,7 @@ static Result<ModulePlan> readPlan(const json::Value &value, BlobReader &blobs,
   plan.planHash = read.string("plan_hash", false);
   const json::Value *inputs = read.array("inputs");
   const json::Value *outputs = read.array("outputs");
+  const json::Value *tolerance = read.object("tolerance", false);
   const json::Value *inlinePlan = read.object("plan", false);
   const json::Value *reference = read.object("reference", false);
   const json::Value *binaries = read.array("binaries", false);
@@ -406,6 +412,15 @@ static Result<ModulePlan> readPlan(const json::Value &value, BlobReader &blobs,
   if (!outputSpecs)
     return outputSpecs.status();
   plan.outputs = std::move(*outputSpecs);
+  if (tolerance) {
+    FieldReader bounds(*tolerance, where + ": tolerance");
+    plan.tolerance.relative =
+        bounds.number("relative", plan.tolerance.relative);
+    plan.tolerance.absolute =
+        bounds.number("absolute", plan.tolerance.absolute);
+    if (!bounds.isOk())
+      return bounds.status();
+  }
   if (inlinePlan) {
     auto parsed = kernelPlanFromJson(*inlinePlan);
     if (!parsed)

@@ -285,6 +285,7 @@ llvm::Expected<size_t> Emitter::getPlan(ModuleOp module, StringRef callee) {
   rt::KernelTask runtimeTask = toRuntime(*task);
   plan.inputs = runtimeTask.inputs;
   plan.outputs = runtimeTask.outputs;
+  plan.tolerance = runtimeTask.tolerance;
   auto planName = func->getAttrOfType<StringAttr>(kPlanAttrName);
   auto planHash = func->getAttrOfType<StringAttr>(kPlanHashAttrName);
   bool tuned = func->hasAttr(kFingerprintAttrName);

@@ -67,6 +67,8 @@ struct ModulePlan {
   /// The task's tensors in order (no MLIR: the module does not need it).
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  /// The task's tolerance (what a check of the module's outputs allows).
+  Tolerance tolerance;
   /// The plan itself, when inline.
   std::optional<KernelPlan> plan;
   /// Compiled sources of an inline plan.
