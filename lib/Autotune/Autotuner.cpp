@@ -8,6 +8,8 @@
 
 #include "kopt/Autotune/Autotuner.h"
 
+#include "LlmTuning.h"
+
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Autotune/Replay.h"
 #include "kopt/Codegen/KernelTask.h"
@@ -105,6 +107,8 @@ struct Autotuner::Impl {
   int deviceCount = 0;
   /// Seconds spent tuning so far (for `tuningBudgetSeconds`).
   double tuningSeconds = 0;
+  /// The LLM proposer, when `options.proposers` names it and a GPU is here.
+  std::unique_ptr<LlmTuner> llm;
   /// Held by `processGroup` except around evaluations.
   std::mutex mutex;
 
@@ -112,6 +116,25 @@ struct Autotuner::Impl {
   llvm::Expected<GroupOutcome> tune(func::FuncOp group, const KernelTask &task,
                                     GroupOutcome outcome,
                                     std::unique_lock<std::mutex> &lock);
+  /// The evaluation request for `plans` (plans[0] the baseline), with fresh
+  /// inputs and the fp64 references; a missing reference is noted in `note`.
+  rt::EvaluateMessage makeRequest(func::FuncOp group, const KernelTask &task,
+                                  const std::vector<const KernelPlan *> &plans,
+                                  std::string &note);
+  /// Evaluates `request`, each candidate alone beside the baseline when a
+  /// worker failure took the whole request; `lock` (held) is released
+  /// while the workers evaluate.
+  llvm::Expected<std::vector<rt::EvalReport>>
+  evaluateRequest(const rt::EvaluateMessage &request,
+                  const std::string &function, std::string &note,
+                  std::unique_lock<std::mutex> &lock);
+  /// Stores one attempt: a plan with its report, or (`report` null) an
+  /// answer refused for `failure`; `exchange` for the LLM's attempts.
+  llvm::Error storeAttempt(const KernelTask &task, const KernelPlan *plan,
+                           llvm::StringRef proposer,
+                           const rt::EvalReport *report,
+                           llvm::StringRef failure,
+                           const rt::json::Value &exchange);
   llvm::Error chooseTarget();
   llvm::Error chooseReplayTarget();
   llvm::Expected<std::optional<rt::KernelRecord>>
@@ -155,9 +178,9 @@ Autotuner::create(const AutotuneOptions &options) {
     return makeError("precision must be fp32, tf32 or bf16, not '" +
                      options.precision + "'");
   for (const std::string &proposer : options.proposers)
-    if (proposer != "builtin")
+    if (proposer != "baseline" && proposer != "builtin" && proposer != "llm")
       return makeError("unknown proposer '" + proposer +
-                       "' (available: builtin)");
+                       "' (available: baseline, builtin, llm)");
   if (options.maxCandidates < 1)
     return makeError("at least one candidate (the baseline) per task");
   auto impl = std::make_unique<Impl>();
@@ -196,6 +219,15 @@ Autotuner::create(const AutotuneOptions &options) {
   if (!impl->device)
     if (llvm::Error error = impl->chooseTarget())
       return std::move(error);
+  // The provider is set up even without a GPU, so its errors show at once.
+  if (llvm::is_contained(options.proposers, "llm")) {
+    auto llm = LlmTuner::create(
+        options.llm, impl->fingerprint ? impl->fingerprint->computeCapability
+                                       : std::string("sm_90"));
+    if (!llm)
+      return llm.takeError();
+    impl->llm = std::move(*llm);
+  }
   return std::unique_ptr<Autotuner>(new Autotuner(std::move(impl)));
 }
 
@@ -377,28 +409,24 @@ static rt::json::Value planJson(const KernelPlan &plan) {
   return rt::toJson(toRuntime(plan));
 }
 
-llvm::Expected<GroupOutcome>
-Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
-                      GroupOutcome outcome,
-                      std::unique_lock<std::mutex> &lock) {
-  auto baseline = proposeBaseline(group, task);
-  if (!baseline)
-    return baseline.takeError();
-  if (llvm::Error error = verifyPlan(*baseline, task))
-    return makeError("the baseline plan of @" + outcome.function +
-                     " is invalid: " + llvm::toString(std::move(error)));
-  std::vector<KernelPlan> plans = {*baseline};
-  for (const std::string &proposer : options.proposers)
-    if (proposer == "builtin")
-      for (KernelPlan &plan : proposeBuiltin(group, task).plans)
-        if (plans.size() < options.maxCandidates)
-          plans.push_back(std::move(plan));
+/// Pointers to `plans`, in order.
+static std::vector<const KernelPlan *>
+toPointers(const std::vector<KernelPlan> &plans) {
+  std::vector<const KernelPlan *> pointers;
+  for (const KernelPlan &plan : plans)
+    pointers.push_back(&plan);
+  return pointers;
+}
 
+rt::EvaluateMessage
+Autotuner::Impl::makeRequest(func::FuncOp group, const KernelTask &task,
+                             const std::vector<const KernelPlan *> &plans,
+                             std::string &note) {
   rt::EvaluateMessage request;
   request.requestId = nextRequestId++;
   request.task = rt::toJson(toRuntime(task));
-  for (const KernelPlan &plan : plans)
-    request.candidates.push_back(planJson(plan));
+  for (const KernelPlan *plan : plans)
+    request.candidates.push_back(planJson(*plan));
   request.options.validationSets = options.validationSets;
   request.options.repetitions = options.repetitions;
   // A fresh seed per evaluation, so a candidate never sees the same inputs
@@ -424,10 +452,16 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
         llvm::consumeError(later.takeError());
     }
   } else {
-    outcome.note =
+    note +=
         "no fp64 reference (" + llvm::toString(reference.takeError()) + "); ";
   }
+  return request;
+}
 
+llvm::Expected<std::vector<rt::EvalReport>>
+Autotuner::Impl::evaluateRequest(const rt::EvaluateMessage &request,
+                                 const std::string &function, std::string &note,
+                                 std::unique_lock<std::mutex> &lock) {
   if (!pool) {
     WorkerPoolOptions poolOptions;
     poolOptions.worker.executable = options.workerPath;
@@ -443,7 +477,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   auto reports = pool->evaluate(request, timeout);
   lock.lock();
   if (!reports)
-    return makeError("evaluating @" + outcome.function + ": " +
+    return makeError("evaluating @" + function + ": " +
                      llvm::toString(reports.takeError()));
   // A worker that crashes or hangs takes the whole request with it: then
   // each candidate goes again beside the baseline alone, so only the
@@ -462,7 +496,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
       auto pairReports = pool->evaluate(pair, timeout);
       lock.lock();
       if (!pairReports)
-        return makeError("evaluating @" + outcome.function + ": " +
+        return makeError("evaluating @" + function + ": " +
                          llvm::toString(pairReports.takeError()));
       if (!haveBaseline || !isolated[0].valid) {
         isolated[0] = (*pairReports)[0];
@@ -472,25 +506,70 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
       isolated[i].candidate = int64_t(i);
     }
     *reports = std::move(isolated);
-    outcome.note += "a worker failure was isolated by evaluating the "
-                    "candidates one at a time; ";
+    note += "a worker failure was isolated by evaluating the "
+            "candidates one at a time; ";
   }
 
-  // Every attempt is kept, with its report as the proposer's feedback.
-  for (size_t i = 0; i < plans.size() && i < reports->size(); ++i) {
-    const rt::EvalReport &report = (*reports)[i];
-    rt::AttemptRecord attempt;
-    attempt.taskKey = task.key;
-    attempt.fingerprint = *fingerprint;
-    attempt.plan = planJson(plans[i]);
-    attempt.proposer = plans[i].proposer;
-    attempt.valid = report.valid;
+  return reports;
+}
+
+llvm::Error Autotuner::Impl::storeAttempt(const KernelTask &task,
+                                          const KernelPlan *plan,
+                                          llvm::StringRef proposer,
+                                          const rt::EvalReport *report,
+                                          llvm::StringRef failure,
+                                          const rt::json::Value &exchange) {
+  rt::AttemptRecord attempt;
+  attempt.taskKey = task.key;
+  attempt.fingerprint = *fingerprint;
+  if (plan)
+    attempt.plan = planJson(*plan);
+  attempt.proposer = proposer.str();
+  attempt.valid = report && report->valid;
+  if (report) {
     attempt.failedCheck =
-        report.valid ? "" : rt::stringifyFailedCheck(report.failedCheck);
-    attempt.feedback = rt::toJson(report);
-    if (rt::Status status = database->addAttempt(attempt); !status.isOk())
-      return toError(status, "storing an attempt of " + task.key);
+        report->valid ? "" : rt::stringifyFailedCheck(report->failedCheck);
+    attempt.feedback = rt::toJson(*report);
+  } else {
+    // Refused before evaluation: the parser's or the provider's reason.
+    attempt.failedCheck = "refused";
+    attempt.feedback = rt::json::Value::object();
+    attempt.feedback.set("reason", failure.str());
   }
+  attempt.exchange = exchange;
+  if (rt::Status status = database->addAttempt(attempt); !status.isOk())
+    return toError(status, "storing an attempt of " + task.key);
+  return llvm::Error::success();
+}
+
+llvm::Expected<GroupOutcome>
+Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
+                      GroupOutcome outcome,
+                      std::unique_lock<std::mutex> &lock) {
+  auto baseline = proposeBaseline(group, task);
+  if (!baseline)
+    return baseline.takeError();
+  if (llvm::Error error = verifyPlan(*baseline, task))
+    return makeError("the baseline plan of @" + outcome.function +
+                     " is invalid: " + llvm::toString(std::move(error)));
+  std::vector<KernelPlan> plans = {*baseline};
+  for (const std::string &proposer : options.proposers)
+    if (proposer == "builtin")
+      for (KernelPlan &plan : proposeBuiltin(group, task).plans)
+        if (plans.size() < options.maxCandidates)
+          plans.push_back(std::move(plan));
+
+  rt::EvaluateMessage request =
+      makeRequest(group, task, toPointers(plans), outcome.note);
+  auto reports = evaluateRequest(request, outcome.function, outcome.note, lock);
+  if (!reports)
+    return reports.takeError();
+
+  // Every attempt is kept, with its report as the proposer's feedback.
+  for (size_t i = 0; i < plans.size() && i < reports->size(); ++i)
+    if (llvm::Error error = storeAttempt(task, &plans[i], plans[i].proposer,
+                                         &(*reports)[i], "", rt::json::Value()))
+      return std::move(error);
   outcome.evaluatedCandidates = unsigned(reports->size());
   const rt::EvalReport &baselineReport = reports->front();
   if (!baselineReport.valid || !baselineReport.times)
@@ -517,11 +596,60 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
       bestSpeedup = *report.speedup;
     }
   }
-  const rt::EvalReport &chosen = (*reports)[winner];
+  const KernelPlan *chosenPlan = &plans[winner];
+  const rt::EvalReport *chosenReport = &(*reports)[winner];
+  const rt::EvalReport *chosenBaseline = &baselineReport;
+  rt::Provenance provenance;
+
+  // The LLM rounds start from the fastest valid candidate so far; their
+  // best wins when it clears the margin (it was measured beside the seed,
+  // so it also beats every earlier candidate).
+  std::optional<SearchResult> search;
+  if (llm) {
+    SearchEvaluator evaluateLlm =
+        [&](const std::vector<const KernelPlan *> &candidates)
+        -> llvm::Expected<std::vector<rt::EvalReport>> {
+      rt::EvaluateMessage llmRequest =
+          makeRequest(group, task, candidates, outcome.note);
+      return evaluateRequest(llmRequest, outcome.function, outcome.note, lock);
+    };
+    auto storeLlmAttempt = [&](const SearchAttempt &attempt) {
+      const rt::EvalReport *report =
+          attempt.report ? &*attempt.report : nullptr;
+      const KernelPlan *plan = attempt.plan ? &*attempt.plan : nullptr;
+      return storeAttempt(task, plan, "llm", report, attempt.failure,
+                          attempt.exchange);
+    };
+    auto result =
+        llm->run(task, plans, *reports, evaluateLlm, storeLlmAttempt, outcome);
+    if (!result)
+      return makeError("the llm search for @" + outcome.function + ": " +
+                       llvm::toString(result.takeError()));
+    search = std::move(*result);
+    const SearchSeed &best = search->best;
+    if (search->bestAttempt && best.report.valid && best.report.speedup &&
+        *best.report.speedup >= options.minSpeedup) {
+      const SearchAttempt &attempt = search->attempts[*search->bestAttempt];
+      chosenPlan = &best.plan;
+      chosenReport = &best.report;
+      chosenBaseline = &best.baselineReport;
+      winner = plans.size(); // not a round-0 candidate
+      auto text = [&](std::string_view key) -> std::string {
+        const rt::json::Value *value = attempt.exchange.find(key);
+        const std::string *string = value ? value->getString() : nullptr;
+        return string ? *string : "";
+      };
+      provenance.model = text("model");
+      provenance.promptHash = text("prompt_hash");
+      provenance.round = int64_t(attempt.round);
+    }
+  }
+
+  const rt::EvalReport &chosen = *chosenReport;
   rt::KernelRecord record;
   record.taskKey = task.key;
   record.fingerprint = *fingerprint;
-  rt::KernelPlan runtimePlan = toRuntime(plans[winner]);
+  rt::KernelPlan runtimePlan = toRuntime(*chosenPlan);
   record.plan = rt::toJson(runtimePlan);
   // The binaries for the device, when the plan has one source.
   if (runtimePlan.sources.size() == 1) {
@@ -536,13 +664,15 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     }
   }
   record.winner = toTimingSummary(*chosen.times);
-  record.baseline = toTimingSummary(*baselineReport.times);
+  record.baseline = toTimingSummary(
+      chosenBaseline->times ? *chosenBaseline->times : *baselineReport.times);
   // The evidence, and what `kopt db revalidate` needs to evaluate the
   // winner again without the graph: the task and the baseline plan.
   record.validation = rt::json::Value::object();
   record.validation.set("evidence", chosen.evidence);
   record.validation.set("task", request.task);
   record.validation.set("baseline_plan", request.candidates.front());
+  record.provenance = provenance;
   record.provenance.proposer = runtimePlan.proposer;
   if (rt::Status status = database->merge(record).status(); !status.isOk())
     return toError(status, "storing the winner of " + task.key);

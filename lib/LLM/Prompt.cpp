@@ -42,11 +42,17 @@ GpuDescription mlir::kopt::describeGpu(llvm::StringRef arch) {
       {"sm_100", "NVIDIA Blackwell: 148 SMs, up to 228 KiB shared memory per "
                  "SM (227 KiB per block), about 8 TB/s HBM3e bandwidth."},
   };
+  // Peak memory bandwidth in GB/s, for the physical floor.
+  static const std::map<std::string, double> bandwidth = {
+      {"sm_80", 2039}, {"sm_89", 1008}, {"sm_90", 4800}, {"sm_100", 8000}};
   GpuDescription gpu;
   gpu.arch = arch.str();
   auto it = known.find(gpu.arch);
   if (it != known.end())
     gpu.details = it->second;
+  auto peak = bandwidth.find(gpu.arch);
+  if (peak != bandwidth.end())
+    gpu.bandwidthGBs = peak->second;
   return gpu;
 }
 
@@ -194,14 +200,14 @@ fillTemplate(llvm::StringRef templ,
   return text;
 }
 
-LlmPrompt mlir::kopt::buildPrompt(const KernelTask &task,
-                                  const KernelPlan *baseline,
-                                  const PromptOptions &options) {
+/// The placeholders every template may use.
+static std::map<std::string, std::string>
+getTaskValues(const KernelTask &task, const KernelPlan *baseline,
+              const PromptOptions &options) {
   std::string gpu = "Architecture: " + options.gpu.arch + ".";
   if (!options.gpu.details.empty())
     gpu += " " + options.gpu.details;
-
-  std::map<std::string, std::string> values = {
+  return {
       {"max_answer_bytes", std::to_string(options.maxAnswerBytes)},
       {"group_name", task.name},
       {"group_kind", task.kind},
@@ -215,8 +221,90 @@ LlmPrompt mlir::kopt::buildPrompt(const KernelTask &task,
       {"gpu", gpu},
       {"baseline", formatBaseline(baseline)},
   };
+}
+
+LlmPrompt mlir::kopt::buildPrompt(const KernelTask &task,
+                                  const KernelPlan *baseline,
+                                  const PromptOptions &options) {
+  std::map<std::string, std::string> values =
+      getTaskValues(task, baseline, options);
   LlmPrompt prompt;
   prompt.system = fillTemplate(kSystemTemplate, values);
-  prompt.user = fillTemplate(kUserTemplate, values);
+  prompt.user = fillTemplate(kUserTemplate, values) +
+                fillTemplate(kAnswerTemplate, values);
+  return prompt;
+}
+
+//===----------------------------------------------------------------------===//
+// The search's prompts
+//===----------------------------------------------------------------------===//
+
+/// The "search so far" section: the best candidate with its source, the
+/// times, and the earlier attempts' feedback.
+static std::string formatState(const SearchState &state) {
+  std::string best;
+  llvm::raw_string_ostream os(best);
+  if (state.baselineUs > 0)
+    os << llvm::formatv("The baseline takes {0:F2} us (median, L2 flushed). ",
+                        state.baselineUs);
+  if (state.floorUs > 0)
+    os << llvm::formatv("Reading every input and writing every output once "
+                        "at the GPU's bandwidth takes {0:F2} us: no kernel "
+                        "can be faster. ",
+                        state.floorUs);
+  if (state.seed) {
+    os << "The fastest correct candidate so far is `" << state.seedName << "`";
+    if (state.seedUs > 0)
+      os << llvm::formatv(" at {0:F2} us", state.seedUs);
+    os << ", launched as: ";
+    for (const PlanStep &step : state.seed->steps)
+      os << formatStep(step) << "; ";
+    os << "\n";
+    for (const KernelSource &source : state.seed->sources)
+      os << "\n```cuda\n" << llvm::StringRef(source.code).rtrim() << "\n```\n";
+  } else {
+    os << "No candidate has beaten the baseline yet.\n";
+  }
+  std::string feedback;
+  if (state.feedback.empty())
+    feedback = "No earlier attempts.";
+  else
+    feedback = "Earlier attempts and what the evaluator said of them:\n\n" +
+               llvm::join(state.feedback, "\n\n");
+  return fillTemplate(kStateTemplate,
+                      {{"round", std::to_string(state.round)},
+                       {"best", llvm::StringRef(best).rtrim().str()},
+                       {"feedback", feedback}});
+}
+
+LlmPrompt mlir::kopt::buildIdeasPrompt(const KernelTask &task,
+                                       const KernelPlan *baseline,
+                                       const PromptOptions &options,
+                                       const SearchState &state,
+                                       unsigned count) {
+  std::map<std::string, std::string> values =
+      getTaskValues(task, baseline, options);
+  values["count"] = std::to_string(count);
+  LlmPrompt prompt;
+  prompt.system = fillTemplate(kSystemTemplate, values);
+  prompt.user = fillTemplate(kUserTemplate, values) + formatState(state) +
+                "\n" + fillTemplate(kIdeasTemplate, values);
+  return prompt;
+}
+
+LlmPrompt mlir::kopt::buildImplementationPrompt(const KernelTask &task,
+                                                const KernelPlan *baseline,
+                                                const PromptOptions &options,
+                                                const SearchState &state,
+                                                llvm::StringRef idea) {
+  std::map<std::string, std::string> values =
+      getTaskValues(task, baseline, options);
+  values["idea"] = idea.empty() ? "any idea of yours that beats the best so far"
+                                : idea.str();
+  LlmPrompt prompt;
+  prompt.system = fillTemplate(kSystemTemplate, values);
+  prompt.user = fillTemplate(kUserTemplate, values) + formatState(state) +
+                "\n" + fillTemplate(kImplementTemplate, values) + "\n" +
+                fillTemplate(kAnswerTemplate, values);
   return prompt;
 }

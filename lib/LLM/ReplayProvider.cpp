@@ -73,7 +73,7 @@ public:
   llvm::Expected<LlmResponse> complete(const LlmRequest &request) override {
     Clock::time_point start = Clock::now();
     std::string hash = getPromptHash(request);
-    llvm::Expected<LlmResponse> response = lookUp(hash);
+    llvm::Expected<LlmResponse> response = lookUp(hash, request.replayName);
     if (response)
       response->latencySeconds =
           std::chrono::duration<double>(Clock::now() - start).count();
@@ -83,23 +83,31 @@ public:
   llvm::StringRef getKind() const override { return "replay"; }
 
 private:
-  llvm::Expected<LlmResponse> lookUp(const std::string &hash) const {
-    std::string jsonPath = joinPath(directory, hash + ".json");
-    if (llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-            llvm::MemoryBuffer::getFile(jsonPath, /*IsText=*/false,
-                                        /*RequiresNullTerminator=*/false))
-      return readRecordedAnswer(jsonPath, (*buffer)->getBuffer());
-    std::string textPath = joinPath(directory, hash + ".txt");
-    if (llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-            llvm::MemoryBuffer::getFile(textPath, /*IsText=*/false,
-                                        /*RequiresNullTerminator=*/false)) {
-      LlmResponse response;
-      response.text = (*buffer)->getBuffer().str();
-      return response;
+  llvm::Expected<LlmResponse> lookUp(const std::string &hash,
+                                     const std::string &name) const {
+    for (const std::string &stem : {hash, name}) {
+      if (stem.empty())
+        continue;
+      std::string jsonPath = joinPath(directory, stem + ".json");
+      if (llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+              llvm::MemoryBuffer::getFile(jsonPath, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false))
+        return readRecordedAnswer(jsonPath, (*buffer)->getBuffer());
+      std::string textPath = joinPath(directory, stem + ".txt");
+      if (llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
+              llvm::MemoryBuffer::getFile(textPath, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false)) {
+        LlmResponse response;
+        response.text = (*buffer)->getBuffer().str();
+        return response;
+      }
     }
+    std::string expected = hash + ".json or " + hash + ".txt";
+    if (!name.empty())
+      expected += ", or " + name + ".json or " + name + ".txt";
     return llvm::createStringError("no recorded answer for prompt hash " +
                                    hash + " in " + directory + " (expected " +
-                                   hash + ".json or " + hash + ".txt)");
+                                   expected + ")");
   }
 
   std::string directory;
@@ -124,6 +132,10 @@ public:
 private:
   llvm::Error save(const LlmRequest &request,
                    const LlmResponse &response) const;
+  /// Writes the answer as `STEM.json`.
+  llvm::Error saveAs(const std::string &stem, const std::string &hash,
+                     const LlmRequest &request,
+                     const LlmResponse &response) const;
 
   std::unique_ptr<LlmProvider> inner;
   std::string directory;
@@ -139,6 +151,17 @@ static std::string toJsonText(const std::string &text) {
 llvm::Error RecordingProvider::save(const LlmRequest &request,
                                     const LlmResponse &response) const {
   std::string hash = getPromptHash(request);
+  if (llvm::Error error = saveAs(hash, hash, request, response))
+    return error;
+  if (request.replayName.empty())
+    return llvm::Error::success();
+  return saveAs(request.replayName, hash, request, response);
+}
+
+llvm::Error RecordingProvider::saveAs(const std::string &stem,
+                                      const std::string &hash,
+                                      const LlmRequest &request,
+                                      const LlmResponse &response) const {
   llvm::json::Object answer{
       {"format", kAnswerFormat},
       {"prompt_hash", hash},
@@ -151,7 +174,7 @@ llvm::Error RecordingProvider::save(const LlmRequest &request,
       {"user_prompt", toJsonText(request.userPrompt)},
       {"text", toJsonText(response.text)},
   };
-  std::string finalPath = joinPath(directory, hash + ".json");
+  std::string finalPath = joinPath(directory, stem + ".json");
   auto fail = [&](llvm::StringRef what, std::error_code code) {
     return llvm::createStringError("cannot record the answer to " + finalPath +
                                    ": " + what + ": " + code.message());
@@ -161,7 +184,7 @@ llvm::Error RecordingProvider::save(const LlmRequest &request,
   int fd = -1;
   llvm::SmallString<256> temporary;
   if (std::error_code code = llvm::sys::fs::createUniqueFile(
-          joinPath(directory, hash + ".%%%%%%%%.tmp"), fd, temporary))
+          joinPath(directory, stem + ".%%%%%%%%.tmp"), fd, temporary))
     return fail("cannot create a temporary file", code);
   {
     llvm::raw_fd_ostream stream(fd, /*shouldClose=*/true);

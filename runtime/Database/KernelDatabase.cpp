@@ -104,7 +104,8 @@ bool AttemptRecord::operator==(const AttemptRecord &other) const {
   return taskKey == other.taskKey && fingerprint == other.fingerprint &&
          plan == other.plan && proposer == other.proposer &&
          valid == other.valid && failedCheck == other.failedCheck &&
-         feedback == other.feedback && time == other.time;
+         feedback == other.feedback && time == other.time &&
+         exchange == other.exchange;
 }
 
 bool kopt::runtime::isBetterRecord(const KernelRecord &incoming,
@@ -295,6 +296,8 @@ json::Value kopt::runtime::toJson(const AttemptRecord &attempt) {
   value.set("failed_check", attempt.failedCheck);
   value.set("feedback", attempt.feedback);
   value.set("time", attempt.time);
+  if (!attempt.exchange.isNull())
+    value.set("exchange", attempt.exchange);
   return value;
 }
 
@@ -312,6 +315,8 @@ kopt::runtime::attemptRecordFromJson(const json::Value &value) {
   if (const json::Value *feedback = value.find("feedback"))
     attempt.feedback = *feedback;
   attempt.time = read.integer("time", attempt.time, -kAnyInteger, kAnyInteger);
+  if (const json::Value *exchange = value.find("exchange"))
+    attempt.exchange = *exchange;
   if (!read.isOk())
     return read.status();
   return attempt;

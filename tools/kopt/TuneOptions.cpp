@@ -15,6 +15,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 
+#include <algorithm>
+#include <cstdlib>
+
 using namespace mlir;
 using namespace mlir::kopt;
 namespace cl = llvm::cl;
@@ -97,8 +100,73 @@ static cl::opt<std::string>
     report("report", cl::desc("Report format: text (default) or json"),
            cl::init("text"), cl::sub(compileCommand), cl::sub(warmCommand));
 static cl::opt<std::string> proposers(
-    "proposers", cl::desc("Comma-separated proposers beyond the baseline"),
-    cl::init("builtin"), cl::sub(compileCommand), cl::sub(warmCommand));
+    "proposers",
+    cl::desc("Comma-separated proposers: baseline (always runs), builtin, "
+             "llm (default: baseline,builtin)"),
+    cl::init("baseline,builtin"), cl::sub(compileCommand),
+    cl::sub(warmCommand));
+
+// The llm proposer (docs/LLM.md).
+static cl::OptionCategory
+    llmCategory("The llm proposer (with --proposers=...,llm)");
+static cl::opt<std::string> llmProvider(
+    "llm-provider",
+    cl::desc("Who answers: openai, command or replay (default: openai when "
+             "KOPT_LLM_ENDPOINT is set)"),
+    cl::value_desc("kind"), cl::cat(llmCategory), cl::sub(compileCommand),
+    cl::sub(warmCommand));
+static cl::list<std::string> llmOptions(
+    "llm-option",
+    cl::desc("A provider option as key=value (repeatable), e.g. dir=answers "
+             "for replay, model=NAME for openai; the API key comes from "
+             "KOPT_LLM_API_KEY only"),
+    cl::value_desc("key=value"), cl::cat(llmCategory), cl::sub(compileCommand),
+    cl::sub(warmCommand));
+static cl::opt<unsigned>
+    llmRounds("llm-rounds", cl::desc("Search rounds at most (default 3)"),
+              cl::init(3), cl::cat(llmCategory), cl::sub(compileCommand),
+              cl::sub(warmCommand));
+static cl::opt<unsigned>
+    llmIdeas("llm-ideas",
+             cl::desc("Ideas, and so kernels, asked for per round (default 4)"),
+             cl::init(4), cl::cat(llmCategory), cl::sub(compileCommand),
+             cl::sub(warmCommand));
+static cl::opt<unsigned> llmMaxCandidates(
+    "llm-max-candidates",
+    cl::desc("Distinct LLM candidates per task over the search (default 16)"),
+    cl::init(16), cl::cat(llmCategory), cl::sub(compileCommand),
+    cl::sub(warmCommand));
+static cl::opt<uint64_t>
+    llmMaxTokens("llm-max-tokens",
+                 cl::desc("Prompt plus answer tokens per task (0: no limit)"),
+                 cl::init(0), cl::cat(llmCategory), cl::sub(compileCommand),
+                 cl::sub(warmCommand));
+static cl::opt<double>
+    llmMaxSeconds("llm-max-seconds",
+                  cl::desc("Seconds of search per task (0: no limit)"),
+                  cl::init(0), cl::cat(llmCategory), cl::sub(compileCommand),
+                  cl::sub(warmCommand));
+static cl::opt<unsigned> llmPatience(
+    "llm-patience",
+    cl::desc("Stop after this many rounds in a row without a gain (default "
+             "1)"),
+    cl::init(1), cl::cat(llmCategory), cl::sub(compileCommand),
+    cl::sub(warmCommand));
+static cl::opt<unsigned> llmParallel("llm-parallel",
+                                     cl::desc("Requests in flight (default 4)"),
+                                     cl::init(4), cl::cat(llmCategory),
+                                     cl::sub(compileCommand),
+                                     cl::sub(warmCommand));
+static cl::opt<double> llmPriceInput(
+    "llm-price-input",
+    cl::desc("Price per million prompt tokens, for the cost estimate"),
+    cl::init(0), cl::cat(llmCategory), cl::sub(compileCommand),
+    cl::sub(warmCommand));
+static cl::opt<double> llmPriceOutput(
+    "llm-price-output",
+    cl::desc("Price per million answer tokens, for the cost estimate"),
+    cl::init(0), cl::cat(llmCategory), cl::sub(compileCommand),
+    cl::sub(warmCommand));
 static cl::opt<unsigned>
     maxCandidates("max-candidates",
                   cl::desc("Candidates per task, the baseline included"),
@@ -129,6 +197,39 @@ static llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
+/// Fills `options.llm` from the --llm-* options.
+static llvm::Error readLlmOptions(AutotuneOptions &options) {
+  LlmTuneOptions &llm = options.llm;
+  llm.provider = llmProvider;
+  if (llm.provider.empty() && std::getenv("KOPT_LLM_ENDPOINT"))
+    llm.provider = "openai";
+  for (llvm::StringRef option : llmOptions) {
+    auto [key, value] = option.split('=');
+    // Echo none of it: a mistyped option may be a secret.
+    if (key.empty() || !option.contains('='))
+      return makeError("--llm-option wants key=value");
+    if (key == "api-key")
+      return makeError("--llm-option api-key=... would put the key in "
+                       "shell histories and logs; set KOPT_LLM_API_KEY");
+    llm.providerOptions[key.str()] = value.str();
+  }
+  if (llmRounds < 1 || llmIdeas < 1 || llmMaxCandidates < 1 || llmParallel < 1)
+    return makeError("--llm-rounds, --llm-ideas, --llm-max-candidates and "
+                     "--llm-parallel must be at least 1");
+  if (llmMaxSeconds < 0 || llmPriceInput < 0 || llmPriceOutput < 0)
+    return makeError("--llm-max-seconds and the prices must not be negative");
+  llm.budget.rounds = llmRounds;
+  llm.budget.ideasPerRound = llmIdeas;
+  llm.budget.maxCandidates = llmMaxCandidates;
+  llm.budget.maxTokens = llmMaxTokens;
+  llm.budget.maxSeconds = llmMaxSeconds;
+  llm.budget.patience = std::max(1u, unsigned(llmPatience));
+  llm.parallelRequests = llmParallel;
+  llm.prices.inputPerMillion = llmPriceInput;
+  llm.prices.outputPerMillion = llmPriceOutput;
+  return llvm::Error::success();
+}
+
 static llvm::Expected<TuneCommandLine> getCommon() {
   TuneCommandLine line;
   AutotuneOptions &options = line.autotune;
@@ -153,6 +254,8 @@ static llvm::Expected<TuneCommandLine> getCommon() {
   llvm::StringRef(proposers).split(names, ',', -1, /*KeepEmpty=*/false);
   for (llvm::StringRef name : names)
     options.proposers.push_back(name.trim().str());
+  if (llvm::Error error = readLlmOptions(options))
+    return std::move(error);
   options.maxCandidates = maxCandidates;
   options.precision = precision;
   if (!(minSpeedup >= 1.0))

@@ -58,6 +58,10 @@ void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
         speedup ? llvm::formatv("{0:F2}x", *speedup).str() : "-");
     if (!outcome.note.empty())
       os << "      note: " << outcome.note << "\n";
+    if (!outcome.llmSummary.empty())
+      os << "      " << outcome.llmSummary << "\n";
+    for (const std::string &line : outcome.llmAttempts)
+      os << "        " << line << "\n";
   }
   // Replayed groups are only counted when there are some, so reports
   // without --replay read as they always did.
@@ -100,6 +104,13 @@ llvm::json::Value mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
       group["speedup"] = *speedup;
     if (!outcome.note.empty())
       group["note"] = outcome.note;
+    if (!outcome.llmSummary.empty()) {
+      group["llm"] = outcome.llmSummary;
+      llvm::json::Array attempts;
+      for (const std::string &line : outcome.llmAttempts)
+        attempts.push_back(line);
+      group["llm_attempts"] = std::move(attempts);
+    }
     groups.push_back(std::move(group));
   }
   return llvm::json::Object{

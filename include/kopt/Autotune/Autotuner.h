@@ -26,6 +26,7 @@
 #ifndef KOPT_AUTOTUNE_AUTOTUNER_H
 #define KOPT_AUTOTUNE_AUTOTUNER_H
 
+#include "kopt/LLM/LlmSearch.h"
 #include "kopt/Runtime/KernelDatabase.h"
 #include "kopt/Runtime/Protocol.h"
 
@@ -64,13 +65,29 @@ toTimingSummary(const ::kopt::runtime::Timing &times);
 /// Parses `never`, `missing`, `always` or `enqueue`.
 std::optional<TuneMode> parseTuneMode(llvm::StringRef text);
 
+/// The `llm` proposer's settings (docs/LLM.md).
+struct LlmTuneOptions {
+  /// Who answers: `openai`, `command` or `replay` (Provider.h), and the
+  /// provider's `key=value` options.
+  std::string provider;
+  ProviderOptions providerOptions;
+  SearchBudget budget;
+  TokenPrices prices;
+  unsigned parallelRequests = 4;
+  unsigned maxAnswerTokens = 8192;
+  double temperature = 0.7;
+};
+
 struct AutotuneOptions {
   /// The kernel database: a SQLite file (created when missing) or a
   /// postgresql:// URL (see openKernelDatabase).
   std::string databasePath = "kopt.db";
   TuneMode mode = TuneMode::Missing;
-  /// Proposers beyond the baseline: `builtin` (and later `llm`).
+  /// Proposers beyond the baseline, which always runs: `builtin`, `llm`
+  /// (`baseline` may be named too).
   std::vector<std::string> proposers = {"builtin"};
+  /// The `llm` proposer, when `proposers` names it.
+  LlmTuneOptions llm;
   /// Candidates per task, the baseline included.
   unsigned maxCandidates = 16;
   /// The precision policy: `fp32`, `tf32` or `bf16`.
@@ -126,6 +143,10 @@ struct GroupOutcome {
   /// Tuning was tried and failed (`note` says why); the group kept the
   /// stored plan or the baseline.
   bool tuningFailed = false;
+  /// With the `llm` proposer: the search in one line, and one line per
+  /// attempt with its verdict.
+  std::string llmSummary;
+  std::vector<std::string> llmAttempts;
 
   std::optional<double> getSpeedup() const;
 };

@@ -29,6 +29,8 @@ namespace mlir::kopt {
 struct GpuDescription {
   /// The NVRTC target, such as `sm_90`.
   std::string arch = "sm_90";
+  /// Memory bandwidth in GB/s, for the physical floor; 0 when unknown.
+  double bandwidthGBs = 0;
   /// Free text on the device (name, SM count, bandwidth, shared memory);
   /// empty leaves the line out.
   std::string details;
@@ -68,6 +70,40 @@ std::string getLlmParameterList(const KernelTask &task);
 /// so the same replay hash).
 LlmPrompt buildPrompt(const KernelTask &task, const KernelPlan *baseline,
                       const PromptOptions &options);
+
+/// What a search round's prompts say beyond the task (LlmSearch.h).
+struct SearchState {
+  /// The round, from 1.
+  unsigned round = 1;
+  /// The fastest valid candidate so far and its name (`builtin/rows_bs64`),
+  /// or none when only the baseline is valid.
+  const KernelPlan *seed = nullptr;
+  std::string seedName;
+  /// Medians in microseconds, as last measured side by side; 0 when unknown.
+  double seedUs = 0;
+  double baselineUs = 0;
+  /// The time to read every input and write every output once at the
+  /// GPU's bandwidth, in microseconds; 0 when unknown.
+  double floorUs = 0;
+  /// One paragraph per earlier attempt, oldest first.
+  std::vector<std::string> feedback;
+};
+
+/// Builds the prompt asking for `count` diverse optimisation ideas in plain
+/// language, one per numbered line: the task's prompt, the search state,
+/// then the question.
+LlmPrompt buildIdeasPrompt(const KernelTask &task, const KernelPlan *baseline,
+                           const PromptOptions &options,
+                           const SearchState &state, unsigned count);
+
+/// Builds the prompt asking for a kernel that implements `idea` (any idea
+/// when empty): the task's prompt, the search state, the idea, and the
+/// answer format.
+LlmPrompt buildImplementationPrompt(const KernelTask &task,
+                                    const KernelPlan *baseline,
+                                    const PromptOptions &options,
+                                    const SearchState &state,
+                                    llvm::StringRef idea);
 
 /// How strictly answers are read.
 struct AnswerOptions {

@@ -50,6 +50,12 @@ struct LlmRequest {
   unsigned maxTokens = 4096;
   /// Sampling temperature; negative leaves it to the server.
   double temperature = 0.7;
+  /// A stable name for the request, independent of its text: for the
+  /// search, `TASK16-rR-ideas` or `TASK16-rR-kernelK` (docs/LLM.md). The
+  /// replay provider falls back to it when no answer matches the prompt's
+  /// hash, so scripted answers survive prompts that quote measured times.
+  /// Empty for none; never sent to a model.
+  std::string replayName;
 };
 
 /// A model's answer and what it cost.
@@ -157,16 +163,20 @@ std::string getPromptHash(const LlmRequest &request);
 
 /// Creates the `replay` provider, which answers from `directory`: the
 /// answer to a request is `HASH.json` (as the record mode writes it) or,
-/// failing that, the whole of `HASH.txt`, where HASH is `getPromptHash`.
-/// A request without either fails with a message naming the hash and the
-/// directory. Fails when `directory` is not a directory.
+/// failing that, the whole of `HASH.txt`, where HASH is `getPromptHash`;
+/// failing both, `NAME.json` or `NAME.txt` where NAME is the request's
+/// `replayName` (when it has one). A request without any fails with a
+/// message naming the hash, the name and the directory. Fails when
+/// `directory` is not a directory.
 llvm::Expected<std::unique_ptr<LlmProvider>>
 createReplayProvider(const std::string &directory);
 
 /// Creates the record mode: answers come from `inner`, and each successful
 /// answer is also written to `directory` (created if missing) as
 /// `HASH.json`, atomically, so `createReplayProvider(directory)` answers
-/// the same request the same way later.
+/// the same request the same way later. A request with a `replayName` is
+/// also written as `NAME.json`, so a run whose prompts quote measured times
+/// replays too.
 llvm::Expected<std::unique_ptr<LlmProvider>>
 createRecordingProvider(std::unique_ptr<LlmProvider> inner,
                         const std::string &directory);

@@ -144,6 +144,10 @@ struct AttemptRecord {
   json::Value feedback;
   /// Seconds since the Unix epoch; `addAttempt` fills a zero.
   int64_t time = 0;
+  /// For a candidate a model wrote: the exchange that produced it (model,
+  /// round, prompt and answer, token counts, latency, cost estimate; see
+  /// docs/LLM.md). Null otherwise. Never holds an API key.
+  json::Value exchange;
 
   bool operator==(const AttemptRecord &other) const;
   bool operator!=(const AttemptRecord &other) const {
