@@ -48,6 +48,10 @@ int main(int argc, char **argv) {
       "them on\n"
       "                                  this machine's GPUs "
       "(docs/Fleet.md)\n"
+      "  kopt check-module FILE M.kmod  run a runtime module with kopt-run and "
+      "compare\n"
+      "                                  it with the fp64 reference "
+      "interpreter\n"
       "  kopt db COMMAND --db DB         list, show, export, import, verify, "
       "prune,\n"
       "                                  stats, revalidate or queue of a "
@@ -65,6 +69,8 @@ int main(int argc, char **argv) {
     return mlir::kopt::runCompileCommand();
   if (mlir::kopt::isWarmCommandSelected())
     return mlir::kopt::runWarmCommand();
+  if (mlir::kopt::isCheckModuleCommandSelected())
+    return mlir::kopt::runCheckModuleCommand();
   if (mlir::kopt::isServeWorkerCommandSelected())
     return mlir::kopt::runServeWorkerCommand();
   llvm::WithColor::error(llvm::errs(), "kopt")
