@@ -185,6 +185,14 @@ Autotuner::create(const AutotuneOptions &options) {
     return makeError("at least one candidate (the baseline) per task");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  // The LLM provider is set up before anything is opened or written, even
+  // without a GPU, so its errors show at once.
+  if (llvm::is_contained(options.proposers, "llm")) {
+    auto llm = LlmTuner::create(options.llm, "sm_90");
+    if (!llm)
+      return llm.takeError();
+    impl->llm = std::move(*llm);
+  }
   // Never tuning and never writing: a read-only database is fine.
   auto database = rt::openKernelDatabase(options.databasePath);
   if (!database)
@@ -219,15 +227,8 @@ Autotuner::create(const AutotuneOptions &options) {
   if (!impl->device)
     if (llvm::Error error = impl->chooseTarget())
       return std::move(error);
-  // The provider is set up even without a GPU, so its errors show at once.
-  if (llvm::is_contained(options.proposers, "llm")) {
-    auto llm = LlmTuner::create(
-        options.llm, impl->fingerprint ? impl->fingerprint->computeCapability
-                                       : std::string("sm_90"));
-    if (!llm)
-      return llm.takeError();
-    impl->llm = std::move(*llm);
-  }
+  if (impl->llm && impl->fingerprint)
+    impl->llm->setArch(impl->fingerprint->computeCapability);
   return std::unique_ptr<Autotuner>(new Autotuner(std::move(impl)));
 }
 

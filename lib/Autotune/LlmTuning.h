@@ -31,6 +31,11 @@ public:
   static llvm::Expected<std::unique_ptr<LlmTuner>>
   create(const LlmTuneOptions &options, const std::string &arch);
 
+  /// Describes a device of architecture `arch` in the prompts.
+  void setArch(const std::string &arch) {
+    search.prompt.gpu = describeGpu(arch);
+  }
+
   /// Runs the search for `task` from the round-0 reports `reports` of
   /// `plans` (plans[0] is the baseline). `storeAttempt` is called for each
   /// LLM attempt; `outcome` gains the search's summary and one line per
