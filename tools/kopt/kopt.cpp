@@ -34,11 +34,9 @@ int main(int argc, char **argv) {
       "  kopt plan FILE... [--emit-dir DIR] [--compile] [--run]\n"
       "                                  generate baseline and built-in "
       "kernel plans\n"
-#ifdef KOPT_HAVE_PROPOSE
       "  kopt propose FILE... --provider=KIND --emit-dir DIR\n"
       "                                  ask a language model for fused "
       "kernels\n"
-#endif
       "  kopt compile FILE -o OUT --db DB  tune (or look up) every group and "
       "write\n"
       "                                  the rewritten graph\n"
@@ -61,10 +59,8 @@ int main(int argc, char **argv) {
     return mlir::kopt::runAnalyzeCommand();
   if (mlir::kopt::isPlanCommandSelected())
     return mlir::kopt::runPlanCommand();
-#ifdef KOPT_HAVE_PROPOSE
   if (mlir::kopt::isProposeCommandSelected())
     return mlir::kopt::runProposeCommand();
-#endif
   if (mlir::kopt::isCompileCommandSelected())
     return mlir::kopt::runCompileCommand();
   if (mlir::kopt::isWarmCommandSelected())
