@@ -41,9 +41,12 @@ LlmTuner::create(const LlmTuneOptions &options, const std::string &arch) {
 
 std::string mlir::kopt::describeAttemptVerdict(const SearchAttempt &attempt) {
   if (!attempt.report) {
-    llvm::StringRef failure(attempt.failure);
-    // The first line is enough for a report; the records keep the rest.
-    return failure.split('\n').first.str();
+    // The first line, cut, is enough for a report; the records keep all.
+    llvm::StringRef failure =
+        llvm::StringRef(attempt.failure).split('\n').first;
+    if (failure.size() > 160)
+      return failure.take_front(157).str() + "...";
+    return failure.str();
   }
   const rt::EvalReport &report = *attempt.report;
   if (!report.valid)

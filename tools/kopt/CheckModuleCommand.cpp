@@ -39,6 +39,7 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/WithColor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -87,19 +88,35 @@ static std::string findKoptRun() {
   return std::string(path);
 }
 
-/// All of a small output's points, else about 4096 spread and random ones.
-static std::vector<int64_t> samplePoints(int64_t count, std::mt19937_64 &rng) {
+/// All of a small output's points, else up to about 4096 points from at
+/// most 16 rows (the last dimension): the first and last rows and random
+/// ones, each at evenly spread and random columns. Few rows keep the lazy
+/// interpreter's work bounded: a point of a GEMM chain needs its whole row
+/// of every producer, so points spread over every row would cost the whole
+/// graph in fp64.
+static std::vector<int64_t> samplePoints(int64_t count, int64_t rowLength,
+                                         std::mt19937_64 &rng) {
   std::vector<int64_t> points;
   if (count <= 4096) {
     for (int64_t i = 0; i < count; ++i)
       points.push_back(i);
     return points;
   }
-  for (int64_t i = 0; i < count; i += count / 2048)
-    points.push_back(i);
-  std::uniform_int_distribution<int64_t> pick(0, count - 1);
-  for (int i = 0; i < 2048; ++i)
-    points.push_back(pick(rng));
+  rowLength = std::max<int64_t>(1, std::min(rowLength, count));
+  int64_t rows = count / rowLength;
+  std::vector<int64_t> chosen = {0, rows - 1};
+  std::uniform_int_distribution<int64_t> pickRow(0, rows - 1);
+  for (int i = 0; i < 14 && int64_t(chosen.size()) < rows; ++i)
+    chosen.push_back(pickRow(rng));
+  int64_t perRow = std::max<int64_t>(1, 4096 / int64_t(chosen.size()));
+  std::uniform_int_distribution<int64_t> pickColumn(0, rowLength - 1);
+  for (int64_t row : chosen) {
+    int64_t step = std::max<int64_t>(1, rowLength / (perRow / 2 + 1));
+    for (int64_t c = 0; c < rowLength; c += step)
+      points.push_back(row * rowLength + c);
+    for (int64_t i = 0; i < perRow / 2; ++i)
+      points.push_back(row * rowLength + pickColumn(rng));
+  }
   points.push_back(count - 1);
   return points;
 }
@@ -175,7 +192,9 @@ runOnce(const rt::RuntimeModule &module, const std::string &modulePath,
     std::vector<double> actual = rt::decodeTensorData(
         tensor.elementType, reinterpret_cast<const uint8_t *>(bytes->data()),
         bytes->size());
-    std::vector<int64_t> points = samplePoints(int64_t(actual.size()), rng);
+    std::vector<int64_t> points =
+        samplePoints(int64_t(actual.size()),
+                     tensor.shape.empty() ? 1 : tensor.shape.back(), rng);
     auto expected = interpreter.evaluatePoints(inputValues, o, points);
     if (!expected)
       return expected.takeError();
