@@ -212,6 +212,12 @@ getTaskValues(const KernelTask &task, const KernelPlan *baseline,
       {"group_name", task.name},
       {"group_kind", task.kind},
       {"group_mlir", llvm::StringRef(task.mlir).rtrim().str()},
+      {"group_pseudocode",
+       [&] {
+         std::string loops =
+             llvm::StringRef(formatPseudoCode(task.mlir)).rtrim().str();
+         return loops.empty() ? std::string("(not available)") : loops;
+       }()},
       {"tensors", llvm::StringRef(formatTensors(task)).rtrim().str()},
       {"entry", getLlmEntryName(task)},
       {"parameters", getLlmParameterList(task)},

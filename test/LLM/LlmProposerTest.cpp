@@ -378,3 +378,40 @@ TEST(LlmPromptTest, SpellsElementTypesInTheSignature) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(LlmPromptTest, GivesTheGroupAsPlainLoops) {
+  const char *mlir = R"mlir(
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func private @g(%arg0: tensor<4x8xf32>) -> tensor<4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  %s = linalg.generic {indexing_maps = [#map, #row],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%arg0 : tensor<4x8xf32>) outs(%f : tensor<4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.maximumf %a, %acc : f32
+    linalg.yield %m : f32
+  } -> tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+)mlir";
+  std::string loops = formatPseudoCode(mlir);
+  EXPECT_THAT(loops, HasSubstr("in0: f32[4x8] (input)"));
+  EXPECT_THAT(loops, HasSubstr("t2 = f32[4] filled with 0.0"));
+  EXPECT_THAT(loops, HasSubstr("t3: f32[4], starting as a copy of t2 = "
+                               "linalg.generic:"));
+  EXPECT_THAT(loops, HasSubstr("for d1 in 0..8 (reduction):"));
+  EXPECT_THAT(loops, HasSubstr("v0 = arith.maximumf(in0[d0, d1], t3[d0])"));
+  EXPECT_THAT(loops, HasSubstr("t3[d0] = v0"));
+  EXPECT_THAT(loops, HasSubstr("out0 = t3  (f32[4], output)"));
+  // Text that is no MLIR gives no loops, and the prompt says so.
+  EXPECT_EQ(formatPseudoCode("not mlir"), "");
+  EXPECT_THAT(buildPrompt(makeTask(), nullptr, {}).user,
+              HasSubstr("(not available)"));
+}
+
+} // namespace

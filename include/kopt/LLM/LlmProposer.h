@@ -63,6 +63,12 @@ std::string getLlmEntryName(const KernelTask &task);
 /// in the task's order, separated by `, `.
 std::string getLlmParameterList(const KernelTask &task);
 
+/// Returns the group in `mlirText` (an outlined function) as plain loops:
+/// each linalg op as its loop nest with one body operation per line, named
+/// as the kernel ABI names the tensors (`in0`, `out0`, temporaries `t1`).
+/// Empty when the text does not parse.
+std::string formatPseudoCode(llvm::StringRef mlirText);
+
 /// Builds the prompt asking for one fused kernel of `task`: the group as
 /// MLIR, its tensors, the baseline's steps and sources when `baseline` is
 /// given, the GPU, the kernel ABI and answer format, the tolerance and what
