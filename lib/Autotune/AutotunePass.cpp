@@ -13,6 +13,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cstdlib>
+
 namespace mlir::kopt {
 #define GEN_PASS_DEF_AUTOTUNEPASS
 #include "lib/Autotune/AutotunePass.h.inc"
@@ -62,6 +64,10 @@ struct AutotunePass : public mlir::kopt::impl::AutotunePassBase<AutotunePass> {
     llvm::StringRef(proposers).split(names, ',', -1, /*KeepEmpty=*/false);
     for (llvm::StringRef name : names)
       options.proposers.push_back(name.trim().str());
+    // The pass has no provider options: `llm` asks the OpenAI-compatible
+    // server that the environment names (docs/LLM.md).
+    if (std::getenv("KOPT_LLM_ENDPOINT"))
+      options.llm.provider = "openai";
     options.maxCandidates = maxCandidates;
     options.precision = precision;
     options.minSpeedup = minSpeedup;

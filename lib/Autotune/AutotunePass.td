@@ -41,7 +41,9 @@ def AutotunePass : Pass<"kopt-autotune", "mlir::ModuleOp"> {
     Option<"tuneMode", "tune", "std::string", /*default=*/"\"missing\"",
            "When to tune: never, missing or always">,
     Option<"proposers", "proposers", "std::string", /*default=*/"\"builtin\"",
-           "Comma-separated proposers beyond the baseline (builtin)">,
+           "Comma-separated proposers beyond the baseline: builtin, llm "
+           "(llm asks the server of KOPT_LLM_ENDPOINT, KOPT_LLM_MODEL and "
+           "KOPT_LLM_API_KEY)">,
     Option<"maxCandidates", "max-candidates", "unsigned", /*default=*/"16",
            "Candidates per task, the baseline included">,
     Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
