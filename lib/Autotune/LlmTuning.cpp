@@ -9,6 +9,7 @@
 #include "LlmTuning.h"
 
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -80,8 +81,12 @@ llvm::Expected<SearchResult> LlmTuner::run(
     }
   }
   SearchSeed start{plans[seed], reports[seed], reports[0]};
+  // Rounds take a while (a model's answers, then an evaluation): say so.
+  SearchLog log = [&](const std::string &line) {
+    llvm::errs() << "kopt: @" << outcome.function << " llm " << line << "\n";
+  };
   auto result = runLlmSearch(task, plans[0], reports[0], std::move(start),
-                             *provider, evaluate, search);
+                             *provider, evaluate, search, log);
   if (!result)
     return result.takeError();
   unsigned evaluated = 0, valid = 0;

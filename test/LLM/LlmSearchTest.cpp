@@ -148,6 +148,7 @@ struct Harness {
   KernelPlan baseline = makeBaseline(task);
   ScriptedModel model;
   std::vector<std::vector<std::string>> evaluated;
+  std::vector<std::string> progress;
   LlmSearchOptions options;
 
   Harness() {
@@ -171,8 +172,9 @@ struct Harness {
       evaluated.push_back(names);
       return reports;
     };
-    return runLlmSearch(task, baseline, baselineReport, seed, model, evaluate,
-                        options);
+    return runLlmSearch(
+        task, baseline, baselineReport, seed, model, evaluate, options,
+        [&](const std::string &line) { progress.push_back(line); });
   }
 };
 
@@ -214,6 +216,11 @@ TEST(LlmSearchTest, CompileErrorIsFixedInRoundTwoWithFeedback) {
   EXPECT_THAT(best.plan->sources[0].code, HasSubstr("fixed"));
   EXPECT_DOUBLE_EQ(*result->best.report.speedup, 2.0);
   EXPECT_EQ(result->stopReason, "all 2 round(s) were run");
+  // Two progress lines per round: the ideas, then the round's outcome.
+  ASSERT_EQ(h.progress.size(), 4u);
+  EXPECT_EQ(h.progress[0], "round 1: 3 idea(s)");
+  EXPECT_THAT(h.progress[3], HasSubstr("round 2: 3 answer(s), 2 evaluated, 1 "
+                                       "valid; best llm/llm-"));
 
   // Round 1 measured the baseline and its three candidates; round 2 the
   // baseline, the seed from round 1 and the two new parsed candidates.
