@@ -166,6 +166,10 @@ double Statement::real(int column) const {
   return sqlite3_column_double(handle, column);
 }
 
+bool Statement::isNull(int column) const {
+  return sqlite3_column_type(handle, column) == SQLITE_NULL;
+}
+
 std::optional<std::string> Statement::blob(int column) const {
   if (sqlite3_column_type(handle, column) == SQLITE_NULL)
     return std::nullopt;

@@ -92,6 +92,8 @@ public:
   double real(int column) const;
   /// The blob in `column`, or std::nullopt when NULL.
   std::optional<std::string> blob(int column) const;
+  /// Whether `column` is NULL.
+  bool isNull(int column) const;
 
 private:
   Statement(Database &db, sqlite3_stmt *handle) : db(&db), handle(handle) {}

@@ -66,10 +66,45 @@ const char *const kMigrations[] = {
     // 2 -> 3: mark winners measured under another driver or NVRTC.
     "ALTER TABLE kernels ADD COLUMN stale INTEGER NOT NULL DEFAULT 0;"
     "UPDATE schema_version SET version = 3;",
+    // 3 -> 4: a content hash per record, checked when it is loaded; the
+    // migration fills it for the records already stored (fillContentHashes).
+    "ALTER TABLE kernels ADD COLUMN content_hash TEXT;"
+    "UPDATE schema_version SET version = 4;",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) ==
                   SqliteKernelDatabase::kSchemaVersion,
               "one migration per schema version");
+
+/// Computes the content hash of every record that has none (those stored
+/// before schema version 4), in the migration's transaction.
+static Status fillContentHashes(sqlite::Database &db) {
+  Result<sqlite::Statement> select = sqlite::Statement::prepare(
+      db, "SELECT rowid, record, cubin, ptx FROM kernels WHERE content_hash "
+          "IS NULL");
+  if (!select)
+    return select.status();
+  std::vector<std::pair<int64_t, std::string>> hashes;
+  while (true) {
+    Result<bool> row = select->step();
+    if (!row)
+      return row.status();
+    if (!*row)
+      break;
+    hashes.emplace_back(
+        select->integer(0),
+        detail::contentHash(select->text(1), select->blob(2), select->blob(3)));
+  }
+  for (const auto &[rowid, hash] : hashes) {
+    Result<sqlite::Statement> update = sqlite::Statement::prepare(
+        db, "UPDATE kernels SET content_hash = ?1 WHERE rowid = ?2");
+    if (!update)
+      return update.status();
+    update->bind(1, hash).bind(2, rowid);
+    if (Status status = update->run(); !status.isOk())
+      return status;
+  }
+  return Status::success();
+}
 
 /// What `where` selects of a task key prefix bound as `?1`.
 constexpr const char *kKeyPrefixCondition =
@@ -206,12 +241,39 @@ public:
   /// ever read, have none.
   const char *staleColumn() const { return schemaVersion >= 3 ? "stale" : "0"; }
 
+  /// The content hash's column; files older than version 4 have none.
+  const char *contentHashColumn() const {
+    return schemaVersion >= 4 ? "content_hash" : "NULL";
+  }
+
   /// The columns `readRecord` expects, in order.
   std::string recordColumns(bool withBinaries) const {
     return std::string("task_key, fingerprint_hash, record, ") +
            (withBinaries ? "cubin" : "NULL") + ", cubin_hash, " +
            (withBinaries ? "ptx" : "NULL") + ", ptx_hash, " + staleColumn() +
-           ", cubin IS NOT NULL, ptx IS NOT NULL";
+           ", cubin IS NOT NULL, ptx IS NOT NULL, " + contentHashColumn();
+  }
+
+  /// Whether the current row (selected with binaries) matches its content
+  /// hash; a row without one (stored before version 4 and never
+  /// migrated, in a read-only file) has nothing to check.
+  static bool matchesContentHash(const sqlite::Statement &statement) {
+    if (statement.isNull(10))
+      return true;
+    return detail::contentHash(statement.text(2), statement.blob(3),
+                               statement.blob(5)) == statement.text(10);
+  }
+
+  /// `readRecord` for a row selected with binaries, refusing one whose
+  /// content does not match its hash.
+  Result<KernelRecord> readCheckedRecord(const sqlite::Statement &statement) {
+    if (!matchesContentHash(statement))
+      return fail(Status::error(
+          StatusCode::Internal,
+          "record " + statement.text(0) + " on " + statement.text(1) +
+              ": its content does not match its content hash; refusing it "
+              "('kopt db verify' lists the problems)"));
+    return readRecord(statement);
   }
 
   /// Reads the record in the current row of a statement that selected
@@ -377,6 +439,9 @@ SqliteKernelDatabase::open(const std::string &path,
         return impl->fail(status, "cannot migrate from schema version " +
                                       std::to_string(from));
     }
+    if (*version < 4)
+      if (Status status = fillContentHashes(impl->db); !status.isOk())
+        return impl->fail(status, "cannot migrate to schema version 4");
     Status status = transaction->commit();
     if (!status.isOk())
       return impl->fail(status);
@@ -401,7 +466,7 @@ SqliteKernelDatabase::lookup(std::string_view taskKey,
     return impl->fail(row.status(), "cannot look up");
   if (!*row)
     return std::optional<KernelRecord>();
-  Result<KernelRecord> record = impl->readRecord(*statement);
+  Result<KernelRecord> record = impl->readCheckedRecord(*statement);
   if (!record)
     return record.status();
   return std::optional<KernelRecord>(std::move(*record));
@@ -444,23 +509,25 @@ Result<PutOutcome> SqliteKernelDatabase::merge(const KernelRecord &incoming) {
         impl->db,
         "INSERT OR REPLACE INTO kernels(task_key, fingerprint_hash, "
         "fingerprint, valid, median_ms, record, cubin, cubin_hash, ptx, "
-        "ptx_hash, created_at, updated_at, stale) VALUES(?1, ?2, ?3, ?4, ?5, "
-        "?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
+        "ptx_hash, created_at, updated_at, stale, content_hash) VALUES(?1, "
+        "?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)");
     if (!insert)
       return impl->fail(insert.status(), doing);
+    std::string text = json::write(recordJson);
     insert->bind(1, record.taskKey)
         .bind(2, fingerprintHash)
         .bind(3, record.fingerprint.toString())
         .bind(4, int64_t(record.valid ? 1 : 0))
         .bind(5, record.winner.medianMs)
-        .bind(6, json::write(recordJson))
+        .bind(6, text)
         .bindBlob(7, record.cubin)
         .bind(8, record.cubinHash)
         .bindBlob(9, record.ptx)
         .bind(10, record.ptxHash)
         .bind(11, record.createdAt)
         .bind(12, record.updatedAt)
-        .bind(13, int64_t(record.stale ? 1 : 0));
+        .bind(13, int64_t(record.stale ? 1 : 0))
+        .bind(14, detail::contentHash(text, record.cubin, record.ptx));
     if (Status status = insert->run(); !status.isOk())
       return impl->fail(status, doing);
     return Status::success();
@@ -543,7 +610,9 @@ Status SqliteKernelDatabase::forEachRecord(const RecordFilter &filter,
       return impl->fail(row.status(), "cannot list records");
     if (!*row)
       return Status::success();
-    Result<KernelRecord> record = impl->readRecord(*statement);
+    Result<KernelRecord> record = filter.withBinaries
+                                      ? impl->readCheckedRecord(*statement)
+                                      : impl->readRecord(*statement);
     if (!record)
       return record.status();
     if (Status status = callback(*record); !status.isOk())
@@ -695,12 +764,15 @@ Result<std::vector<std::string>> SqliteKernelDatabase::findProblems() {
             where + "stored JSON does not read: " + record.status().message());
         continue;
       }
+      if (!Impl::matchesContentHash(*kernels))
+        problems.push_back(where + "its content does not match its content "
+                                   "hash");
       if (record->taskKey != kernels->text(0) ||
           record->fingerprint.hash() != kernels->text(1) ||
-          record->fingerprint.toString() != kernels->text(10))
+          record->fingerprint.toString() != kernels->text(11))
         problems.push_back(where + "its key columns do not match its JSON");
-      if (int64_t(record->valid) != kernels->integer(11) ||
-          record->winner.medianMs != kernels->real(12))
+      if (int64_t(record->valid) != kernels->integer(12) ||
+          record->winner.medianMs != kernels->real(13))
         problems.push_back(where + "its valid or median_ms column does not "
                                    "match its JSON");
       detail::checkRecord(*record, problems);

@@ -432,7 +432,7 @@ struct SqliteOpenOptions {
 class SqliteKernelDatabase final : public KernelDatabase {
 public:
   /// The schema version this code writes; older files are migrated forward.
-  static constexpr int64_t kSchemaVersion = 3;
+  static constexpr int64_t kSchemaVersion = 4;
 
   /// Opens (or creates) the database at `path`. Fails without writing to the
   /// file when it is not SQLite, is SQLite without kopt's tables, or has a

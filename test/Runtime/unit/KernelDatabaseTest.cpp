@@ -537,11 +537,72 @@ TEST(SqliteKernelDatabaseTest, MigratesVersion1) {
   EXPECT_TRUE(db->verify().isOk());
 }
 
-/// Turns the version 3 file at `path` into the version 2 it was before the
+/// Turns the current file at `path` into the version 3 it was before the
+/// content hash.
+void downgradeToVersion3(const std::string &path) {
+  execRaw(path, "ALTER TABLE kernels DROP COLUMN content_hash;"
+                "UPDATE schema_version SET version = 3;");
+}
+
+/// Turns the current file at `path` into the version 2 it was before the
 /// stale flag.
 void downgradeToVersion2(const std::string &path) {
+  downgradeToVersion3(path);
   execRaw(path, "ALTER TABLE kernels DROP COLUMN stale;"
                 "UPDATE schema_version SET version = 2;");
+}
+
+TEST(SqliteKernelDatabaseTest, MigratesVersion3AndHashesStoredRecords) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("task", 1.0)).isOk());
+  }
+  downgradeToVersion3(path);
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db);
+    EXPECT_EQ(db->getSchemaVersion(), SqliteKernelDatabase::kSchemaVersion);
+    Result<std::optional<KernelRecord>> found =
+        db->lookup("task", makeFingerprint());
+    ASSERT_TRUE(found.isOk() && found->has_value());
+    EXPECT_TRUE(db->verify().isOk());
+  }
+  // The migration hashed the stored record: editing it now is caught.
+  execRaw(path, "UPDATE kernels SET record = replace(record, '\"valid\"', "
+                "'\"valid\" ')");
+  auto db = openOrDie(path);
+  ASSERT_TRUE(db);
+  EXPECT_FALSE(db->lookup("task", makeFingerprint()).isOk());
+}
+
+TEST(SqliteKernelDatabaseTest, RefusesRecordsEditedBehindItsBack) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("task", 1.0)).isOk());
+  }
+  // A valid JSON edit (an extra space) that every other check accepts.
+  execRaw(path, "UPDATE kernels SET record = replace(record, '\"valid\"', "
+                "'\"valid\" ')");
+  auto db = openOrDie(path);
+  ASSERT_TRUE(db);
+  Result<std::optional<KernelRecord>> found =
+      db->lookup("task", makeFingerprint());
+  ASSERT_FALSE(found.isOk());
+  EXPECT_NE(found.status().message().find("content hash"), std::string::npos);
+  Result<std::vector<std::string>> problems = db->findProblems();
+  ASSERT_TRUE(problems.isOk());
+  ASSERT_EQ(problems->size(), 1u);
+  EXPECT_NE((*problems)[0].find("does not match its content hash"),
+            std::string::npos);
+  // Listing without binaries cannot check the hash, and still reads.
+  RecordFilter filter;
+  filter.withBinaries = false;
+  EXPECT_TRUE(db->list(filter).isOk());
+  EXPECT_FALSE(db->list().isOk());
 }
 
 TEST(SqliteKernelDatabaseTest, MigratesVersion2) {
@@ -554,7 +615,7 @@ TEST(SqliteKernelDatabaseTest, MigratesVersion2) {
   downgradeToVersion2(path);
   auto db = openOrDie(path);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db->getSchemaVersion(), 3);
+  EXPECT_EQ(db->getSchemaVersion(), SqliteKernelDatabase::kSchemaVersion);
   Result<std::optional<KernelRecord>> found =
       db->lookup("task", makeFingerprint());
   ASSERT_TRUE(found.isOk() && found->has_value());
