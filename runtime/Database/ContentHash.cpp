@@ -135,6 +135,16 @@ std::string kopt::runtime::detail::sha256Hex(std::string_view bytes) {
   return hash.finishHex();
 }
 
+Status
+kopt::runtime::detail::contentHashMismatch(std::string_view taskKey,
+                                           std::string_view fingerprintHash) {
+  return Status::error(StatusCode::Internal,
+                       "record " + std::string(taskKey) + " on " +
+                           std::string(fingerprintHash) +
+                           ": its content does not match its content hash; "
+                           "refusing it ('kopt db verify' lists the problems)");
+}
+
 std::string
 kopt::runtime::detail::contentHash(std::string_view recordJson,
                                    const std::optional<std::string> &cubin,

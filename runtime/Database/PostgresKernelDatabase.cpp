@@ -288,11 +288,8 @@ private:
   Status checkContent(const Rows &rows, int row) const {
     if (matchesContentHash(rows, row))
       return Status::success();
-    return fail(Status::error(
-        StatusCode::Internal,
-        "record " + rows.text(row, 0) + " on " + rows.text(row, 1) +
-            ": its content does not match its content hash; refusing it "
-            "('kopt db verify' lists the problems)"));
+    return fail(
+        detail::contentHashMismatch(rows.text(row, 0), rows.text(row, 1)));
   }
 
   /// Runs `body` in a write transaction (a savepoint inside another).

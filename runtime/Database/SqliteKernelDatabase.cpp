@@ -268,11 +268,8 @@ public:
   /// content does not match its hash.
   Result<KernelRecord> readCheckedRecord(const sqlite::Statement &statement) {
     if (!matchesContentHash(statement))
-      return fail(Status::error(
-          StatusCode::Internal,
-          "record " + statement.text(0) + " on " + statement.text(1) +
-              ": its content does not match its content hash; refusing it "
-              "('kopt db verify' lists the problems)"));
+      return fail(
+          detail::contentHashMismatch(statement.text(0), statement.text(1)));
     return readRecord(statement);
   }
 

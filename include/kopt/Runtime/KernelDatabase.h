@@ -274,6 +274,10 @@ std::string sha256Hex(std::string_view bytes);
 std::string contentHash(std::string_view recordJson,
                         const std::optional<std::string> &cubin,
                         const std::optional<std::string> &ptx);
+/// The error for a loaded record whose content does not match its content
+/// hash (the record is refused).
+Status contentHashMismatch(std::string_view taskKey,
+                           std::string_view fingerprintHash);
 } // namespace detail
 
 /// Tuned kernels keyed by task key plus device and toolchain fingerprint.

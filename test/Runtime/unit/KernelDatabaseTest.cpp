@@ -552,6 +552,13 @@ void downgradeToVersion2(const std::string &path) {
                 "UPDATE schema_version SET version = 2;");
 }
 
+/// Edits the stored JSON of the records at `path` in a way every check but
+/// the content hash accepts (an extra space).
+void addSpaceToStoredJson(const std::string &path) {
+  execRaw(path, "UPDATE kernels SET record = replace(record, '\"valid\"', "
+                "'\"valid\" ')");
+}
+
 TEST(SqliteKernelDatabaseTest, MigratesVersion3AndHashesStoredRecords) {
   TempDir dir;
   std::string path = dir.file("kernels.db");
@@ -570,8 +577,7 @@ TEST(SqliteKernelDatabaseTest, MigratesVersion3AndHashesStoredRecords) {
     EXPECT_TRUE(db->verify().isOk());
   }
   // The migration hashed the stored record: editing it now is caught.
-  execRaw(path, "UPDATE kernels SET record = replace(record, '\"valid\"', "
-                "'\"valid\" ')");
+  addSpaceToStoredJson(path);
   auto db = openOrDie(path);
   ASSERT_TRUE(db);
   EXPECT_FALSE(db->lookup("task", makeFingerprint()).isOk());
@@ -584,9 +590,7 @@ TEST(SqliteKernelDatabaseTest, RefusesRecordsEditedBehindItsBack) {
     auto db = openOrDie(path);
     ASSERT_TRUE(db && db->put(makeRecord("task", 1.0)).isOk());
   }
-  // A valid JSON edit (an extra space) that every other check accepts.
-  execRaw(path, "UPDATE kernels SET record = replace(record, '\"valid\"', "
-                "'\"valid\" ')");
+  addSpaceToStoredJson(path);
   auto db = openOrDie(path);
   ASSERT_TRUE(db);
   Result<std::optional<KernelRecord>> found =
