@@ -22,8 +22,11 @@
 //    interleaving (set 0 then the last set again on the last set's runner:
 //    both agree bitwise with their first runs).
 // 4. Time: warm-up by time, then the interleaved A/B schedule, one timed
-//    run at a time; outputs are checked again after the loop; then the
-//    physical floor and suspicious speedups (re-measured).
+//    run at a time, each from freshly poisoned outputs and temporaries and
+//    checked by checksum against the candidate's validated result on the
+//    same inputs (a kernel that skips work while timed fails here); outputs
+//    are compared with the baseline again after the loop; then the physical
+//    floor and suspicious speedups (re-measured).
 //
 // The bulk checks (drawing inputs, poisoning, checksums, unwritten
 // elements, comparisons) run as device kernels (DeviceChecks.h); a device
@@ -52,6 +55,9 @@
 using namespace kopt::runtime;
 
 namespace {
+/// Keeps the poison of timed runs apart from the input sets' seeds.
+constexpr uint64_t kTimedPoisonSalt = 0x7469'6d65'6470'6f69ULL;
+
 /// Why a run failed its candidate.
 struct Failure {
   FailedCheck check = FailedCheck::None;
@@ -156,6 +162,9 @@ private:
   Result<std::vector<DeviceBuffer>> copyOutputs(PlanRunner &runner);
   Status timeRound(const std::vector<Candidate *> &variants,
                    unsigned repetitions);
+  std::optional<Failure> poisonBeforeTimedRun(Candidate &candidate,
+                                              uint64_t runSeed);
+  std::optional<Failure> checkTimedRun(Candidate &candidate, size_t runIndex);
   void failEveryoneAfterBaseline(std::vector<Candidate> &candidates);
   void markContextLost(std::vector<Candidate> &candidates);
 
@@ -172,6 +181,8 @@ private:
   const EvaluatorOptions &options;
   std::unique_ptr<DeviceChecks> device;
   bool contextLost = false;
+  /// Timed runs so far, over every candidate: seeds each run's poison.
+  uint64_t timedRuns = 0;
 };
 
 uint64_t getElementCount(const TensorSpec &tensor) {
@@ -719,6 +730,63 @@ void Engine::checkInterleaving(Candidate &candidate, InputSet &first,
   candidate.lastOutputs = std::move(*copies);
 }
 
+// A kernel may notice that it is being timed (its outputs already hold a
+// result, or it was called a moment ago) and skip its work then. So every
+// timed run starts from poisoned outputs and temporaries, and its outputs
+// must carry exactly the bits the candidate produced, deterministically, on
+// the same inputs during validation. Both happen outside the timed region,
+// as the L2 flush does. The poison of a timed run is a random element, not
+// one of validation's two: a kernel that computes only when it sees those
+// skips here, and the checksum catches it.
+std::optional<Failure> Engine::poisonBeforeTimedRun(Candidate &candidate,
+                                                    uint64_t runSeed) {
+  PlanRunner &runner = *candidate.runner;
+  uint64_t index = 0;
+  auto poison = [&](const TensorSpec &tensor) -> std::optional<Failure> {
+    uint64_t bits = deriveSeed(runSeed, index++);
+    std::vector<uint8_t> element = getPoisonElement(tensor.elementType);
+    for (size_t b = 0; b < element.size(); ++b)
+      element[b] = uint8_t(bits >> (8 * b));
+    Status status = device->fill(runner.getDevicePointer(tensor.name),
+                                 getElementCount(tensor), element);
+    if (!status.isOk())
+      return makeFailure(FailedCheck::Crash, status.message());
+    return std::nullopt;
+  };
+  for (const TensorSpec &output : task.outputs)
+    if (std::optional<Failure> failure = poison(output))
+      return failure;
+  for (const TensorSpec &temporary : candidate.plan->temporaries)
+    if (std::optional<Failure> failure = poison(temporary))
+      return failure;
+  return std::nullopt;
+}
+
+std::optional<Failure> Engine::checkTimedRun(Candidate &candidate,
+                                             size_t runIndex) {
+  // The runner holds the last input set, whose output checksums validation
+  // recorded (and the interleaving check confirmed bit for bit).
+  const std::vector<uint64_t> &expected = candidate.outputSums.back();
+  for (size_t i = 0; i < task.outputs.size(); ++i) {
+    const TensorSpec &output = task.outputs[i];
+    auto sum = device->checksum(candidate.runner->getDevicePointer(output.name),
+                                getByteCount(output));
+    if (!sum)
+      return makeFailure(FailedCheck::Crash, sum.status().message());
+    if (*sum == expected[i])
+      continue;
+    Failure failure = makeFailure(
+        FailedCheck::PostTimingMismatch,
+        "output '" + output.name + "' of timed run " +
+            std::to_string(runIndex) +
+            " differs from the validated result on the same inputs");
+    failure.evidence.set("output", json::Value(output.name));
+    failure.evidence.set("timed_run", json::Value(uint64_t(runIndex)));
+    return failure;
+  }
+  return std::nullopt;
+}
+
 Status Engine::timeRound(const std::vector<Candidate *> &variants,
                          unsigned repetitions) {
   std::vector<ScheduledRun> schedule =
@@ -728,12 +796,28 @@ Status Engine::timeRound(const std::vector<Candidate *> &variants,
     Candidate &candidate = *variants[scheduled.variant];
     if (!candidate.isValid())
       continue;
+    size_t runIndex = candidate.times.size();
+    uint64_t runSeed = deriveSeed(options.seed ^ kTimedPoisonSalt, ++timedRuns);
+    if (std::optional<Failure> failure =
+            poisonBeforeTimedRun(candidate, runSeed)) {
+      fail(candidate, std::move(*failure));
+      continue;
+    }
     auto time = candidate.runner->timeRun();
     if (!time) {
       noteRunFailure();
       fail(candidate, makeFailure(FailedCheck::Crash, time.status().message()));
       if (contextLost)
         return time.status();
+      continue;
+    }
+    if (std::optional<Failure> failure = checkTimedRun(candidate, runIndex)) {
+      if (failure->check == FailedCheck::Crash)
+        noteRunFailure();
+      fail(candidate, std::move(*failure));
+      if (contextLost)
+        return Status::error(StatusCode::Internal,
+                             "the device context was lost");
       continue;
     }
     candidate.times.push_back(*time);

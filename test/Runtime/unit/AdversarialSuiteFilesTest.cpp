@@ -119,7 +119,9 @@ TEST(AdversarialSuiteFilesTest, ManifestNamesEveryCheat) {
        {"noop", "returns-input", "writes-half", "writes-input",
         "device-global-cache", "keyed-on-output-pointer", "fp16-math",
         "data-race", "oob-neighbour", "infinite-loop", "faulting-launch",
-        "extra-launch", "first-n-calls", "ignores-input"})
+        "extra-launch", "first-n-calls", "ignores-input",
+        // Kernels that skip their work only while they are timed.
+        "skip-when-written", "skip-when-recent", "skip-per-block"})
     EXPECT_TRUE(names.count(cheat)) << "the suite lacks " << cheat;
   EXPECT_GE(honest, 2u);
   EXPECT_EQ(isolated, 2u) << "the hang and the fault run in a worker";
