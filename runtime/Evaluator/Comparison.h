@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Decides whether a candidate's output matches the reference (DESIGN
+// Decides whether a candidate's output matches the reference (docs/Design.md
 // "Evaluator", points 2, 3, 5 and 7) and keeps the evidence the proposer is
 // shown when it does not.
 //

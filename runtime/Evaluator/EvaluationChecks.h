@@ -8,9 +8,9 @@
 //
 // Decisions of the evaluation engine (Evaluator.h) that need no GPU, kept
 // here so that they are unit-tested anywhere: checking a record of the
-// kernels that ran (CUPTI's, Cupti.h) against a plan's launch steps (DESIGN's
-// point 6), checking fp64 reference values
-// against an output (point 2), and turning comparisons into evidence.
+// kernels that ran (CUPTI's, Cupti.h) against a plan's launch steps
+// (docs/Design.md's point 6), checking fp64 reference values against an output
+// (point 2), and turning comparisons into evidence.
 //
 //===----------------------------------------------------------------------===//
 

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The GPU evaluation engine behind `kopt-worker` (DESIGN, "Evaluator"): it
-// compiles every candidate plan of one task, validates each against the
+// The GPU evaluation engine behind `kopt-worker` (docs/Design.md, "Evaluator"):
+// it compiles every candidate plan of one task, validates each against the
 // baseline (candidate 0) on fresh input sets with poisoned outputs, redzones
 // and input checksums, checks input dependence, determinism and interleaving,
 // then times the valid ones interleaved with the baseline and checks their
@@ -39,9 +39,9 @@ namespace kopt::runtime {
 /// Runs one plan execution (enqueue, synchronize) and returns its status.
 using PlanExecution = std::function<Status()>;
 
-/// The hook for DESIGN's validation point 6 (CUPTI). When set, the engine
-/// calls it once per validated candidate with one execution of the plan and
-/// the number of kernels the plan declares at the least (one per step); the
+/// The hook for docs/Design.md's validation point 6 (CUPTI). When set, the
+/// engine calls it once per validated candidate with one execution of the plan
+/// and the number of kernels the plan declares at the least (one per step); the
 /// tracer must call `run` exactly once and return every kernel that ran on
 /// the device while it did, in launch order (`recordLaunches` with a
 /// `LaunchRecorder`, Cupti.h, does, waiting for at least that many records
@@ -65,8 +65,8 @@ constexpr double kAccuracyFactor = 2.0;
 /// How `evaluateCandidates` works. (Named apart from the protocol's
 /// `EvaluateOptions`, from which the worker fills it.)
 struct EvaluatorOptions {
-  /// Input sets each candidate is validated on (at least 1; DESIGN asks for
-  /// 5).
+  /// Input sets each candidate is validated on (at least 1; docs/Design.md asks
+  /// for 5).
   unsigned validationSets = 5;
   /// Timed repetitions per candidate, after warm-up.
   unsigned repetitions = 20;

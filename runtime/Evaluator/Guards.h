@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The host side of the memory checks around a candidate's run (DESIGN
+// The host side of the memory checks around a candidate's run (docs/Design.md
 // "Evaluator", point 4):
 //
 // - Poison. Outputs are filled with a poison pattern before each run and

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Draws the input sets a candidate is validated on (docs/DESIGN "Evaluator",
+// Draws the input sets a candidate is validated on (docs/Design.md "Evaluator",
 // point 2): at least five sets per candidate, fresh per candidate through the
 // seed, cycling through distributions that catch different shortcuts:
 //

@@ -6,13 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// No correct kernel beats physics (DESIGN "Evaluator", point 8). A task must
-// read every input once and write every output once, so its time is at least
-// those bytes over the device's measured bandwidth, and at least its FLOPs
-// over the device's peak. A measured time below that floor means the kernel
-// skipped work (cached results, wrote nothing, timed the wrong stream): the
-// candidate is rejected. Separately, a speedup over 10x against the baseline
-// is not rejected but re-measured and reported as suspicious.
+// No correct kernel beats physics (docs/Design.md "Evaluator", point 8). A task
+// must read every input once and write every output once, so its time is at
+// least those bytes over the device's measured bandwidth, and at least its
+// FLOPs over the device's peak. A measured time below that floor means the
+// kernel skipped work (cached results, wrote nothing, timed the wrong stream):
+// the candidate is rejected. Separately, a speedup over 10x against the
+// baseline is not rejected but re-measured and reported as suspicious.
 //
 // The floor ignores caches on purpose: the timing protocol flushes L2 between
 // repetitions, so the compulsory bytes come from device memory every time.

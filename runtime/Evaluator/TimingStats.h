@@ -6,13 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The arithmetic of the timing protocol (DESIGN "Evaluator", "Timing"): the
-// median of at least 20 repetitions is reported with the minimum and the
-// p10/p90 quantiles, and the relative spread (p90 - p10) / median says how
-// noisy the measurement was. Baseline and candidates are timed interleaved,
-// one repetition of each per round, so clock and thermal drift hit all of
-// them alike; the order within a round rotates so that no variant always runs
-// first (right after the L2 flush) or after the same neighbour.
+// The arithmetic of the timing protocol (docs/Design.md "Evaluator", "Timing
+// protocol"): the median of at least 20 repetitions is reported with the
+// minimum and the p10/p90 quantiles, and the relative spread (p90 - p10) /
+// median says how noisy the measurement was. Baseline and candidates are timed
+// interleaved, one repetition of each per round, so clock and thermal drift hit
+// all of them alike; the order within a round rotates so that no variant always
+// runs first (right after the L2 flush) or after the same neighbour.
 //
 //===----------------------------------------------------------------------===//
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Measures DESIGN's evaluator performance requirement: evaluating one
+// Measures docs/Design.md's evaluator performance requirement: evaluating one
 // candidate on tensors up to 64 MB (5 validation sets, 20 timed repetitions)
 // takes at most 1.5 s of wall time, and repeated timings of one plan agree
 // within 3% (median to median). It runs `evaluateCandidates` with the

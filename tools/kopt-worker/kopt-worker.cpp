@@ -14,9 +14,9 @@
 //
 // With a GPU (device 0 of those the process sees) it evaluates through the
 // engine (runtime/Evaluator/Evaluator.h), with CUPTI's launch accounting
-// (DESIGN's validation point 6) when CUPTI loads; without CUPTI the reports
-// say `launch_trace_skipped`. Without a GPU or driver every candidate is
-// reported as not compiled, failing check `compile`, with evidence saying
+// (docs/Design.md's validation point 6) when CUPTI loads; without CUPTI the
+// reports say `launch_trace_skipped`. Without a GPU or driver every candidate
+// is reported as not compiled, failing check `compile`, with evidence saying
 // why: the protocol has no check name for "no evaluator available", so
 // `compile` (the first step that could not happen) stands in for it.
 //

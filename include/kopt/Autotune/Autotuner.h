@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The autotuning loop of DESIGN ("kernel database", "rewrite") for one
+// The autotuning loop of docs/Design.md ("kernel database", "rewrite") for one
 // outlined fusion group at a time: build its KernelTask, look its key up in
 // the kernel database for this device, and on a miss (when a GPU is present
 // and tuning is allowed) evaluate the baseline and every proposer's

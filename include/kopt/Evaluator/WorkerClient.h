@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The compiler's side of the evaluator worker (DESIGN, "Evaluator"): a
+// The compiler's side of the evaluator worker (docs/Design.md, "Evaluator"): a
 // WorkerClient starts `kopt-worker` as a child process, talks
 // `kopt.worker/1` to it over pipes (docs/EvaluatorProtocol.md) and keeps the
 // caller safe from it. A worker that crashes, hangs past a request's

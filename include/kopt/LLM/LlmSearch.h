@@ -6,11 +6,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The LLM proposer's search (DESIGN, "Proposers"; docs/LLM.md). Each round
-// asks the model for several diverse optimisation ideas in plain language,
-// then for one implementation of each (the requests in parallel), parses
-// the answers strictly, drops answers already seen (same source), and has
-// the caller evaluate the new candidates beside the baseline and the
+// The LLM proposer's search (docs/Design.md, "Proposers"; docs/LLM.md). Each
+// round asks the model for several diverse optimisation ideas in plain
+// language, then for one implementation of each (the requests in parallel),
+// parses the answers strictly, drops answers already seen (same source), and
+// has the caller evaluate the new candidates beside the baseline and the
 // current best (the seed) in one request, so every speedup is a ratio
 // measured side by side. The fastest valid candidate seeds the next round,
 // whose prompts carry the earlier attempts' feedback: parse and compile

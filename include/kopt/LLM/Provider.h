@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The providers of the LLM proposer (DESIGN, "Proposers"; docs/LLM.md): one
-// interface, LlmProvider, that turns a system and a user prompt into an
+// The providers of the LLM proposer (docs/Design.md, "Proposers"; docs/LLM.md):
+// one interface, LlmProvider, that turns a system and a user prompt into an
 // answer, and three implementations of it.
 //
 // - `openai` speaks the OpenAI-compatible chat-completions API over HTTP(S),

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// DESIGN's validation point 6: CUPTI shows that a plan's kernels actually
-// ran, with the declared launch count, and that nothing else ran. A
+// docs/Design.md's validation point 6: CUPTI shows that a plan's kernels
+// actually ran, with the declared launch count, and that nothing else ran. A
 // `LaunchRecorder` records every kernel that ran on the device between
 // `start()` and `stop()` through CUPTI's Activity API
 // (CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); `checkPlanLaunches`
