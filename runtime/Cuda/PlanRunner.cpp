@@ -6,18 +6,16 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Each step is turned into a prepared form when the runner is created: a
-// launch into its CUfunction, grid, block and an argument array whose
-// pointers stay fixed; a GEMM into a CublasLtGemm; a convolution into a
-// CudnnConv. Running walks the prepared steps and only enqueues work.
+// The runner compiles every source with NVRTC, allocates every tensor (with
+// redzones when asked) and prepares the steps through PreparedPlan, the
+// launch path the runtime's BoundPlan uses too: what is validated and timed
+// here is what users run. Running only enqueues work.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 
-#include "kopt/Runtime/Cuda/CublasLt.h"
-#include "kopt/Runtime/Cuda/Cudnn.h"
-#include "kopt/Runtime/Cuda/LaunchArguments.h"
+#include "kopt/Runtime/Cuda/PreparedPlan.h"
 #include "kopt/Runtime/PlanVerifier.h"
 
 #include <algorithm>
@@ -27,9 +25,6 @@
 #include <set>
 
 using namespace kopt::runtime;
-
-/// Dynamic shared memory a kernel gets without opting in.
-static constexpr int64_t kDefaultSharedBytes = 48 * 1024;
 
 static Status invalid(std::string message) {
   return Status::error(StatusCode::InvalidArgument, std::move(message));
@@ -57,29 +52,6 @@ PlanTiming kopt::runtime::summarizeTimings(const std::vector<double> &timesUs) {
 }
 
 namespace {
-/// A launch step with everything resolved.
-struct PreparedLaunch {
-  CUfunction function = nullptr;
-  unsigned grid[3] = {1, 1, 1};
-  unsigned block[3] = {1, 1, 1};
-  unsigned sharedBytes = 0;
-  /// Eight bytes per argument (a device pointer or a scalar), and the
-  /// pointers to them that cuLaunchKernel takes.
-  std::vector<uint64_t> storage;
-  std::vector<void *> arguments;
-};
-
-/// One step, prepared.
-struct PreparedStep {
-  PlanStep::Kind kind = PlanStep::Kind::Launch;
-  std::string where;
-  PreparedLaunch launch;
-  std::unique_ptr<CublasLtGemm> gemm;
-  GemmBuffers gemmBuffers;
-  std::unique_ptr<CudnnConv> conv;
-  ConvBuffers convBuffers;
-};
-
 /// Destroys a CUDA event on scope exit.
 struct EventGuard {
   const CudaDriver &api;
@@ -105,7 +77,8 @@ struct PlanRunner::Impl {
   unsigned flushRound = 0;
   std::map<std::string, CompiledKernel> compiled;
   std::vector<CUmodule> modules;
-  std::vector<PreparedStep> steps;
+  /// The steps, through the launch path the runtime uses too.
+  std::unique_ptr<PreparedPlan> prepared;
   DeviceBuffer gemmWorkspace;
   std::set<std::string> inputsSet;
 
@@ -128,67 +101,10 @@ struct PlanRunner::Impl {
            (offset == offsets.end() ? 0 : CUdeviceptr(offset->second));
   }
 
-  Status prepareLaunch(const LaunchStep &step,
-                       const std::map<std::string, CUmodule> &byId,
-                       PreparedLaunch &launch);
-  Status enqueue(bool synchronizeEachStep);
+  Status enqueue(bool synchronizeEachStep) {
+    return prepared->enqueue(context->getStream(), synchronizeEachStep);
+  }
 };
-
-Status
-PlanRunner::Impl::prepareLaunch(const LaunchStep &step,
-                                const std::map<std::string, CUmodule> &byId,
-                                PreparedLaunch &launch) {
-  const CudaDriver &api = driver();
-  CUmodule module = byId.at(step.source);
-  if (Status status = api.check(
-          api.cuModuleGetFunction(&launch.function, module, step.entry.c_str()),
-          "cuModuleGetFunction('" + step.entry + "' in source '" + step.source +
-              "')");
-      !status.isOk())
-    return status;
-  for (int axis = 0; axis < 3; ++axis) {
-    auto grid = evaluatePlanExpression(step.grid[axis], tensors);
-    if (!grid)
-      return grid.status();
-    auto block = evaluatePlanExpression(step.block[axis], tensors);
-    if (!block)
-      return block.status();
-    launch.grid[axis] = unsigned(*grid);
-    launch.block[axis] = unsigned(*block);
-  }
-  int64_t optin = context->getDeviceInfo().maxSharedPerBlockOptin;
-  if (step.sharedBytes > optin)
-    return Status::error(StatusCode::Unsupported,
-                         std::to_string(step.sharedBytes) +
-                             " bytes of dynamic shared memory; the device "
-                             "allows " +
-                             std::to_string(optin));
-  launch.sharedBytes = unsigned(step.sharedBytes);
-  if (step.sharedBytes > kDefaultSharedBytes)
-    if (Status status =
-            api.check(api.cuFuncSetAttribute(
-                          launch.function,
-                          CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                          int(step.sharedBytes)),
-                      "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-        !status.isOk())
-      return status;
-  for (const std::string &arg : step.args) {
-    // The same rule as verifyPlan: a typed prefix makes a literal.
-    if (!isScalarLiteral(arg)) {
-      launch.storage.push_back(uint64_t(pointer(arg)));
-      continue;
-    }
-    auto scalar = encodeScalarArgument(arg);
-    if (!scalar)
-      return scalar.status();
-    launch.storage.push_back(*scalar);
-  }
-  // Only now, with the storage complete, take the addresses.
-  for (uint64_t &slot : launch.storage)
-    launch.arguments.push_back(&slot);
-  return Status::success();
-}
 
 PlanRunner::PlanRunner(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 PlanRunner::~PlanRunner() = default;
@@ -219,19 +135,6 @@ static Result<CompiledKernel> compileCached(const std::string &code,
   std::lock_guard<std::mutex> lock(mutex);
   cache.emplace(key, *compiled);
   return compiled;
-}
-
-static std::string describeStep(const PlanStep &step, size_t index) {
-  std::string where = "step " + std::to_string(index);
-  const char *kind = step.kind == PlanStep::Kind::Launch ? "launch"
-                     : step.kind == PlanStep::Kind::Gemm ? "gemm"
-                                                         : "conv";
-  where += std::string(" (") + kind;
-  if (step.kind == PlanStep::Kind::Launch)
-    where += " " + step.launch.entry;
-  if (!step.comment.empty())
-    where += ": " + step.comment;
-  return where + ")";
 }
 
 Result<std::unique_ptr<PlanRunner>>
@@ -308,61 +211,13 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
     impl->buffers.emplace(name, std::move(*buffer));
   }
 
-  for (size_t index = 0; index < plan.steps.size(); ++index) {
-    const PlanStep &step = plan.steps[index];
-    PreparedStep prepared;
-    prepared.kind = step.kind;
-    prepared.where = describeStep(step, index);
-    auto fail = [&](const Status &status) -> Status {
-      return status.withContext(prepared.where);
-    };
-    switch (step.kind) {
-    case PlanStep::Kind::Launch:
-      if (Status status =
-              impl->prepareLaunch(step.launch, modules, prepared.launch);
-          !status.isOk())
-        return fail(status);
-      break;
-    case PlanStep::Kind::Gemm: {
-      const GemmStep &gemm = step.gemm;
-      for (const std::string &name : {gemm.a, gemm.b, gemm.c, gemm.bias})
-        if (!name.empty() &&
-            impl->tensors.at(name).elementType != ElementType::F32)
-          return fail(invalid("GEMM steps run in fp32 only; '" + name +
-                              "' is not f32"));
-      auto prepare = CublasLtGemm::create(context, gemm,
-                                          impl->tensors.at(gemm.c).elementType);
-      if (!prepare)
-        return fail(prepare.status());
-      prepared.gemm = std::move(*prepare);
-      prepared.gemmBuffers = {impl->pointer(gemm.a), impl->pointer(gemm.b),
-                              impl->pointer(gemm.c),
-                              gemm.bias.empty() ? 0 : impl->pointer(gemm.bias)};
-      if (!impl->gemmWorkspace.get()) {
-        auto workspace =
-            DeviceBuffer::allocate(context, CublasLtGemm::kWorkspaceBytes);
-        if (!workspace)
-          return fail(workspace.status());
-        impl->gemmWorkspace = std::move(*workspace);
-      }
-      break;
-    }
-    case PlanStep::Kind::Conv: {
-      const ConvStep &conv = step.conv;
-      auto prepare = CudnnConv::create(
-          context, conv, impl->tensors.at(conv.input),
-          impl->tensors.at(conv.filter), impl->tensors.at(conv.output));
-      if (!prepare)
-        return fail(prepare.status());
-      prepared.conv = std::move(*prepare);
-      prepared.convBuffers = {impl->pointer(conv.input),
-                              impl->pointer(conv.filter),
-                              impl->pointer(conv.output)};
-      break;
-    }
-    }
-    impl->steps.push_back(std::move(prepared));
-  }
+  auto prepared =
+      PreparedPlan::create(context, task, plan, modules, impl->gemmWorkspace);
+  if (!prepared)
+    return prepared.status();
+  impl->prepared = std::move(*prepared);
+  for (const auto &[name, tensor] : impl->tensors)
+    impl->prepared->bind(name, impl->pointer(name));
   if (Status status = api.check(api.cuCtxSynchronize(), "cuCtxSynchronize");
       !status.isOk())
     return status;
@@ -413,38 +268,6 @@ Status PlanRunner::setInputs(const std::vector<std::vector<uint8_t>> &inputs) {
     if (Status status = setInput(impl->task.inputs[i].name, inputs[i]);
         !status.isOk())
       return status;
-  return Status::success();
-}
-
-Status PlanRunner::Impl::enqueue(bool synchronizeEachStep) {
-  const CudaDriver &api = driver();
-  CUstream stream = context->getStream();
-  for (PreparedStep &step : steps) {
-    Status status;
-    switch (step.kind) {
-    case PlanStep::Kind::Launch: {
-      PreparedLaunch &launch = step.launch;
-      status = api.check(
-          api.cuLaunchKernel(launch.function, launch.grid[0], launch.grid[1],
-                             launch.grid[2], launch.block[0], launch.block[1],
-                             launch.block[2], launch.sharedBytes, stream,
-                             launch.arguments.data(), nullptr),
-          "cuLaunchKernel");
-      break;
-    }
-    case PlanStep::Kind::Gemm:
-      status = step.gemm->run(stream, step.gemmBuffers, gemmWorkspace.get());
-      break;
-    case PlanStep::Kind::Conv:
-      status = step.conv->run(stream, step.convBuffers);
-      break;
-    }
-    if (status.isOk() && synchronizeEachStep)
-      status =
-          api.check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
-    if (!status.isOk())
-      return status.withContext(step.where);
-  }
   return Status::success();
 }
 
