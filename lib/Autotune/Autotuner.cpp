@@ -14,7 +14,7 @@
 #include "kopt/Autotune/Replay.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
-#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Evaluator/ReferenceBuilder.h"
 #include "kopt/Evaluator/WorkerPool.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
@@ -356,7 +356,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
         return baseline.takeError();
       outcome.source = GroupOutcome::Source::Baseline;
       outcome.variant = baseline->variant;
-      tagGroup(group, toRuntime(*baseline), nullptr);
+      tagGroup(group, *baseline, nullptr);
       return outcome;
     }
   }
@@ -385,14 +385,14 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     // is none here.
     auto queued = impl->queue->enqueue(
         task->key, impl->fingerprint ? impl->fingerprint->hash() : "",
-        task->precision, rt::toJson(toRuntime(*task)));
+        task->precision, rt::toJson(*task));
     if (!queued)
       return toError(queued.status(), "enqueueing " + task->key);
     outcome.note = *queued == rt::EnqueueOutcome::Queued ? "enqueued for tuning"
                    : *queued == rt::EnqueueOutcome::AlreadyQueued
                        ? "already queued for tuning"
                        : "stored by a worker for another device";
-    tagGroup(group, toRuntime(*baseline), nullptr);
+    tagGroup(group, *baseline, nullptr);
     return outcome;
   }
   outcome.note = overBudget      ? "the tuning budget is spent"
@@ -401,13 +401,13 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
                  : impl->options.mode == TuneMode::Never
                      ? "tuning is off (--tune=never)"
                      : "";
-  tagGroup(group, toRuntime(*baseline), nullptr);
+  tagGroup(group, *baseline, nullptr);
   return outcome;
 }
 
 /// The `kopt.plan/1` JSON of `plan`.
 static rt::json::Value planJson(const KernelPlan &plan) {
-  return rt::toJson(toRuntime(plan));
+  return rt::toJson(plan);
 }
 
 /// Pointers to `plans`, in order.
@@ -425,7 +425,7 @@ Autotuner::Impl::makeRequest(func::FuncOp group, const KernelTask &task,
                              std::string &note) {
   rt::EvaluateMessage request;
   request.requestId = nextRequestId++;
-  request.task = rt::toJson(toRuntime(task));
+  request.task = rt::toJson(task);
   for (const KernelPlan *plan : plans)
     request.candidates.push_back(planJson(*plan));
   request.options.validationSets = options.validationSets;
@@ -550,7 +550,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   auto baseline = proposeBaseline(group, task);
   if (!baseline)
     return baseline.takeError();
-  if (llvm::Error error = verifyPlan(*baseline, task))
+  if (llvm::Error error = toLlvmError(verifyPlan(*baseline, task)))
     return makeError("the baseline plan of @" + outcome.function +
                      " is invalid: " + llvm::toString(std::move(error)));
   std::vector<KernelPlan> plans = {*baseline};
@@ -650,7 +650,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   rt::KernelRecord record;
   record.taskKey = task.key;
   record.fingerprint = *fingerprint;
-  rt::KernelPlan runtimePlan = toRuntime(*chosenPlan);
+  rt::KernelPlan runtimePlan = *chosenPlan;
   record.plan = rt::toJson(runtimePlan);
   // The binaries for the device, when the plan has one source.
   if (runtimePlan.sources.size() == 1) {

@@ -27,6 +27,7 @@
 
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -115,7 +116,7 @@ static void addPlan(Proposal &proposal, PlanBuilder &builder,
     error = builder.finishOutputs(group.getContext());
   KernelPlan plan = builder.take();
   if (!error)
-    error = verifyPlan(plan, task);
+    error = toLlvmError(verifyPlan(plan, task));
   if (error) {
     proposal.remarks.push_back("builtin " + plan.variant + ": " +
                                llvm::toString(std::move(error)));

@@ -9,7 +9,6 @@
 #include "kopt/Codegen/KernelTask.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
-#include "kopt/Codegen/RuntimeInterop.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/Support/DebugStringHelper.h"
@@ -18,44 +17,6 @@
 
 using namespace mlir;
 using namespace mlir::kopt;
-
-llvm::StringRef mlir::kopt::stringifyElementType(ElementType type) {
-  switch (type) {
-  case ElementType::F16:
-    return "f16";
-  case ElementType::BF16:
-    return "bf16";
-  case ElementType::F32:
-    return "f32";
-  case ElementType::F64:
-    return "f64";
-  case ElementType::I1:
-    return "i1";
-  case ElementType::I8:
-    return "i8";
-  case ElementType::I16:
-    return "i16";
-  case ElementType::I32:
-    return "i32";
-  case ElementType::I64:
-    return "i64";
-  }
-  llvm_unreachable("unknown ElementType");
-}
-
-std::optional<ElementType> mlir::kopt::parseElementType(llvm::StringRef text) {
-  return llvm::StringSwitch<std::optional<ElementType>>(text)
-      .Case("f16", ElementType::F16)
-      .Case("bf16", ElementType::BF16)
-      .Case("f32", ElementType::F32)
-      .Case("f64", ElementType::F64)
-      .Case("i1", ElementType::I1)
-      .Case("i8", ElementType::I8)
-      .Case("i16", ElementType::I16)
-      .Case("i32", ElementType::I32)
-      .Case("i64", ElementType::I64)
-      .Default(std::nullopt);
-}
 
 std::optional<ElementType> mlir::kopt::getElementType(Type type) {
   if (type.isF16())
@@ -77,25 +38,6 @@ std::optional<ElementType> mlir::kopt::getElementType(Type type) {
   if (type.isSignlessInteger(64) || type.isIndex())
     return ElementType::I64;
   return std::nullopt;
-}
-
-int64_t mlir::kopt::getElementBytes(ElementType type) {
-  switch (type) {
-  case ElementType::F16:
-  case ElementType::BF16:
-  case ElementType::I16:
-    return 2;
-  case ElementType::F32:
-  case ElementType::I32:
-    return 4;
-  case ElementType::F64:
-  case ElementType::I64:
-    return 8;
-  case ElementType::I1:
-  case ElementType::I8:
-    return 1;
-  }
-  llvm_unreachable("unknown ElementType");
 }
 
 llvm::StringRef mlir::kopt::getCudaStorageType(ElementType type) {
@@ -125,30 +67,6 @@ llvm::StringRef mlir::kopt::getCudaStorageType(ElementType type) {
 bool mlir::kopt::isFloat(ElementType type) {
   return type == ElementType::F16 || type == ElementType::BF16 ||
          type == ElementType::F32 || type == ElementType::F64;
-}
-
-int64_t TensorSpec::getNumElements() const {
-  int64_t count = 1;
-  for (int64_t size : shape)
-    count *= size;
-  return count;
-}
-
-int64_t TensorSpec::getBytes() const {
-  return getNumElements() * getElementBytes(elementType);
-}
-
-bool TensorSpec::operator==(const TensorSpec &other) const {
-  return name == other.name && elementType == other.elementType &&
-         shape == other.shape;
-}
-
-const TensorSpec *KernelTask::findTensor(llvm::StringRef tensorName) const {
-  for (const std::vector<TensorSpec> *list : {&inputs, &outputs})
-    for (const TensorSpec &tensor : *list)
-      if (tensor.name == tensorName)
-        return &tensor;
-  return nullptr;
 }
 
 Tolerance mlir::kopt::deriveTolerance(ElementType type, int64_t reductionSize,
@@ -265,37 +183,4 @@ llvm::Expected<KernelTask> mlir::kopt::buildKernelTask(func::FuncOp func) {
     first = false;
   }
   return task;
-}
-
-//===----------------------------------------------------------------------===//
-// JSON
-//===----------------------------------------------------------------------===//
-
-// The runtime reads and writes the documents (kopt/Runtime/TaskPlan.h);
-// these convert.
-
-namespace rt = ::kopt::runtime;
-
-llvm::json::Value mlir::kopt::toJson(const TensorSpec &tensor) {
-  return fromRuntime(rt::toJson(toRuntime(tensor)));
-}
-
-llvm::json::Value mlir::kopt::toJson(const KernelTask &task) {
-  return fromRuntime(rt::toJson(toRuntime(task)));
-}
-
-llvm::Expected<TensorSpec>
-mlir::kopt::tensorSpecFromJson(const llvm::json::Value &value) {
-  auto tensor = toExpected(rt::tensorSpecFromJson(toRuntime(value)));
-  if (!tensor)
-    return tensor.takeError();
-  return fromRuntime(*tensor);
-}
-
-llvm::Expected<KernelTask>
-mlir::kopt::kernelTaskFromJson(const llvm::json::Value &value) {
-  auto task = toExpected(rt::kernelTaskFromJson(toRuntime(value)));
-  if (!task)
-    return task.takeError();
-  return fromRuntime(*task);
 }

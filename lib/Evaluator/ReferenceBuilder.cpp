@@ -9,7 +9,7 @@
 #include "kopt/Evaluator/ReferenceBuilder.h"
 
 #include "kopt/Codegen/ReferenceInterpreter.h"
-#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 #include "runtime/Evaluator/ElementCodec.h"
 #include "runtime/Evaluator/InputGenerator.h"
 
@@ -55,7 +55,7 @@ mlir::kopt::generateReferenceInputs(const KernelTask &task,
                                    reference.distribution + "'");
   if (reference.seed < 0)
     return llvm::createStringError("negative reference seed");
-  return rt::generateInputSet(toRuntime(task).inputs, *distribution,
+  return rt::generateInputSet(task.inputs, *distribution,
                               uint64_t(reference.seed));
 }
 
@@ -99,12 +99,12 @@ mlir::kopt::buildReferenceSet(func::FuncOp group, const KernelTask &task,
     return llvm::createStringError("group and task '" + task.name +
                                    "' differ in their number of tensors");
   for (auto [index, input] : llvm::enumerate(task.inputs))
-    if (ri.getInputNumElements(index) != input.getNumElements())
+    if (ri.getInputNumElements(index) != input.getNumElements().value_or(0))
       return llvm::createStringError("group and task '" + task.name +
                                      "' differ in the size of input '" +
                                      input.name + "'");
   for (auto [index, output] : llvm::enumerate(task.outputs))
-    if (ri.getOutputNumElements(index) != output.getNumElements())
+    if (ri.getOutputNumElements(index) != output.getNumElements().value_or(0))
       return llvm::createStringError("group and task '" + task.name +
                                      "' differ in the size of output '" +
                                      output.name + "'");
@@ -118,12 +118,12 @@ mlir::kopt::buildReferenceSet(func::FuncOp group, const KernelTask &task,
   std::vector<std::vector<double>> inputValues;
   for (auto [index, input] : llvm::enumerate(task.inputs))
     inputValues.push_back(
-        rt::decodeElements(toRuntime(input.elementType), (*inputs)[index]));
+        rt::decodeElements(input.elementType, (*inputs)[index]));
 
   for (auto [index, output] : llvm::enumerate(task.outputs)) {
-    std::vector<int64_t> points =
-        sampleOutputPoints(output.getNumElements(), maxPointsPerOutput,
-                           rt::deriveSeed(uint64_t(reference.seed), index));
+    std::vector<int64_t> points = sampleOutputPoints(
+        output.getNumElements().value_or(0), maxPointsPerOutput,
+        rt::deriveSeed(uint64_t(reference.seed), index));
     auto values = ri.evaluatePoints(inputValues, index, points);
     if (!values)
       return llvm::createStringError(

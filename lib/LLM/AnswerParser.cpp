@@ -17,6 +17,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/LLM/LlmProposer.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -570,7 +571,7 @@ mlir::kopt::parseAnswer(llvm::StringRef text, const KernelTask &task,
   if (llvm::Error error = readLaunch(launches.front()->body, step.launch))
     return std::move(error);
   plan.steps.push_back(std::move(step));
-  if (llvm::Error error = verifyPlan(plan, task))
+  if (llvm::Error error = toLlvmError(verifyPlan(plan, task)))
     return reject("the launch block is invalid: " +
                   llvm::toString(std::move(error)));
   return plan;

@@ -8,7 +8,7 @@
 
 #include "kopt/LLM/LlmSearch.h"
 
-#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -211,9 +211,9 @@ SearchState Search::makeState(unsigned round) const {
   if (options.prompt.gpu.bandwidthGBs > 0) {
     int64_t bytes = 0;
     for (const TensorSpec &tensor : task.inputs)
-      bytes += tensor.getBytes();
+      bytes += tensor.getBytes().value_or(0);
     for (const TensorSpec &tensor : task.outputs)
-      bytes += tensor.getBytes();
+      bytes += tensor.getBytes().value_or(0);
     state.floorUs = double(bytes) / (options.prompt.gpu.bandwidthGBs * 1e3);
   }
   for (const SearchAttempt &attempt : result.attempts)

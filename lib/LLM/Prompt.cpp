@@ -82,7 +82,7 @@ static std::string formatShape(const TensorSpec &tensor) {
   std::string text;
   for (int64_t size : tensor.shape)
     text += std::to_string(size) + "x";
-  return text + stringifyElementType(tensor.elementType).str();
+  return text + stringifyElementType(tensor.elementType);
 }
 
 static std::string formatTensors(const KernelTask &task) {
@@ -90,9 +90,9 @@ static std::string formatTensors(const KernelTask &task) {
   llvm::raw_string_ostream os(text);
   auto line = [&](const TensorSpec &tensor, llvm::StringRef role) {
     os << "- `" << tensor.name << "` (" << role << "): " << formatShape(tensor)
-       << ", " << tensor.getNumElements() << " elements, " << tensor.getBytes()
-       << " bytes, C++ type `" << getCudaStorageType(tensor.elementType)
-       << "`\n";
+       << ", " << tensor.getNumElements().value_or(0) << " elements, "
+       << tensor.getBytes().value_or(0) << " bytes, C++ type `"
+       << getCudaStorageType(tensor.elementType) << "`\n";
   };
   for (const TensorSpec &input : task.inputs)
     line(input, "input");

@@ -8,7 +8,7 @@
 
 #include "TestUtils.h"
 
-#include "kopt/Codegen/KernelPlan.h"
+#include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
 #include "kopt/Support/ModelLoader.h"
 
@@ -61,7 +61,7 @@ TEST(KernelPlanTest, EvaluatesLaunchExpressions) {
   std::map<std::string, TensorSpec> tensors = {
       {"x", tensor("x", {4, 1000, 3})}};
   auto eval = [&](llvm::StringRef text) {
-    auto value = evaluatePlanExpression(text, tensors);
+    auto value = evaluatePlanExpression(std::string_view(text), tensors);
     EXPECT_TRUE(static_cast<bool>(value)) << text.str();
     return value ? *value : -1;
   };
@@ -72,9 +72,8 @@ TEST(KernelPlanTest, EvaluatesLaunchExpressions) {
   EXPECT_EQ(eval("max(1, dim(x, 2)) % 2"), 1);
   for (llvm::StringRef bad : {"numel(y)", "dim(x, 3)", "1 / 0", "cdiv(1, 0)",
                               "foo(1)", "(1 + 2", "1 +", "2 3"}) {
-    auto value = evaluatePlanExpression(bad, tensors);
+    auto value = evaluatePlanExpression(std::string_view(bad), tensors);
     EXPECT_FALSE(static_cast<bool>(value)) << bad.str();
-    llvm::consumeError(value.takeError());
   }
 }
 
@@ -85,8 +84,8 @@ TEST(KernelPlanTest, RoundTripsThroughJson) {
   gemm.gemm = {"in0", "in1", "out0", "", 2, 4, 8, 16, true, false, "relu"};
   plan.steps.push_back(gemm);
   plan.temporaries.push_back(tensor("tmp0", {2, 3}, ElementType::BF16));
-  auto parsed = kernelPlanFromJson(toJson(plan));
-  ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+  auto parsed = ::kopt::runtime::kernelPlanFromJson(toJson(plan));
+  ASSERT_TRUE(static_cast<bool>(parsed)) << parsed.status().message();
   EXPECT_EQ(parsed->variant, "bs256");
   ASSERT_EQ(parsed->steps.size(), 2u);
   EXPECT_EQ(parsed->steps[0].launch.grid[0], "cdiv(numel(out0), 256)");
@@ -100,23 +99,21 @@ TEST(KernelPlanTest, RoundTripsThroughJson) {
 }
 
 TEST(KernelPlanTest, RejectsWrongSchema) {
-  llvm::json::Value value = toJson(vectorAddPlan());
-  value.getAsObject()->insert({"schema", "kopt.plan/999"});
-  (*value.getAsObject())["schema"] = "kopt.plan/999";
-  auto parsed = kernelPlanFromJson(value);
+  ::kopt::runtime::json::Value value = toJson(vectorAddPlan());
+  value.set("schema", ::kopt::runtime::json::Value("kopt.plan/999"));
+  auto parsed = ::kopt::runtime::kernelPlanFromJson(value);
   ASSERT_FALSE(static_cast<bool>(parsed));
-  EXPECT_NE(llvm::toString(parsed.takeError()).find("kopt.plan/1"),
-            std::string::npos);
+  EXPECT_NE(parsed.status().message().find("kopt.plan/1"), std::string::npos);
 }
 
 TEST(KernelPlanTest, VerifyCatchesBadPlans) {
   KernelTask task = vectorAddTask();
-  EXPECT_FALSE(static_cast<bool>(verifyPlan(vectorAddPlan(), task)));
+  EXPECT_TRUE(verifyPlan(vectorAddPlan(), task).isOk());
 
   auto expectError = [&](KernelPlan plan, llvm::StringRef needle) {
-    llvm::Error error = verifyPlan(plan, task);
-    ASSERT_TRUE(static_cast<bool>(error)) << needle.str();
-    std::string text = llvm::toString(std::move(error));
+    ::kopt::runtime::Status status = verifyPlan(plan, task);
+    ASSERT_FALSE(status.isOk()) << needle.str();
+    std::string text = status.message();
     EXPECT_NE(text.find(needle.str()), std::string::npos) << text;
   };
   KernelPlan unknownTensor = vectorAddPlan();
@@ -170,7 +167,7 @@ func.func @f(%x: tensor<8x4096xf32>) -> tensor<8xf32> {
   // fp32 with a 4096-long sum: about 1e-5, not looser than 1e-4.
   EXPECT_GE(task->tolerance.relative, 1e-5);
   EXPECT_LE(task->tolerance.relative, 1e-4);
-  auto parsed = kernelTaskFromJson(toJson(*task));
+  auto parsed = ::kopt::runtime::kernelTaskFromJson(toJson(*task));
   ASSERT_TRUE(static_cast<bool>(parsed));
   EXPECT_EQ(parsed->key, task->key);
   EXPECT_EQ(parsed->outputs[0], task->outputs[0]);
@@ -187,7 +184,7 @@ func.func @f(%x: tensor<8x4096xf32>) -> tensor<8xf32> {
   auto baseline = proposeBaseline(group, *task);
   ASSERT_TRUE(static_cast<bool>(baseline))
       << llvm::toString(baseline.takeError());
-  EXPECT_FALSE(static_cast<bool>(verifyPlan(*baseline, *task)));
+  EXPECT_TRUE(verifyPlan(*baseline, *task).isOk());
   EXPECT_EQ(baseline->countLaunches(), 1u);
   Proposal builtin = proposeBuiltin(group, *task);
   EXPECT_GE(builtin.plans.size(), 3u);

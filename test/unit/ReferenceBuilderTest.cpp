@@ -9,7 +9,7 @@
 #include "TestUtils.h"
 
 #include "kopt/Codegen/ReferenceInterpreter.h"
-#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Evaluator/ReferenceBuilder.h"
 #include "runtime/Evaluator/ElementCodec.h"
 #include "runtime/Evaluator/InputGenerator.h"
@@ -67,9 +67,9 @@ TEST(ReferenceBuilderTest, InputsAreTheEnginesSetZero) {
     ASSERT_TRUE(static_cast<bool>(inputs))
         << llvm::toString(inputs.takeError());
     // What the engine draws set 0 from when it receives `reference`.
-    std::vector<std::vector<uint8_t>> engine = rt::generateInputSet(
-        toRuntime(task).inputs, rt::InputDistribution::StandardNormal,
-        uint64_t(reference.seed));
+    std::vector<std::vector<uint8_t>> engine =
+        rt::generateInputSet(task.inputs, rt::InputDistribution::StandardNormal,
+                             uint64_t(reference.seed));
     ASSERT_EQ(inputs->size(), engine.size());
     for (size_t i = 0; i < engine.size(); ++i) {
       ASSERT_EQ((*inputs)[i].size(), engine[i].size());
@@ -80,7 +80,7 @@ TEST(ReferenceBuilderTest, InputsAreTheEnginesSetZero) {
   other.distribution = "small-int";
   auto inputs = generateReferenceInputs(task, other);
   ASSERT_TRUE(static_cast<bool>(inputs));
-  EXPECT_EQ(*inputs, rt::generateInputSet(toRuntime(task).inputs,
+  EXPECT_EQ(*inputs, rt::generateInputSet(task.inputs,
                                           rt::InputDistribution::SmallIntegers,
                                           uint64_t(other.seed)));
   other.distribution = "uniform";
@@ -109,8 +109,7 @@ TEST(ReferenceBuilderTest, ValuesMatchEvaluateAll) {
     ASSERT_TRUE(static_cast<bool>(inputs));
     std::vector<std::vector<double>> values;
     for (auto [index, input] : llvm::enumerate(task.inputs))
-      values.push_back(
-          rt::decodeElements(toRuntime(input.elementType), (*inputs)[index]));
+      values.push_back(rt::decodeElements(input.elementType, (*inputs)[index]));
     auto interpreter = ReferenceInterpreter::create(func);
     ASSERT_TRUE(static_cast<bool>(interpreter));
     auto all = (*interpreter)->evaluateAll(values);

@@ -19,7 +19,7 @@
 #include "TuneReport.h"
 
 #include "kopt/Autotune/AutotunePass.h"
-#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/InitAll.h"
 #include "kopt/Support/ModelLoader.h"
 

@@ -22,7 +22,7 @@
 #include "kopt/Autotune/Autotuner.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
-#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/InitAll.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Runtime/ModuleRunner.h"
@@ -246,7 +246,7 @@ llvm::Expected<rt::TensorSpec> Emitter::specOf(Value value,
   }
   rt::TensorSpec spec;
   spec.name = name;
-  spec.elementType = toRuntime(*element);
+  spec.elementType = *element;
   spec.shape.assign(type.getShape().begin(), type.getShape().end());
   return spec;
 }
@@ -282,7 +282,7 @@ llvm::Expected<size_t> Emitter::getPlan(ModuleOp module, StringRef callee) {
   rt::ModulePlan plan;
   plan.key = task->key;
   plan.function = callee.str();
-  rt::KernelTask runtimeTask = toRuntime(*task);
+  rt::KernelTask runtimeTask = *task;
   plan.inputs = runtimeTask.inputs;
   plan.outputs = runtimeTask.outputs;
   plan.tolerance = runtimeTask.tolerance;
@@ -327,7 +327,7 @@ llvm::Expected<size_t> Emitter::getPlan(ModuleOp module, StringRef callee) {
     auto baseline = proposeBaseline(func, *task);
     if (!baseline)
       return baseline.takeError();
-    plan.plan = toRuntime(*baseline);
+    plan.plan = *baseline;
     plan.planName = plan.plan->proposer + "/" + plan.plan->variant;
     plan.planHash = rt::hashBytes(rt::json::write(rt::toJson(*plan.plan)));
     if (llvm::Error error = addBinaries(plan))

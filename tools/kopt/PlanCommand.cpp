@@ -21,6 +21,7 @@
 
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Codegen/Proposers.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/InitAll.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Support/ModelLoader.h"
@@ -116,14 +117,15 @@ static llvm::Error emitGroup(const KernelTask &task,
     llvm::sys::path::append(file, name);
     return std::string(file);
   };
-  if (llvm::Error error = writeFile(
-          path("task.json"), llvm::formatv("{0:2}\n", toJson(task)).str()))
+  if (llvm::Error error =
+          writeFile(path("task.json"),
+                    llvm::formatv("{0:2}\n", toLlvmJson(toJson(task))).str()))
     return error;
   for (const KernelPlan &plan : plans) {
     std::string stem = plan.proposer + "-" + plan.variant;
     if (llvm::Error error =
             writeFile(path(stem + ".plan.json"),
-                      llvm::formatv("{0:2}\n", toJson(plan)).str()))
+                      llvm::formatv("{0:2}\n", toLlvmJson(toJson(plan))).str()))
       return error;
     for (const KernelSource &source : plan.sources)
       if (llvm::Error error =
@@ -191,7 +193,7 @@ int mlir::kopt::runPlanCommand() {
                 << "\n";
             return false;
           }
-          if (llvm::Error error = verifyPlan(*baseline, task)) {
+          if (llvm::Error error = toLlvmError(verifyPlan(*baseline, task))) {
             llvm::WithColor::error(llvm::errs(), "kopt")
                 << task.name << ": baseline plan is invalid: "
                 << llvm::toString(std::move(error)) << "\n";

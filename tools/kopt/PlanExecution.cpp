@@ -9,7 +9,7 @@
 #include "PlanExecution.h"
 
 #include "kopt/Codegen/ReferenceInterpreter.h"
-#include "kopt/Codegen/RuntimeInterop.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 #include "kopt/Runtime/Cuda/TensorData.h"
 
@@ -84,10 +84,10 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
   std::vector<PlanResult> results;
   std::vector<std::unique_ptr<rt::PlanRunner>> runners;
   // The runtime runs plans; it takes its own copies of the task and plans.
-  rt::KernelTask runtimeTask = toRuntime(task);
+  rt::KernelTask runtimeTask = task;
   std::vector<rt::KernelPlan> runtimePlans;
   for (const KernelPlan &plan : plans)
-    runtimePlans.push_back(toRuntime(plan));
+    runtimePlans.push_back(plan);
   for (const char *distribution : {"normal(0, 1)", "uniform(0.5, 2)"}) {
     std::mt19937_64 rng(0x6b6f7074);
     bool normal = llvm::StringRef(distribution).starts_with("normal");
@@ -95,24 +95,23 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
     std::vector<std::vector<double>> inputValues;
     for (const TensorSpec &input : task.inputs) {
       if (normal) {
-        inputs.push_back(rt::makeRandomTensorData(toRuntime(input), rng()));
+        inputs.push_back(rt::makeRandomTensorData(input, rng()));
       } else {
         std::uniform_real_distribution<double> uniform(0.5, 2.0);
-        std::vector<double> values(input.getNumElements());
+        std::vector<double> values(size_t(input.getNumElements().value_or(0)));
         for (double &value : values)
           value = uniform(rng);
-        inputs.push_back(
-            rt::encodeTensorData(toRuntime(input.elementType), values));
+        inputs.push_back(rt::encodeTensorData(input.elementType, values));
       }
       // The reference reads the values the device reads (rounded to the
       // storage type), so only the computation differs.
       inputValues.push_back(
-          rt::decodeTensorData(toRuntime(input.elementType), inputs.back()));
+          rt::decodeTensorData(input.elementType, inputs.back()));
     }
     std::vector<std::vector<int64_t>> points;
     std::vector<std::vector<double>> expected;
     for (auto [index, output] : llvm::enumerate(task.outputs)) {
-      points.push_back(samplePoints(output.getNumElements(), rng));
+      points.push_back(samplePoints(output.getNumElements().value_or(0), rng));
       auto values =
           (*interpreter)->evaluatePoints(inputValues, index, points.back());
       if (!values) {
@@ -150,7 +149,7 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
       result.valid = true;
       for (auto [o, output] : llvm::enumerate(task.outputs)) {
         std::vector<double> actual =
-            rt::decodeTensorData(toRuntime(output.elementType), (*outputs)[o]);
+            rt::decodeTensorData(output.elementType, (*outputs)[o]);
         double diff = 0, norm = 0;
         for (auto [p, point] : llvm::enumerate(points[o])) {
           double ref = expected[o][p];
@@ -208,9 +207,9 @@ bool PlanExecutor::runGroup(func::FuncOp func, const KernelTask &task,
 
   int64_t bytes = 0;
   for (const TensorSpec &tensor : task.inputs)
-    bytes += tensor.getBytes();
+    bytes += tensor.getBytes().value_or(0);
   for (const TensorSpec &tensor : task.outputs)
-    bytes += tensor.getBytes();
+    bytes += tensor.getBytes().value_or(0);
   double baseline = results.front().timing.medianUs;
   if (timedAgain)
     baseline = std::min(baseline, baselineAgain.medianUs) > 0

@@ -17,7 +17,7 @@
 #ifndef KOPT_TOOLS_KOPT_PLANEXECUTION_H
 #define KOPT_TOOLS_KOPT_PLANEXECUTION_H
 
-#include "kopt/Codegen/KernelPlan.h"
+#include "kopt/Codegen/KernelTask.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 
 #include "llvm/Support/raw_ostream.h"

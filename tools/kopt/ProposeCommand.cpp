@@ -21,6 +21,7 @@
 
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Codegen/Proposers.h"
+#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/InitAll.h"
 #include "kopt/LLM/LlmProposer.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
@@ -114,8 +115,9 @@ static llvm::Error proposeGroup(func::FuncOp func, const KernelTask &task,
   if (std::error_code error = llvm::sys::fs::create_directories(dir))
     return llvm::createStringError(error, "cannot create '%s': %s", dir.c_str(),
                                    error.message().c_str());
-  if (llvm::Error error = writeFile(
-          dir, "task.json", llvm::formatv("{0:2}\n", toJson(task)).str()))
+  if (llvm::Error error =
+          writeFile(dir, "task.json",
+                    llvm::formatv("{0:2}\n", toLlvmJson(toJson(task))).str()))
     return error;
 
   std::optional<KernelPlan> baseline;
@@ -168,7 +170,7 @@ static llvm::Error proposeGroup(func::FuncOp func, const KernelTask &task,
   std::string stem = plan->variant;
   if (llvm::Error error =
           writeFile(dir, stem + ".plan.json",
-                    llvm::formatv("{0:2}\n", toJson(*plan)).str()))
+                    llvm::formatv("{0:2}\n", toLlvmJson(toJson(*plan))).str()))
     return error;
   for (const KernelSource &source : plan->sources)
     if (llvm::Error error =

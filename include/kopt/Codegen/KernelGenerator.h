@@ -21,7 +21,7 @@
 #ifndef KOPT_CODEGEN_KERNELGENERATOR_H
 #define KOPT_CODEGEN_KERNELGENERATOR_H
 
-#include "kopt/Codegen/KernelPlan.h"
+#include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/TensorEmitter.h"
 
 namespace mlir::kopt {

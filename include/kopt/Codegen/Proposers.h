@@ -17,7 +17,7 @@
 #ifndef KOPT_CODEGEN_PROPOSERS_H
 #define KOPT_CODEGEN_PROPOSERS_H
 
-#include "kopt/Codegen/KernelPlan.h"
+#include "kopt/Codegen/KernelTask.h"
 
 namespace mlir::kopt {
 

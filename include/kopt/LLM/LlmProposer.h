@@ -17,7 +17,7 @@
 #ifndef KOPT_LLM_LLMPROPOSER_H
 #define KOPT_LLM_LLMPROPOSER_H
 
-#include "kopt/Codegen/KernelPlan.h"
+#include "kopt/Codegen/KernelTask.h"
 #include "kopt/LLM/Provider.h"
 
 #include <optional>

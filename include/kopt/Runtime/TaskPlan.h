@@ -1,4 +1,4 @@
-//===- TaskPlan.h - KernelTask and KernelPlan for the runtime ---*- C++ -*-===//
+//===- TaskPlan.h - KernelTask and KernelPlan -------------------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -6,11 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Plain C++ mirrors of the KernelTask (`kopt.task/1`) and KernelPlan
-// (`kopt.plan/1`) JSON documents (docs/KernelPlan.md), for the parts of kopt
-// that must not depend on LLVM or MLIR: the evaluator worker and the runtime.
-// The compiler has its own types in `mlir::kopt`; the JSON is the contract
-// between the two, and both refuse a schema version they do not know.
+// KernelTask and KernelPlan, the values every stage of kopt passes on, and
+// their JSON documents `kopt.task/1` and `kopt.plan/1` (docs/KernelPlan.md).
+// This is their one definition: the runtime owns it (no LLVM or MLIR here),
+// the compiler builds these values from IR and writes them directly
+// (kopt/Codegen/KernelTask.h), and the evaluator worker, the database and
+// the runtime read them. Readers refuse a schema version they do not know.
 //
 //===----------------------------------------------------------------------===//
 
