@@ -23,7 +23,9 @@ using namespace kopt::runtime;
 
 static Status ioError(const std::string &path, const std::string &why) {
   return Status::error(StatusCode::IoError,
-                       "cannot write '" + path + "': " + why);
+                       (path == "-" ? "cannot write to standard output"
+                                    : "cannot write '" + path + "'") +
+                           ": " + why);
 }
 
 static Status ioError(const std::string &path, int code) {
@@ -46,21 +48,47 @@ void ProtectedFiles::addDatabase(const std::string &path) {
     entries.push_back({path + suffix, "the kernel database"});
 }
 
+/// `path` with its directory resolved, for files that do not exist yet.
+static std::string canonicalName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  std::string directory = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  char resolved[PATH_MAX];
+  if (!::realpath(directory.c_str(), resolved))
+    return "";
+  return std::string(resolved) + "/" + path.substr(slash + 1);
+}
+
 Status ProtectedFiles::check(const std::string &output) const {
+  auto refuse = [&](const Entry &entry) {
+    return Status::error(StatusCode::InvalidArgument,
+                         "refusing to write '" + output +
+                             "': it is the same file as " + entry.role + " '" +
+                             entry.path + "'");
+  };
   struct stat out;
   int rc = output == "-" ? ::fstat(STDOUT_FILENO, &out)
                          : ::stat(output.c_str(), &out);
+  if (rc != 0) {
+    // Neither exists yet (a database the command is about to create): the
+    // same name is the same file.
+    std::string name = output == "-" ? "" : canonicalName(output);
+    struct stat in;
+    for (const Entry &entry : entries)
+      if (!name.empty() && ::stat(entry.path.c_str(), &in) != 0 &&
+          canonicalName(entry.path) == name)
+        return refuse(entry);
+    return Status::success();
+  }
   // Only a regular file can be overwritten; /dev/null may be every input.
-  if (rc != 0 || !S_ISREG(out.st_mode))
+  if (!S_ISREG(out.st_mode))
     return Status::success();
   for (const Entry &entry : entries) {
     struct stat in;
     if (::stat(entry.path.c_str(), &in) == 0 && in.st_dev == out.st_dev &&
         in.st_ino == out.st_ino)
-      return Status::error(StatusCode::InvalidArgument,
-                           "refusing to write '" + output +
-                               "': it is the same file as " + entry.role +
-                               " '" + entry.path + "'");
+      return refuse(entry);
   }
   return Status::success();
 }
@@ -284,6 +312,11 @@ std::ostream &OutputFile::stream() {
     impl->os = std::make_unique<std::ostream>(impl->buffer.get());
   }
   return *impl->os;
+}
+
+Status OutputFile::getWriteStatus() const {
+  return impl->writeErrno ? ioError(impl->path, impl->writeErrno)
+                          : Status::success();
 }
 
 const std::string &OutputFile::getPath() const { return impl->path; }

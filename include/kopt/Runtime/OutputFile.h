@@ -50,8 +50,9 @@ public:
   /// files; a location that is no file (a PostgreSQL URL) protects nothing.
   void addDatabase(const std::string &path);
 
-  /// Fails when `output` names the same file as a protected path (a missing
-  /// `output`, or one that is not a regular file, never does).
+  /// Fails when `output` names the same file as a protected path: the same
+  /// device and inode, or, while neither exists, the same name. An output
+  /// that exists and is not a regular file (/dev/null) never fails.
   Status check(const std::string &output) const;
 
 private:
@@ -81,6 +82,9 @@ public:
   Status write(std::string_view bytes);
   /// A stream over `write`, for code that writes to a std::ostream.
   std::ostream &stream();
+  /// The first write error so far, for code that only learns from the
+  /// stream that a write failed; success when there was none.
+  Status getWriteStatus() const;
   /// Flushes, syncs and closes the file and, for a regular file, renames the
   /// temporary file over the target. Called at most once.
   Status commit();

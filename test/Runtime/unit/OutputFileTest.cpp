@@ -139,6 +139,13 @@ TEST_F(OutputFileTest, RefusesAnInputAndTheDatabase) {
   EXPECT_TRUE(writeOutputFile(path("other.mlir"), "ok", protect).isOk());
 }
 
+TEST_F(OutputFileTest, RefusesADatabaseNotCreatedYet) {
+  ProtectedFiles protect;
+  protect.addDatabase(path("new.db"));
+  EXPECT_FALSE(protect.check(dir + "/./new.db").isOk());
+  EXPECT_TRUE(protect.check(path("other.db")).isOk());
+}
+
 TEST_F(OutputFileTest, WritesThroughASymbolicLink) {
   write(path("target.txt"), "old");
   ASSERT_EQ(::symlink("target.txt", path("link.txt").c_str()), 0);
