@@ -28,13 +28,25 @@ DeviceRoofline DeviceRoofline::h200() {
   return device;
 }
 
+/// The bits of one element of type `type`: index is stored as 64 bits, a
+/// complex number as its two parts; 0 for a type with no fixed width.
+static int64_t getElementBits(Type type) {
+  // Asked first: index is not an int-or-float type, and asking its bit
+  // width is an assertion failure.
+  if (isa<IndexType>(type))
+    return 64;
+  if (type.isIntOrFloat())
+    return type.getIntOrFloatBitWidth();
+  if (auto complex = dyn_cast<ComplexType>(type))
+    return 2 * getElementBits(complex.getElementType());
+  return 0;
+}
+
 int64_t mlir::kopt::getTensorBytes(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
     return 0;
-  int64_t bits = tensor.getElementTypeBitWidth();
-  if (isa<IndexType>(tensor.getElementType()))
-    bits = 64;
+  int64_t bits = getElementBits(tensor.getElementType());
   return tensor.getNumElements() * ((bits + 7) / 8);
 }
 

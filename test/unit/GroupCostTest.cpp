@@ -67,4 +67,15 @@ TEST(GroupCostTest, TensorBytes) {
   EXPECT_EQ(getTensorBytes(b.getF32Type()), 0);
 }
 
+TEST(GroupCostTest, TensorBytesOfIndexAndComplex) {
+  auto context = makeContext();
+  Builder b(context.get());
+  // Index has no int-or-float bit width; asking for one crashed.
+  EXPECT_EQ(getTensorBytes(RankedTensorType::get({64, 64}, b.getIndexType())),
+            64 * 64 * 8);
+  EXPECT_EQ(getTensorBytes(
+                RankedTensorType::get({4}, ComplexType::get(b.getF32Type()))),
+            4 * 8);
+}
+
 } // namespace
