@@ -212,14 +212,7 @@ std::string kopt::runtime::tensorBytesToNpy(const TensorSpec &tensor,
 
 Status kopt::runtime::writeNpyFile(const std::string &path,
                                    const TensorSpec &tensor,
-                                   std::string_view bytes) {
-  std::string file = tensorBytesToNpy(tensor, bytes);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    return Status::error(StatusCode::IoError, "cannot write '" + path + "'");
-  out.write(file.data(), std::streamsize(file.size()));
-  out.close();
-  if (!out)
-    return Status::error(StatusCode::IoError, "cannot write '" + path + "'");
-  return Status::success();
+                                   std::string_view bytes,
+                                   const ProtectedFiles &protect) {
+  return writeOutputFile(path, tensorBytesToNpy(tensor, bytes), protect);
 }

@@ -323,28 +323,9 @@ std::string kopt::runtime::writeRuntimeModule(const RuntimeModule &module) {
 }
 
 Status kopt::runtime::saveRuntimeModule(const RuntimeModule &module,
-                                        const std::string &path) {
-  std::string bytes = writeRuntimeModule(module);
-  std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return Status::error(StatusCode::IoError,
-                           "cannot write '" + temporary + "'");
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.close();
-    if (!out) {
-      std::remove(temporary.c_str());
-      return Status::error(StatusCode::IoError,
-                           "cannot write '" + temporary + "'");
-    }
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
-    std::remove(temporary.c_str());
-    return Status::error(StatusCode::IoError,
-                         "cannot rename '" + temporary + "' to '" + path + "'");
-  }
-  return Status::success();
+                                        const std::string &path,
+                                        const ProtectedFiles &protect) {
+  return writeOutputFile(path, writeRuntimeModule(module), protect);
 }
 
 //===----------------------------------------------------------------------===//

@@ -17,15 +17,15 @@
 
 #include "kopt/Analysis/GroupReport.h"
 #include "kopt/InitAll.h"
+#include "kopt/Runtime/OutputFile.h"
 #include "kopt/Support/ModelLoader.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_os_ostream.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -113,12 +113,16 @@ int mlir::kopt::runAnalyzeCommand() {
   registerAllDialects(registry);
   DeviceRoofline device = DeviceRoofline::h200();
 
-  std::string error;
-  auto output = openOutputFile(outputFile, &error);
+  ::kopt::runtime::ProtectedFiles protect;
+  for (const std::string &path : inputFiles)
+    protect.addInput(path);
+  auto output = ::kopt::runtime::OutputFile::open(outputFile, protect);
   if (!output) {
-    llvm::WithColor::error(llvm::errs(), "kopt") << error << "\n";
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << output.status().message() << "\n";
     return 1;
   }
+  llvm::raw_os_ostream os((*output)->stream());
 
   bool allOk = true;
   llvm::json::Array files;
@@ -132,8 +136,8 @@ int mlir::kopt::runAnalyzeCommand() {
       files.push_back(std::move(file));
     } else if (result.ok) {
       if (&path != &inputFiles.front())
-        output->os() << "\n";
-      printGroupReport(output->os(), path, result.groups, device);
+        os << "\n";
+      printGroupReport(os, path, result.groups, device);
     }
   }
   if (emitJson) {
@@ -141,8 +145,12 @@ int mlir::kopt::runAnalyzeCommand() {
         llvm::json::Object{{"schema", kAnalyzeSchema},
                            {"device", deviceToJson(device)},
                            {"files", std::move(files)}};
-    output->os() << llvm::formatv("{0:2}", document) << "\n";
+    os << llvm::formatv("{0:2}", document) << "\n";
   }
-  output->keep();
+  os.flush();
+  if (::kopt::runtime::Status status = (*output)->commit(); !status.isOk()) {
+    llvm::WithColor::error(llvm::errs(), "kopt") << status.message() << "\n";
+    return 1;
+  }
   return allOk ? 0 : 1;
 }

@@ -21,13 +21,13 @@
 #include "kopt/Autotune/AutotunePass.h"
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/InitAll.h"
+#include "kopt/Runtime/OutputFile.h"
 #include "kopt/Support/ModelLoader.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_os_ostream.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -43,6 +43,7 @@ static int fail(const llvm::Twine &message) {
 /// Writes the tuned graph as the runtime module `line.emitModule`.
 static int writeRuntimeModule(ModuleOp module, const Autotuner &tuner,
                               const TuneCommandLine &line, llvm::StringRef path,
+                              const ::kopt::runtime::ProtectedFiles &protect,
                               llvm::raw_ostream &os) {
   namespace rt = ::kopt::runtime;
   const rt::DeviceFingerprint *fingerprint = tuner.getFingerprint();
@@ -69,7 +70,8 @@ static int writeRuntimeModule(ModuleOp module, const Autotuner &tuner,
   if (!emitted)
     return fail("cannot emit a runtime module: " +
                 llvm::toString(emitted.takeError()));
-  if (rt::Status status = rt::saveRuntimeModule(*emitted, line.emitModule);
+  if (rt::Status status =
+          rt::saveRuntimeModule(*emitted, line.emitModule, protect);
       !status.isOk())
     return fail(status.message());
   os << "module: " << emitted->buffers.size() << " buffers, "
@@ -87,6 +89,16 @@ int mlir::kopt::runCompileCommand() {
     return 2;
   }
   const std::string &path = line->inputs.front();
+  // Refused before any tuning: an output that would overwrite the input or
+  // the kernel database.
+  ::kopt::runtime::ProtectedFiles protect;
+  protect.addInput(path);
+  protect.addDatabase(line->autotune.databasePath);
+  for (const std::string &output : {line->output, line->emitModule})
+    if (!output.empty())
+      if (::kopt::runtime::Status status = protect.check(output);
+          !status.isOk())
+        return fail(status.message());
   DialectRegistry registry;
   registerAllDialects(registry);
   MLIRContext context(registry);
@@ -136,16 +148,21 @@ int mlir::kopt::runCompileCommand() {
                 "is set; nothing was written");
 
   if (!line->emitModule.empty())
-    if (int status =
-            writeRuntimeModule(**module, **tuner, *line, path, reportStream))
+    if (int status = writeRuntimeModule(**module, **tuner, *line, path, protect,
+                                        reportStream))
       return status;
 
-  std::error_code error;
-  llvm::ToolOutputFile output(line->output, error, llvm::sys::fs::OF_Text);
-  if (error)
-    return fail("cannot write '" + line->output + "': " + error.message());
-  (*module)->print(output.os());
-  output.os() << "\n";
-  output.keep();
+  // Standard output may hold the report's lines already.
+  llvm::outs().flush();
+  auto output = ::kopt::runtime::OutputFile::open(line->output, protect);
+  if (!output)
+    return fail(output.status().message());
+  {
+    llvm::raw_os_ostream os((*output)->stream());
+    (*module)->print(os);
+    os << "\n";
+  }
+  if (::kopt::runtime::Status status = (*output)->commit(); !status.isOk())
+    return fail(status.message());
   return 0;
 }

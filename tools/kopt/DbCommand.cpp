@@ -22,7 +22,6 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <csignal>
 #include <ctime>
 
 using namespace mlir::kopt;
@@ -164,10 +163,6 @@ int mlir::kopt::runDbCommand(int argc, char **argv) {
                "'; try 'kopt db --help'");
     return 2;
   }
-
-  // Under a file size limit (ulimit -f), a write beyond it then fails with an
-  // error, which rolls its transaction back, instead of killing kopt.
-  std::signal(SIGXFSZ, SIG_IGN);
 
   // The driver's own subcommands are not db's; leave only db's registered.
   std::vector<cl::SubCommand *> registered(

@@ -18,8 +18,10 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/WithColor.h"
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM initLLVM(argc, argv);
+#include <csignal>
+
+/// Parses the command line and runs the command it names.
+static int runCommand(int argc, char **argv) {
   // The LLVM libraries register hundreds of backend options at the top level;
   // keep them working but out of `kopt --help`, which then lists only the
   // commands and the generic options.
@@ -72,4 +74,23 @@ int main(int argc, char **argv) {
   llvm::WithColor::error(llvm::errs(), "kopt")
       << "no command given; try 'kopt --help'\n";
   return 2;
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  // Under a file size limit (ulimit -f), a write beyond it then fails with an
+  // error (a database transaction rolls back, an output file is not
+  // written) instead of killing kopt.
+  std::signal(SIGXFSZ, SIG_IGN);
+  int status = runCommand(argc, argv);
+  // A failed write to stdout (a full disk, /dev/full) is an error line, not
+  // the abort raw_fd_ostream's destructor would give.
+  llvm::outs().flush();
+  if (std::error_code error = llvm::outs().error()) {
+    llvm::outs().clear_error();
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << "cannot write to standard output: " << error.message() << "\n";
+    return status ? status : 1;
+  }
+  return status;
 }

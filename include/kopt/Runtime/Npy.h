@@ -17,6 +17,7 @@
 #ifndef KOPT_RUNTIME_NPY_H
 #define KOPT_RUNTIME_NPY_H
 
+#include "kopt/Runtime/OutputFile.h"
 #include "kopt/Runtime/Status.h"
 #include "kopt/Runtime/TaskPlan.h"
 
@@ -56,9 +57,10 @@ Result<std::string> npyToTensorBytes(const NpyArray &array,
 /// .npy bytes (version 1.0) holding `bytes`, the contents of `tensor`
 /// (bf16 converted to float32).
 std::string tensorBytesToNpy(const TensorSpec &tensor, std::string_view bytes);
-/// Writes `tensorBytesToNpy` to `path`.
+/// Writes `tensorBytesToNpy` to `path` through an OutputFile, refusing the
+/// files in `protect`.
 Status writeNpyFile(const std::string &path, const TensorSpec &tensor,
-                    std::string_view bytes);
+                    std::string_view bytes, const ProtectedFiles &protect = {});
 
 } // namespace kopt::runtime
 

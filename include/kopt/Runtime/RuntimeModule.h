@@ -21,6 +21,7 @@
 #define KOPT_RUNTIME_RUNTIMEMODULE_H
 
 #include "kopt/Runtime/KernelDatabase.h"
+#include "kopt/Runtime/OutputFile.h"
 #include "kopt/Runtime/Status.h"
 #include "kopt/Runtime/TaskPlan.h"
 
@@ -134,9 +135,10 @@ Result<RuntimeModule> readRuntimeModule(std::string_view bytes,
                                         std::string_view name = "module");
 /// Reads the file at `path` with `readRuntimeModule`.
 Result<RuntimeModule> loadRuntimeModule(const std::string &path);
-/// Writes `module` to `path` (through a temporary file renamed when
-/// complete).
-Status saveRuntimeModule(const RuntimeModule &module, const std::string &path);
+/// Writes `module` to `path` through an OutputFile, refusing the files in
+/// `protect`.
+Status saveRuntimeModule(const RuntimeModule &module, const std::string &path,
+                         const ProtectedFiles &protect = {});
 
 } // namespace kopt::runtime
 
