@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The commands that move data in and out of the database, check it, and
-// change it: export, import, verify, prune and revalidate. An export is
-// written beside its destination and renamed into place when complete; each
+// change it: export, import, verify, prune and revalidate. An export goes
+// through an OutputFile (whole or not at all, never over the database); each
 // imported file is one transaction. Revalidation only marks and lists here:
 // re-evaluating a stale winner needs the evaluator on a GPU, which the tuning
 // commands provide through revalidateStaleRecords.
@@ -22,15 +22,14 @@
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Runtime/KernelRevalidation.h"
+#include "kopt/Runtime/OutputFile.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <iostream>
-#include <unistd.h>
 
 using namespace mlir::kopt::db;
 namespace rt = ::kopt::runtime;
@@ -40,43 +39,37 @@ namespace rt = ::kopt::runtime;
 //===----------------------------------------------------------------------===//
 
 int mlir::kopt::db::runExport(const DbOptions &options) {
+  // Checked before the database is opened, which may create its -wal file.
+  rt::ProtectedFiles protect;
+  protect.addDatabase(options.database);
+  if (rt::Status status = protect.check(options.output); !status.isOk()) {
+    printError(status.message());
+    return 1;
+  }
   auto db = openDatabase(options, OpenMode::Read);
   if (!db)
     return 1;
-  if (options.output == "-") {
-    auto summary = db->exportJsonLines(std::cout);
-    std::cout.flush();
-    if (!summary || !std::cout) {
-      printError(summary ? "cannot write the export to stdout"
-                         : summary.status().message());
-      return 1;
-    }
-    return 0;
-  }
-
-  // Written beside the destination and renamed when complete, so that a
-  // failed export never leaves half a file, nor replaces a good one.
-  std::string partial =
-      options.output + ".partial-" + std::to_string(::getpid());
-  std::ofstream out(partial, std::ios::binary | std::ios::trunc);
+  // The export appears whole when complete, or not at all (an OutputFile
+  // dropped before commit leaves nothing).
+  std::cout.flush();
+  auto out = rt::OutputFile::open(options.output, protect);
   if (!out) {
-    printError("cannot write '" + options.output + "': cannot create '" +
-               partial + "'");
+    printError(out.status().message());
     return 1;
   }
-  auto summary = db->exportJsonLines(out);
-  out.close();
-  if (!summary || !out) {
-    std::remove(partial.c_str());
-    printError(summary ? "cannot write '" + options.output + "'"
-                       : summary.status().message());
+  auto summary = db->exportJsonLines((*out)->stream());
+  if (!summary) {
+    // The file's own error says why the stream failed.
+    rt::Status written = (*out)->getWriteStatus();
+    printError(written.isOk() ? summary.status().message() : written.message());
     return 1;
   }
-  if (std::rename(partial.c_str(), options.output.c_str()) != 0) {
-    std::remove(partial.c_str());
-    printError("cannot write '" + options.output + "'");
+  if (rt::Status status = (*out)->commit(); !status.isOk()) {
+    printError(status.message());
     return 1;
   }
+  if (options.output == "-")
+    return 0;
   llvm::outs() << "exported " << plural(summary->records, "record", "records")
                << " and " << plural(summary->attempts, "attempt", "attempts")
                << " to '" << options.output << "'\n";
