@@ -21,11 +21,12 @@
 #include "kopt/Runtime/KernelDatabase.h"
 #include "kopt/Runtime/ModuleRunner.h"
 #include "kopt/Runtime/Npy.h"
+#include "kopt/Runtime/OutputFile.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -261,6 +262,9 @@ static void printListing(const RuntimeModule &module) {
 }
 
 int main(int argc, char **argv) {
+  // Under a file size limit (ulimit -f), a write beyond it fails with an
+  // error instead of killing kopt-run.
+  std::signal(SIGXFSZ, SIG_IGN);
   Options options;
   if (int code = parseArguments(argc, argv, options); code >= 0)
     return code;
@@ -323,14 +327,25 @@ int main(int argc, char **argv) {
                    std::string(missing.size() > 1 ? "s " : " ") + list +
                    " (give --input NAME=FILE.npy, or --random-inputs)");
   }
+  // No output may overwrite the module, an input or the database.
+  ProtectedFiles protect;
+  protect.addInput(options.module);
+  for (const auto &input : options.inputs)
+    protect.addInput(input.second);
+  protect.addDatabase(options.database);
   std::vector<std::pair<const ModuleBuffer *, std::string>> outputs;
   for (const auto &[name, file] : options.outputs) {
     const ModuleBuffer *buffer = resolve(module, module.outputs, name, "out");
     if (!buffer)
       return failure("the module has no output '" + name +
                      "'; its outputs: " + listNames(module, module.outputs));
+    if (Status status = protect.check(file); !status.isOk())
+      return failure(status.message());
     outputs.emplace_back(buffer, file);
   }
+  if (!options.benchJson.empty())
+    if (Status status = protect.check(options.benchJson); !status.isOk())
+      return failure(status.message());
 
   // The device.
   auto context = CudaContext::create(options.device);
@@ -368,7 +383,7 @@ int main(int argc, char **argv) {
     auto bytes = (*runner)->readBuffer(buffer->tensor.name);
     if (!bytes)
       return failure(bytes.status().message());
-    if (Status status = writeNpyFile(file, buffer->tensor, *bytes);
+    if (Status status = writeNpyFile(file, buffer->tensor, *bytes, protect);
         !status.isOk())
       return failure(status.message());
     if (!options.quiet)
@@ -392,12 +407,11 @@ int main(int argc, char **argv) {
                   ? 100.0 * (timing->p90Us - timing->p10Us) / timing->medianUs
                   : 0.0,
               timing->repetitions, timing->warmupRuns, device.c_str());
-  if (!options.benchJson.empty()) {
-    std::ofstream out(options.benchJson, std::ios::trunc);
-    out << formatBenchJson(*timing, name, options.graph, device);
-    out.close();
-    if (!out)
-      return failure("cannot write '" + options.benchJson + "'");
-  }
+  if (!options.benchJson.empty())
+    if (Status status = writeOutputFile(
+            options.benchJson,
+            formatBenchJson(*timing, name, options.graph, device), protect);
+        !status.isOk())
+      return failure(status.message());
   return 0;
 }
