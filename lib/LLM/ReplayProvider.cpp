@@ -15,6 +15,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "kopt/LLM/Provider.h"
+#include "kopt/Runtime/FileName.h"
+#include "kopt/Runtime/OutputFile.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -174,33 +176,22 @@ llvm::Error RecordingProvider::saveAs(const std::string &stem,
       {"user_prompt", toJsonText(request.userPrompt)},
       {"text", toJsonText(response.text)},
   };
-  std::string finalPath = joinPath(directory, stem + ".json");
+  // A replay name is the caller's; keep it one file inside the directory.
+  std::string finalPath =
+      joinPath(directory, ::kopt::runtime::sanitizeFileName(stem) + ".json");
   auto fail = [&](llvm::StringRef what, std::error_code code) {
     return llvm::createStringError("cannot record the answer to " + finalPath +
                                    ": " + what + ": " + code.message());
   };
   if (std::error_code code = llvm::sys::fs::create_directories(directory))
     return fail("cannot create the directory", code);
-  int fd = -1;
-  llvm::SmallString<256> temporary;
-  if (std::error_code code = llvm::sys::fs::createUniqueFile(
-          joinPath(directory, stem + ".%%%%%%%%.tmp"), fd, temporary))
-    return fail("cannot create a temporary file", code);
-  {
-    llvm::raw_fd_ostream stream(fd, /*shouldClose=*/true);
-    stream << llvm::formatv("{0:2}", llvm::json::Value(std::move(answer)))
-           << "\n";
-    stream.flush();
-    if (std::error_code code = stream.error()) {
-      stream.clear_error();
-      llvm::sys::fs::remove(temporary);
-      return fail("cannot write", code);
-    }
-  }
-  if (std::error_code code = llvm::sys::fs::rename(temporary, finalPath)) {
-    llvm::sys::fs::remove(temporary);
-    return fail("cannot rename the temporary file", code);
-  }
+  std::string text =
+      llvm::formatv("{0:2}\n", llvm::json::Value(std::move(answer))).str();
+  ::kopt::runtime::Status status =
+      ::kopt::runtime::writeOutputFile(finalPath, text);
+  if (!status.isOk())
+    return llvm::createStringError("cannot record the answer: " +
+                                   status.message());
   return llvm::Error::success();
 }
 

@@ -24,6 +24,8 @@
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/InitAll.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
+#include "kopt/Runtime/FileName.h"
+#include "kopt/Runtime/OutputFile.h"
 #include "kopt/Support/ModelLoader.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -39,6 +41,7 @@
 using namespace mlir;
 using namespace mlir::kopt;
 namespace cl = llvm::cl;
+namespace rt = ::kopt::runtime;
 
 static cl::SubCommand planCommand(
     "plan", "Generate the baseline and built-in kernel plans of every fusion "
@@ -95,41 +98,48 @@ static std::string summarizeSteps(const KernelPlan &plan) {
   return text;
 }
 
-static llvm::Error writeFile(const std::string &path, llvm::StringRef text) {
-  std::error_code error;
-  llvm::raw_fd_ostream os(path, error);
-  if (error)
-    return llvm::createStringError(error, "cannot write '%s': %s", path.c_str(),
-                                   error.message().c_str());
-  os << text;
-  return llvm::Error::success();
-}
-
+/// Writes `task` and `plans` into their group's directory under --emit-dir,
+/// named by `names` (the function name made a safe file name).
 static llvm::Error emitGroup(const KernelTask &task,
-                             llvm::ArrayRef<KernelPlan> plans) {
+                             llvm::ArrayRef<KernelPlan> plans,
+                             rt::FileNameSet &names,
+                             const rt::ProtectedFiles &protect,
+                             llvm::raw_ostream &os) {
+  std::string name = names.add(task.name);
   llvm::SmallString<256> dir(emitDir);
-  llvm::sys::path::append(dir, task.name);
+  llvm::sys::path::append(dir, name);
+  if (name != task.name)
+    os << "    files in '" << dir << "'\n";
+  bool existed = llvm::sys::fs::is_directory(dir);
   if (std::error_code error = llvm::sys::fs::create_directories(dir))
     return llvm::createStringError(error, "cannot create '%s': %s", dir.c_str(),
                                    error.message().c_str());
-  auto path = [&](llvm::StringRef name) {
-    llvm::SmallString<256> file(dir);
-    llvm::sys::path::append(file, name);
-    return std::string(file);
+  auto write = [&](llvm::StringRef file, llvm::StringRef text) -> llvm::Error {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, file);
+    rt::Status status = rt::writeOutputFile(std::string(path), text, protect);
+    if (status.isOk())
+      return llvm::Error::success();
+    // Every file is whole or absent; a directory made for nothing goes too.
+    if (!existed)
+      llvm::sys::fs::remove(dir);
+    return llvm::createStringError(status.message());
   };
   if (llvm::Error error =
-          writeFile(path("task.json"),
-                    llvm::formatv("{0:2}\n", toLlvmJson(toJson(task))).str()))
+          write("task.json",
+                llvm::formatv("{0:2}\n", toLlvmJson(toJson(task))).str()))
     return error;
+  rt::FileNameSet stems;
   for (const KernelPlan &plan : plans) {
-    std::string stem = plan.proposer + "-" + plan.variant;
+    std::string stem = stems.add(plan.proposer + "-" + plan.variant);
     if (llvm::Error error =
-            writeFile(path(stem + ".plan.json"),
-                      llvm::formatv("{0:2}\n", toLlvmJson(toJson(plan))).str()))
+            write(stem + ".plan.json",
+                  llvm::formatv("{0:2}\n", toLlvmJson(toJson(plan))).str()))
       return error;
     for (const KernelSource &source : plan.sources)
       if (llvm::Error error =
-              writeFile(path(stem + "." + source.id + ".cu"), source.code))
+              write(stem + "." + rt::sanitizeFileName(source.id) + ".cu",
+                    source.code))
         return error;
   }
   return llvm::Error::success();
@@ -181,6 +191,10 @@ int mlir::kopt::runPlanCommand() {
 
   llvm::raw_ostream &os = llvm::outs();
   std::vector<std::string> paths(inputFiles.begin(), inputFiles.end());
+  rt::FileNameSet groupNames;
+  rt::ProtectedFiles protect;
+  for (const std::string &path : paths)
+    protect.addInput(path);
   bool allOk = walkGroups(
       registry, paths, os, [&](func::FuncOp func, const KernelTask &task) {
         bool ok = true;
@@ -217,7 +231,8 @@ int mlir::kopt::runPlanCommand() {
                               lines);
         }
         if (!emitDir.empty())
-          if (llvm::Error error = emitGroup(task, plans)) {
+          if (llvm::Error error =
+                  emitGroup(task, plans, groupNames, protect, os)) {
             llvm::WithColor::error(llvm::errs(), "kopt")
                 << llvm::toString(std::move(error)) << "\n";
             ok = false;

@@ -25,6 +25,8 @@
 #include "kopt/InitAll.h"
 #include "kopt/LLM/LlmProposer.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
+#include "kopt/Runtime/FileName.h"
+#include "kopt/Runtime/OutputFile.h"
 #include "kopt/Support/ModelLoader.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -39,6 +41,7 @@
 using namespace mlir;
 using namespace mlir::kopt;
 namespace cl = llvm::cl;
+namespace rt = ::kopt::runtime;
 
 static cl::SubCommand proposeCommand(
     "propose",
@@ -86,37 +89,50 @@ bool mlir::kopt::isProposeCommandSelected() {
   return static_cast<bool>(proposeCommand);
 }
 
-static llvm::Error writeFile(llvm::StringRef dir, llvm::StringRef name,
-                             llvm::StringRef text) {
-  llvm::SmallString<256> path(dir);
-  llvm::sys::path::append(path, name);
-  std::error_code error;
-  llvm::raw_fd_ostream os(path, error);
-  if (error)
-    return llvm::createStringError(error, "cannot write '%s': %s", path.c_str(),
-                                   error.message().c_str());
-  os << text;
-  return llvm::Error::success();
-}
-
 namespace {
 /// What became of the groups, for the summary line.
 struct Tally {
   unsigned compiled = 0, rejected = 0, compileFailed = 0, providerFailed = 0;
 };
+
+/// Where the groups' files go: one directory per group under --emit-dir,
+/// named after its function made a safe file name.
+struct EmitTarget {
+  rt::FileNameSet groupNames;
+  /// The inputs, which no output may overwrite.
+  rt::ProtectedFiles protect;
+};
 } // namespace
+
+/// Writes `text` to the file `name` (a safe file name) in `dir`.
+static llvm::Error writeInto(llvm::StringRef dir, llvm::StringRef name,
+                             llvm::StringRef text, const EmitTarget &target) {
+  llvm::SmallString<256> path(dir);
+  llvm::sys::path::append(path, name);
+  rt::Status status =
+      rt::writeOutputFile(std::string(path), text, target.protect);
+  if (!status.isOk())
+    return llvm::createStringError(status.message());
+  return llvm::Error::success();
+}
 
 /// Handles one group; returns an error only for I/O failures.
 static llvm::Error proposeGroup(func::FuncOp func, const KernelTask &task,
-                                LlmProvider &provider, Tally &tally,
-                                llvm::raw_ostream &os) {
+                                LlmProvider &provider, EmitTarget &target,
+                                Tally &tally, llvm::raw_ostream &os) {
+  std::string name = target.groupNames.add(task.name);
   llvm::SmallString<256> dir(emitDir);
-  llvm::sys::path::append(dir, task.name);
+  llvm::sys::path::append(dir, name);
+  if (name != task.name)
+    os << "    files in '" << dir << "'\n";
   if (std::error_code error = llvm::sys::fs::create_directories(dir))
     return llvm::createStringError(error, "cannot create '%s': %s", dir.c_str(),
                                    error.message().c_str());
+  auto writeFile = [&](llvm::StringRef file, llvm::StringRef text) {
+    return writeInto(dir, file, text, target);
+  };
   if (llvm::Error error =
-          writeFile(dir, "task.json",
+          writeFile("task.json",
                     llvm::formatv("{0:2}\n", toLlvmJson(toJson(task))).str()))
     return error;
 
@@ -136,16 +152,16 @@ static llvm::Error proposeGroup(func::FuncOp func, const KernelTask &task,
   request.userPrompt = prompt.user;
   request.maxTokens = maxTokens;
   std::string hash = getPromptHash(request);
-  if (llvm::Error error = writeFile(dir, "prompt.system.txt", prompt.system))
+  if (llvm::Error error = writeFile("prompt.system.txt", prompt.system))
     return error;
-  if (llvm::Error error = writeFile(dir, "prompt.user.txt", prompt.user))
+  if (llvm::Error error = writeFile("prompt.user.txt", prompt.user))
     return error;
   os << "    prompt " << llvm::StringRef(hash).take_front(12) << ": "
      << prompt.system.size() + prompt.user.size() << " bytes\n";
 
   auto verdict = [&](llvm::StringRef text) -> llvm::Error {
     os << "    " << text << "\n";
-    return writeFile(dir, "verdict.txt", (text + "\n").str());
+    return writeFile("verdict.txt", (text + "\n").str());
   };
 
   auto answer = provider.complete(request);
@@ -153,7 +169,7 @@ static llvm::Error proposeGroup(func::FuncOp func, const KernelTask &task,
     ++tally.providerFailed;
     return verdict("no answer: " + llvm::toString(answer.takeError()));
   }
-  if (llvm::Error error = writeFile(dir, "answer.txt", answer->text))
+  if (llvm::Error error = writeFile("answer.txt", answer->text))
     return error;
   os << "    answer: " << answer->text.size() << " bytes";
   if (!answer->model.empty())
@@ -167,14 +183,15 @@ static llvm::Error proposeGroup(func::FuncOp func, const KernelTask &task,
     ++tally.rejected;
     return verdict("rejected: " + llvm::toString(plan.takeError()));
   }
-  std::string stem = plan->variant;
+  // The variant and the source ids come from the model's answer.
+  std::string stem = rt::sanitizeFileName(plan->variant);
   if (llvm::Error error =
-          writeFile(dir, stem + ".plan.json",
+          writeFile(stem + ".plan.json",
                     llvm::formatv("{0:2}\n", toLlvmJson(toJson(*plan))).str()))
     return error;
   for (const KernelSource &source : plan->sources)
-    if (llvm::Error error =
-            writeFile(dir, stem + "." + source.id + ".cu", source.code))
+    if (llvm::Error error = writeFile(
+            stem + "." + rt::sanitizeFileName(source.id) + ".cu", source.code))
       return error;
   os << "    plan " << plan->proposer << " " << plan->variant << ": 1 kernel\n";
 
@@ -228,10 +245,13 @@ int mlir::kopt::runProposeCommand() {
   Tally tally;
   llvm::raw_ostream &os = llvm::outs();
   std::vector<std::string> paths(inputFiles.begin(), inputFiles.end());
+  EmitTarget target;
+  for (const std::string &path : paths)
+    target.protect.addInput(path);
   bool ioOk = walkGroups(
       registry, paths, os, [&](func::FuncOp func, const KernelTask &task) {
         if (llvm::Error error =
-                proposeGroup(func, task, **provider, tally, os)) {
+                proposeGroup(func, task, **provider, target, tally, os)) {
           llvm::WithColor::error(llvm::errs(), "kopt")
               << llvm::toString(std::move(error)) << "\n";
           return false;
