@@ -11,8 +11,9 @@
 // threads never share state. Transient failures (429, 408, 5xx, timeouts,
 // refused or dropped connections) are retried with exponential backoff, or
 // after the server's `Retry-After` when it sends one in seconds; everything
-// else fails at once. Every message leaving this file goes through
-// `redactSecret` with the API key.
+// else fails at once. Every message and answer leaving this file goes
+// through `redactSecret` with the API key, which also hides the user
+// information of the endpoint URL.
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,8 +114,12 @@ public:
 
   llvm::Expected<LlmResponse> complete(const LlmRequest &request) override {
     llvm::Expected<LlmResponse> result = completeUnredacted(request);
-    if (result)
+    if (result) {
+      // A server may echo the Authorization header into its answer.
+      result->text = redactSecret(result->text, options.apiKey);
+      result->model = redactSecret(result->model, options.apiKey);
       return result;
+    }
     return llvm::createStringError(
         redactSecret(llvm::toString(result.takeError()), options.apiKey));
   }

@@ -8,6 +8,8 @@
 
 #include "kopt/LLM/Provider.h"
 
+#include "kopt/Runtime/Redact.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
 
@@ -21,21 +23,38 @@ LlmProvider::~LlmProvider() = default;
 
 std::string mlir::kopt::redactSecret(llvm::StringRef text,
                                      llvm::StringRef secret) {
-  if (secret.empty())
-    return text.str();
-  std::string result;
-  result.reserve(text.size());
-  while (true) {
-    size_t at = text.find(secret);
-    if (at == llvm::StringRef::npos)
-      break;
-    result += text.take_front(at);
-    result += "[REDACTED]";
-    text = text.drop_front(at + secret.size());
-  }
-  result += text;
-  return result;
+  std::vector<std::string> secrets;
+  if (!secret.empty())
+    secrets.push_back(secret.str());
+  return ::kopt::runtime::redactSecrets(text.str(), secrets);
 }
+
+namespace {
+/// Passes every answer, model name and error of `inner` through
+/// `redactSecret`, whatever the provider: a server or program that echoes
+/// the key, or an old recorded answer that holds one, cannot carry it into
+/// answer files, records or the terminal.
+class RedactingProvider final : public LlmProvider {
+public:
+  explicit RedactingProvider(std::unique_ptr<LlmProvider> inner)
+      : inner(std::move(inner)) {}
+
+  llvm::Expected<LlmResponse> complete(const LlmRequest &request) override {
+    llvm::Expected<LlmResponse> response = inner->complete(request);
+    if (!response)
+      return llvm::createStringError(
+          redactSecret(llvm::toString(response.takeError()), ""));
+    response->text = redactSecret(response->text, "");
+    response->model = redactSecret(response->model, "");
+    return response;
+  }
+
+  llvm::StringRef getKind() const override { return inner->getKind(); }
+
+private:
+  std::unique_ptr<LlmProvider> inner;
+};
+} // namespace
 
 std::string mlir::kopt::getPromptHash(const LlmRequest &request) {
   llvm::SHA256 hasher;
@@ -168,9 +187,14 @@ mlir::kopt::createProvider(llvm::StringRef kind,
                            const ProviderOptions &options) {
   OptionReader reader(kind, options);
   std::string recordDir = reader.getString("record-dir");
-  llvm::Expected<std::unique_ptr<LlmProvider>> provider =
+  llvm::Expected<std::unique_ptr<LlmProvider>> bare =
       createBareProvider(kind, reader);
-  if (!provider || recordDir.empty())
+  if (!bare)
+    return bare.takeError();
+  // Redacted before the record mode, so recorded answers hold no key.
+  std::unique_ptr<LlmProvider> provider =
+      std::make_unique<RedactingProvider>(std::move(*bare));
+  if (recordDir.empty())
     return provider;
-  return createRecordingProvider(std::move(*provider), recordDir);
+  return createRecordingProvider(std::move(provider), recordDir);
 }

@@ -6,77 +6,124 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// A path opens a SQLite file; a postgresql:// or postgres:// URL a server.
+// A path opens a SQLite file; a postgresql:// or postgres:// URL, or a libpq
+// keyword string (`host=db dbname=kopt`), a server.
 // Passwords never come from a command line, and never appear in a message:
 // libpq reads them from PGPASSWORD, ~/.pgpass or a service file.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Runtime/KernelDatabase.h"
+#include "kopt/Runtime/Redact.h"
 #include "kopt/Runtime/TuningQueue.h"
 
 #ifdef KOPT_HAVE_POSTGRES
 #include "PostgresKernelDatabase.h"
 #endif
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <iterator>
 
 using namespace kopt::runtime;
 
-bool kopt::runtime::isPostgresUrl(std::string_view location) {
-  return location.rfind("postgresql://", 0) == 0 ||
-         location.rfind("postgres://", 0) == 0;
-}
-
 namespace {
-/// Where the password of the URL `location` is, as [begin, end) ranges.
-std::vector<std::pair<size_t, size_t>>
-findPasswords(std::string_view location) {
-  std::vector<std::pair<size_t, size_t>> found;
-  size_t scheme = location.find("://");
-  if (scheme == std::string_view::npos)
-    return found;
-  size_t authority = scheme + 3;
-  size_t authorityEnd = location.find_first_of("/?", authority);
-  if (authorityEnd == std::string_view::npos)
-    authorityEnd = location.size();
-  // user:password@host; the last '@' ends the user information.
-  size_t at = location.rfind('@', authorityEnd - 1);
-  if (at != std::string_view::npos && at >= authority) {
-    size_t colon = location.find(':', authority);
-    if (colon != std::string_view::npos && colon < at)
-      found.push_back({colon + 1, at});
+/// The connection keywords libpq knows (its documentation's list).
+constexpr std::string_view kLibpqKeywords[] = {"host",
+                                               "hostaddr",
+                                               "port",
+                                               "dbname",
+                                               "user",
+                                               "password",
+                                               "passfile",
+                                               "require_auth",
+                                               "channel_binding",
+                                               "connect_timeout",
+                                               "client_encoding",
+                                               "options",
+                                               "application_name",
+                                               "fallback_application_name",
+                                               "keepalives",
+                                               "keepalives_idle",
+                                               "keepalives_interval",
+                                               "keepalives_count",
+                                               "tcp_user_timeout",
+                                               "replication",
+                                               "gssencmode",
+                                               "sslmode",
+                                               "requiressl",
+                                               "sslcompression",
+                                               "sslcert",
+                                               "sslkey",
+                                               "sslpassword",
+                                               "sslcertmode",
+                                               "sslrootcert",
+                                               "sslcrl",
+                                               "sslcrldir",
+                                               "sslsni",
+                                               "requirepeer",
+                                               "ssl_min_protocol_version",
+                                               "ssl_max_protocol_version",
+                                               "krbsrvname",
+                                               "gsslib",
+                                               "gssdelegation",
+                                               "service",
+                                               "target_session_attrs",
+                                               "load_balance_hosts"};
+
+/// Whether `location` reads as a libpq keyword/value string
+/// (`host=db dbname=kopt`): one or more `keyword = value` pairs, each
+/// keyword one libpq knows in any case, each value plain or 'quoted'.
+bool isKeywordString(std::string_view location) {
+  auto isSpace = [](char c) { return c == ' ' || c == '\t' || c == '\n'; };
+  size_t i = 0, pairs = 0;
+  auto skipSpaces = [&] {
+    while (i < location.size() && isSpace(location[i]))
+      ++i;
+  };
+  for (skipSpaces(); i < location.size(); skipSpaces()) {
+    size_t begin = i;
+    while (i < location.size() && location[i] != '=' && !isSpace(location[i]))
+      ++i;
+    std::string keyword(location.substr(begin, i - begin));
+    for (char &c : keyword)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (std::find(std::begin(kLibpqKeywords), std::end(kLibpqKeywords),
+                  keyword) == std::end(kLibpqKeywords))
+      return false;
+    skipSpaces();
+    if (i >= location.size() || location[i] != '=')
+      return false;
+    ++i;
+    skipSpaces();
+    if (i < location.size() && location[i] == '\'') {
+      for (++i; i < location.size() && location[i] != '\''; ++i)
+        i += location[i] == '\\';
+      if (i >= location.size())
+        return false;
+      ++i;
+    } else {
+      while (i < location.size() && !isSpace(location[i]))
+        i += location[i] == '\\' ? 2 : 1;
+    }
+    ++pairs;
   }
-  // ?password=...&...
-  size_t query = location.find('?');
-  while (query != std::string_view::npos) {
-    size_t begin = query + 1;
-    size_t end = location.find('&', begin);
-    std::string_view parameter = location.substr(
-        begin, end == std::string_view::npos ? end : end - begin);
-    if (parameter.rfind("password=", 0) == 0)
-      found.push_back(
-          {begin + 9, end == std::string_view::npos ? location.size() : end});
-    query = end;
-  }
-  return found;
+  return pairs > 0;
 }
 } // namespace
 
+bool kopt::runtime::isPostgresUrl(std::string_view location) {
+  return location.rfind("postgresql://", 0) == 0 ||
+         location.rfind("postgres://", 0) == 0 || isKeywordString(location);
+}
+
 bool kopt::runtime::hasPassword(std::string_view location) {
-  for (auto [begin, end] : findPasswords(location))
-    if (end > begin)
-      return true;
-  return false;
+  return hasCredentials(location);
 }
 
 std::string kopt::runtime::redactDatabaseUrl(std::string_view location) {
-  std::string text(location);
-  auto passwords = findPasswords(location);
-  // From the back, so that earlier positions stay right.
-  for (auto it = passwords.rbegin(); it != passwords.rend(); ++it)
-    text.replace(it->first, it->second - it->first, "***");
-  return text;
+  return redactCredentials(location);
 }
 
 std::string kopt::runtime::getDatabaseFromEnvironment() {
@@ -142,7 +189,7 @@ Result<std::unique_ptr<TuningQueue>> TuningQueue::open(const std::string &url,
                                                        bool fromCommandLine) {
   if (!isPostgresUrl(url))
     return Status::error(StatusCode::Unsupported,
-                         "kernel database '" + url +
+                         "kernel database '" + redactDatabaseUrl(url) +
                              "': the tuning queue needs a PostgreSQL "
                              "database (--db postgresql://...); a SQLite "
                              "file has none");

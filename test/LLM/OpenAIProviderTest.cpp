@@ -277,6 +277,39 @@ TEST_F(OpenAIProviderTest, FailsAtOnceOnAClientError) {
   EXPECT_EQ(server.getReceived().size(), 1u);
 }
 
+TEST_F(OpenAIProviderTest, RedactsTheKeyEchoedInTheAnswer) {
+  // A server that echoes the Authorization header into `content` and
+  // `model`.
+  MockReply reply;
+  std::string echoed = std::string("Bearer ") + kSecret;
+  reply.body = makeAnswer("you sent " + echoed);
+  size_t at = reply.body.find("served-model");
+  ASSERT_NE(at, std::string::npos);
+  reply.body.replace(at, 12, echoed);
+  server.setScript({reply});
+  std::unique_ptr<LlmProvider> provider = makeProvider(makeOptions());
+  ASSERT_TRUE(provider);
+  llvm::Expected<LlmResponse> response = provider->complete(makeRequest());
+  ASSERT_TRUE(static_cast<bool>(response))
+      << llvm::toString(response.takeError());
+  EXPECT_EQ(response->text, "you sent Bearer [REDACTED]");
+  EXPECT_EQ(response->model, "Bearer [REDACTED]");
+}
+
+TEST_F(OpenAIProviderTest, KeepsCredentialsOfTheEndpointOutOfErrors) {
+  // A key in the endpoint's user information, not known as the API key.
+  server.setScript({status(404, {}, "no such route")});
+  OpenAIOptions options = makeOptions();
+  options.apiKey.clear();
+  options.endpoint = "http://user:" + std::string(kSecret) +
+                     "@127.0.0.1:" + std::to_string(server.getPort()) + "/v1";
+  std::unique_ptr<LlmProvider> provider = makeProvider(options);
+  ASSERT_TRUE(provider);
+  std::string message = getFailure(*provider);
+  EXPECT_THAT(message, HasSubstr("HTTP 404"));
+  EXPECT_THAT(message, HasSubstr("http://***@127.0.0.1:"));
+}
+
 TEST_F(OpenAIProviderTest, TimesOutAndRetries) {
   server.setScript({ofKind(MockReply::Kind::Hang)});
   OpenAIOptions options = makeOptions();
@@ -506,5 +539,32 @@ TEST_F(OpenAIProviderTest, RecordsAnswersWithoutTheKey) {
   EXPECT_EQ(replayed->promptTokens, 12u);
   EXPECT_EQ(replayed->completionTokens, 34u);
   EXPECT_EQ(server.getReceived().size(), 1u);
+  llvm::sys::fs::remove_directories(directory);
+}
+
+TEST(ProviderFactoryTest, RedactsTheKeyFromAnyProvider) {
+  // A program that prints the key it finds in its environment: neither the
+  // answer nor the recorded file holds it.
+  ::setenv("KOPT_LLM_API_KEY", kSecret, 1);
+  llvm::SmallString<256> directory;
+  ASSERT_FALSE(
+      llvm::sys::fs::createUniqueDirectory("kopt-llm-record", directory));
+  llvm::Expected<std::unique_ptr<LlmProvider>> provider =
+      createProvider("command", {{"command", "printenv KOPT_LLM_API_KEY"},
+                                 {"record-dir", std::string(directory)}});
+  ASSERT_TRUE(static_cast<bool>(provider))
+      << llvm::toString(provider.takeError());
+  llvm::Expected<LlmResponse> response = (*provider)->complete(makeRequest());
+  ::unsetenv("KOPT_LLM_API_KEY");
+  ASSERT_TRUE(static_cast<bool>(response))
+      << llvm::toString(response.takeError());
+  EXPECT_EQ(response->text, "[REDACTED]\n");
+  llvm::SmallString<256> path(directory);
+  llvm::sys::path::append(path, getPromptHash(makeRequest()) + ".json");
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(static_cast<bool>(file)) << file.getError().message();
+  EXPECT_THAT((*file)->getBuffer().str(), Not(HasSubstr(kSecret)));
+  EXPECT_THAT((*file)->getBuffer().str(), HasSubstr("[REDACTED]"));
   llvm::sys::fs::remove_directories(directory);
 }

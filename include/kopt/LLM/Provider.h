@@ -197,12 +197,16 @@ using ProviderOptions = std::map<std::string, std::string>;
 ///   `max-output-bytes`;
 /// - `replay`: `dir`.
 /// Any kind also takes `record-dir`, which wraps it in the record mode.
+/// Every answer, model name and error of the provider returned passes
+/// through `redactSecret`, before the record mode writes it.
 /// Fails on an unknown kind, an unknown option or an unreadable value.
 llvm::Expected<std::unique_ptr<LlmProvider>>
 createProvider(llvm::StringRef kind, const ProviderOptions &options);
 
-/// Returns `text` with every occurrence of `secret` replaced by
-/// `[REDACTED]`. An empty `secret` changes nothing.
+/// Returns `text` with every occurrence of `secret` (when not empty) and of
+/// the key in `KOPT_LLM_API_KEY` replaced by `[REDACTED]`, and with the
+/// passwords and user information of URLs and connection strings replaced
+/// by `***`: the runtime's `redactSecrets` (kopt/Runtime/Redact.h).
 std::string redactSecret(llvm::StringRef text, llvm::StringRef secret);
 
 } // namespace mlir::kopt

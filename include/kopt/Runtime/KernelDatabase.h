@@ -503,14 +503,16 @@ struct KernelDatabaseOptions {
 };
 
 /// Whether `location` names a PostgreSQL database: a `postgresql://` or
-/// `postgres://` URL.
+/// `postgres://` URL, or a libpq keyword string (`host=db dbname=kopt`).
 bool isPostgresUrl(std::string_view location);
 
-/// Whether the URL `location` carries a password (`user:secret@` or a
-/// `password=` parameter).
+/// Whether `location` carries a password in any spelling (`user:secret@`,
+/// a `password=` parameter in any case or percent-encoding; see
+/// `hasCredentials` in Redact.h).
 bool hasPassword(std::string_view location);
 
-/// `location` with any password replaced by `***`, for messages and logs.
+/// `location` with any password replaced by `***`, for messages and logs
+/// (`redactCredentials` in Redact.h).
 std::string redactDatabaseUrl(std::string_view location);
 
 /// Opens the database at `location`: a SQLite file for a path, PostgreSQL

@@ -45,6 +45,13 @@ TEST(DatabaseUrlTest, PicksTheBackend) {
   EXPECT_TRUE(isPostgresUrl("postgres:///kopt?service=fleet"));
   EXPECT_FALSE(isPostgresUrl("kernels.db"));
   EXPECT_FALSE(isPostgresUrl("/var/cache/postgresql://x"));
+  // libpq keyword strings, in any case, with quoted values.
+  EXPECT_TRUE(isPostgresUrl("host=db.example dbname=kopt"));
+  EXPECT_TRUE(isPostgresUrl("HOST=db port = 5432 options='-c x=y'"));
+  EXPECT_TRUE(isPostgresUrl("service=fleet"));
+  EXPECT_FALSE(isPostgresUrl("/tmp/host=db"));
+  EXPECT_FALSE(isPostgresUrl("kernels=1.db"));
+  EXPECT_FALSE(isPostgresUrl("host=db dbname='unclosed"));
 }
 
 TEST(DatabaseUrlTest, RedactsPasswords) {
@@ -74,6 +81,49 @@ TEST(DatabaseUrlTest, RefusesPasswordsOnTheCommandLine) {
       TuningQueue::open("postgresql://kopt:s3cret@127.0.0.1:1/kopt", true);
   ASSERT_FALSE(queue.isOk());
   EXPECT_EQ(queue.status().message().find("s3cret"), std::string::npos);
+}
+
+TEST(DatabaseUrlTest, RefusesEverySpellingOfPassword) {
+  KernelDatabaseOptions options;
+  options.fromCommandLine = true;
+  for (const char *location :
+       {"postgresql://127.0.0.1:1/kopt?PASSWORD=FAKE-PW",
+        "postgresql://127.0.0.1:1/kopt?pass%77ord=FAKE-PW",
+        "postgres://127.0.0.1:1/kopt?user=u&Password=FAKE-PW",
+        "host=127.0.0.1 port=1 password=FAKE-PW",
+        "host=127.0.0.1 port=1 PASSWORD = 'FAKE-PW'"}) {
+    EXPECT_TRUE(hasPassword(location)) << location;
+    Result<std::unique_ptr<KernelDatabase>> db =
+        openKernelDatabase(location, options);
+    ASSERT_FALSE(db.isOk()) << location;
+    EXPECT_EQ(db.status().message().find("FAKE-PW"), std::string::npos)
+        << db.status().message();
+    EXPECT_NE(db.status().message().find("refusing a password"),
+              std::string::npos)
+        << db.status().message();
+  }
+}
+
+TEST(DatabaseUrlTest, KeywordStringIsNotAFile) {
+  // Never a SQLite file named after the string, and never the password in
+  // the error (from the environment a password is allowed).
+  TempDir dir;
+  std::string location = "host=127.0.0.1 port=1 dbname=kopt "
+                         "password=FAKE-PW connect_timeout=2";
+  char *previous = ::getcwd(nullptr, 0);
+  ASSERT_EQ(::chdir(dir.file("").c_str()), 0);
+  Result<std::unique_ptr<KernelDatabase>> db = openKernelDatabase(location);
+  bool created = std::filesystem::exists(location);
+  ASSERT_EQ(::chdir(previous), 0);
+  std::free(previous);
+  ASSERT_FALSE(db.isOk());
+  EXPECT_FALSE(created);
+  EXPECT_EQ(db.status().message().find("FAKE-PW"), std::string::npos)
+      << db.status().message();
+  EXPECT_NE(db.status().message().find("password=***"), std::string::npos)
+      << db.status().message();
+  EXPECT_EQ(db.status().message().find("SQLite"), std::string::npos)
+      << db.status().message();
 }
 
 TEST(DatabaseUrlTest, ErrorsNeverShowThePassword) {
