@@ -128,7 +128,8 @@ public:
 
 private:
   llvm::Expected<LlmResponse> completeUnredacted(const LlmRequest &request);
-  void perform(const std::string &payload, Attempt &attempt) const;
+  void perform(const std::string &payload, std::chrono::milliseconds timeout,
+               Attempt &attempt) const;
   llvm::Expected<LlmResponse> parseAnswer(const Attempt &attempt) const;
 
   OpenAIOptions options;
@@ -138,6 +139,7 @@ private:
 } // namespace
 
 void OpenAIProvider::perform(const std::string &payload,
+                             std::chrono::milliseconds timeout,
                              Attempt &attempt) const {
   std::unique_ptr<CURL, void (*)(CURL *)> handle(curl_easy_init(),
                                                  curl_easy_cleanup);
@@ -173,10 +175,11 @@ void OpenAIProvider::perform(const std::string &payload,
   curl_easy_setopt(curl, CURLOPT_POSTFIELDS, payload.data());
   curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
                    static_cast<curl_off_t>(payload.size()));
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options.connectTimeout.count()));
+  curl_easy_setopt(
+      curl, CURLOPT_CONNECTTIMEOUT_MS,
+      static_cast<long>(std::min(options.connectTimeout, timeout).count()));
   curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
-                   static_cast<long>(options.requestTimeout.count()));
+                   static_cast<long>(timeout.count()));
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, appendBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &attempt);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, readHeader);
@@ -253,12 +256,23 @@ OpenAIProvider::completeUnredacted(const LlmRequest &request) {
   std::string payload =
       llvm::formatv("{0}", llvm::json::Value(std::move(body))).str();
 
+  // The whole call, retries and waits included, ends by the deadline: a
+  // server that stalls costs at most `totalTimeout`.
+  Clock::time_point deadline = start + options.totalTimeout;
+  auto remaining = [&] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                                 Clock::now());
+  };
   std::string lastFailure;
   std::chrono::milliseconds backoff = options.initialBackoff;
   for (unsigned attemptIndex = 0;; ++attemptIndex) {
     Attempt attempt;
     attempt.maxBodyBytes = options.maxResponseBytes;
-    perform(payload, attempt);
+    // At least 1 ms: libcurl reads 0 as no limit.
+    perform(payload,
+            std::max(std::chrono::milliseconds(1),
+                     std::min(options.requestTimeout, remaining())),
+            attempt);
 
     if (attempt.oversized)
       return llvm::createStringError(
@@ -303,7 +317,16 @@ OpenAIProvider::completeUnredacted(const LlmRequest &request) {
     std::chrono::milliseconds wait = backoff;
     if (attempt.retryAfterSeconds)
       wait = std::chrono::seconds(*attempt.retryAfterSeconds);
-    std::this_thread::sleep_for(std::min(wait, options.maxBackoff));
+    wait = std::min(wait, options.maxBackoff);
+    if (wait >= remaining())
+      return llvm::createStringError(
+          llvm::formatv("request to {0} failed after {1} attempt{2}, with no "
+                        "time left of the {3} s the call may take "
+                        "(total-timeout-ms); the last one: {4}",
+                        url, attemptIndex + 1, attemptIndex == 0 ? "" : "s",
+                        options.totalTimeout.count() / 1000.0, lastFailure)
+              .str());
+    std::this_thread::sleep_for(wait);
     backoff = std::min(backoff * 2, options.maxBackoff);
   }
 }

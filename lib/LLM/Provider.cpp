@@ -146,6 +146,7 @@ createBareProvider(llvm::StringRef kind, OptionReader &reader) {
     openai.apiKey = reader.getString("api-key");
     reader.getMilliseconds("connect-timeout-ms", openai.connectTimeout);
     reader.getMilliseconds("timeout-ms", openai.requestTimeout);
+    reader.getMilliseconds("total-timeout-ms", openai.totalTimeout);
     reader.getUnsigned("max-retries", openai.maxRetries);
     reader.getMilliseconds("backoff-ms", openai.initialBackoff);
     reader.getMilliseconds("max-backoff-ms", openai.maxBackoff);

@@ -196,7 +196,7 @@ Result<std::unique_ptr<TuningQueue>> TuningQueue::open(const std::string &url,
   if (fromCommandLine && hasPassword(url))
     return refusePassword(url);
 #ifdef KOPT_HAVE_POSTGRES
-  return openPostgresTuningQueue(url);
+  return openPostgresTuningQueue(url, KernelDatabaseOptions());
 #else
   return Status::error(StatusCode::Unsupported,
                        "kernel database '" + redactDatabaseUrl(url) +

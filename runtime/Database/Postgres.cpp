@@ -8,6 +8,8 @@
 
 #include "Postgres.h"
 
+#include "kopt/Runtime/Redact.h"
+
 #include <libpq-fe.h>
 
 #include <cstdio>
@@ -112,20 +114,41 @@ std::optional<std::string> Rows::bytes(int row, int column) const {
 // Connection
 //===----------------------------------------------------------------------===//
 
-Result<Connection> Connection::open(const std::string &conninfo) {
+Result<Connection> Connection::open(const std::string &conninfo,
+                                    int connectTimeoutSeconds,
+                                    int statementTimeoutMs) {
   Connection db;
-  db.handle = PQconnectdb(conninfo.c_str());
+  // libpq's default is to wait as long as the system does. Keywords before
+  // the expanded `dbname` are defaults that `conninfo` overrides.
+  std::string timeout = std::to_string(connectTimeoutSeconds);
+  bool defaultTimeout =
+      connectTimeoutSeconds > 0 && !std::getenv("PGCONNECT_TIMEOUT");
+  const char *keywords[] = {"connect_timeout", "dbname", nullptr};
+  const char *values[] = {timeout.c_str(), conninfo.c_str(), nullptr};
+  db.handle = PQconnectdbParams(defaultTimeout ? keywords : keywords + 1,
+                                defaultTimeout ? values : values + 1,
+                                /*expand_dbname=*/1);
   if (!db.handle)
     return Status::error(StatusCode::Unavailable,
                          "cannot connect: out of memory");
   if (PQstatus(db.handle) != CONNECTION_OK)
     return Status::error(StatusCode::Unavailable,
                          "cannot connect: " +
-                             oneLine(PQerrorMessage(db.handle)));
+                             redactSecrets(oneLine(PQerrorMessage(db.handle))));
   // Quiet notices ("relation already exists, skipping") would otherwise go
   // to stderr.
   PQsetNoticeProcessor(
       db.handle, [](void *, const char *) {}, nullptr);
+  if (statementTimeoutMs > 0) {
+    Result<Rows> current = db.query("SHOW statement_timeout");
+    if (!current)
+      return current.status();
+    if (current->size() == 1 && current->text(0, 0) == "0")
+      if (Status status = db.exec("SET statement_timeout = " +
+                                  std::to_string(statementTimeoutMs));
+          !status.isOk())
+        return status;
+  }
   return db;
 }
 

@@ -85,8 +85,15 @@ class Connection {
 public:
   /// Connects with `conninfo` (a postgresql:// URL or libpq keywords).
   /// Passwords come from the environment, a password file or a service
-  /// file, as libpq reads them.
-  static Result<Connection> open(const std::string &conninfo);
+  /// file, as libpq reads them. Connecting gives up after
+  /// `connectTimeoutSeconds` unless `conninfo` or PGCONNECT_TIMEOUT sets
+  /// `connect_timeout`; each statement after `statementTimeoutMs` unless
+  /// the session already has a `statement_timeout` (from `options` in
+  /// `conninfo`, PGOPTIONS or the role's or database's settings). 0 leaves
+  /// either to libpq and the server.
+  static Result<Connection> open(const std::string &conninfo,
+                                 int connectTimeoutSeconds,
+                                 int statementTimeoutMs);
 
   Connection() = default;
   Connection(Connection &&other) noexcept : handle(other.handle) {

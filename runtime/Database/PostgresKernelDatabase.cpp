@@ -129,9 +129,9 @@ Result<int64_t> readVersion(Connection &db) {
 
 } // namespace
 
-Result<Connection> kopt::runtime::connectPostgres(const std::string &url,
-                                                  bool readOnly, bool create,
-                                                  int64_t &version) {
+Result<Connection> kopt::runtime::connectPostgres(
+    const std::string &url, bool readOnly, bool create,
+    const KernelDatabaseOptions &options, int64_t &version) {
   std::string name = redactDatabaseUrl(url);
   auto fail = [&](const Status &status, const std::string &doing = {}) {
     return Status::error(status.code(),
@@ -139,7 +139,8 @@ Result<Connection> kopt::runtime::connectPostgres(const std::string &url,
                              "': " + (doing.empty() ? "" : doing + ": ") +
                              status.message());
   };
-  Result<Connection> db = Connection::open(url);
+  Result<Connection> db = Connection::open(url, options.connectTimeoutSeconds,
+                                           options.statementTimeoutMs);
   if (!db)
     return fail(db.status());
   if (readOnly)
@@ -323,7 +324,7 @@ kopt::runtime::openPostgresKernelDatabase(
     const std::string &url, const KernelDatabaseOptions &options) {
   int64_t version = 0;
   Result<Connection> db =
-      connectPostgres(url, options.readOnly, options.create, version);
+      connectPostgres(url, options.readOnly, options.create, options, version);
   if (!db)
     return db.status();
   return std::unique_ptr<KernelDatabase>(new PostgresKernelDatabase(

@@ -27,18 +27,20 @@ constexpr int64_t kPostgresSchemaVersion = 1;
 
 /// Connects to `url` and brings kopt's tables to `kPostgresSchemaVersion`
 /// (creating them when `create` is set), unless `readOnly`. Returns the
-/// connection and, in `version`, the schema version found. Errors start
-/// with `kernel database 'URL': `, the URL without its password.
-Result<postgres::Connection> connectPostgres(const std::string &url,
-                                             bool readOnly, bool create,
-                                             int64_t &version);
+/// connection and, in `version`, the schema version found; `options` give
+/// the timeouts. Errors start with `kernel database 'URL': `, the URL
+/// without its password.
+Result<postgres::Connection>
+connectPostgres(const std::string &url, bool readOnly, bool create,
+                const KernelDatabaseOptions &options, int64_t &version);
 
 Result<std::unique_ptr<KernelDatabase>>
 openPostgresKernelDatabase(const std::string &url,
                            const KernelDatabaseOptions &options);
 
 Result<std::unique_ptr<TuningQueue>>
-openPostgresTuningQueue(const std::string &url);
+openPostgresTuningQueue(const std::string &url,
+                        const KernelDatabaseOptions &options);
 
 } // namespace kopt::runtime
 

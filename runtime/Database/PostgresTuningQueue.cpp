@@ -229,10 +229,11 @@ private:
 } // namespace
 
 Result<std::unique_ptr<TuningQueue>>
-kopt::runtime::openPostgresTuningQueue(const std::string &url) {
+kopt::runtime::openPostgresTuningQueue(const std::string &url,
+                                       const KernelDatabaseOptions &options) {
   int64_t version = 0;
-  Result<Connection> db =
-      connectPostgres(url, /*readOnly=*/false, /*create=*/true, version);
+  Result<Connection> db = connectPostgres(url, /*readOnly=*/false,
+                                          /*create=*/true, options, version);
   if (!db)
     return db.status();
   return std::unique_ptr<TuningQueue>(

@@ -310,6 +310,30 @@ TEST_F(OpenAIProviderTest, KeepsCredentialsOfTheEndpointOutOfErrors) {
   EXPECT_THAT(message, HasSubstr("http://***@127.0.0.1:"));
 }
 
+TEST_F(OpenAIProviderTest, AStalledServerCostsAtMostTheTotalTimeout) {
+  server.setScript({ofKind(MockReply::Kind::Hang)});
+  OpenAIOptions options = makeOptions();
+  options.requestTimeout = std::chrono::milliseconds(400);
+  options.totalTimeout = std::chrono::milliseconds(1000);
+  options.maxRetries = 100;
+  std::unique_ptr<LlmProvider> provider = makeProvider(options);
+  ASSERT_TRUE(provider);
+  auto start = std::chrono::steady_clock::now();
+  std::string message = getFailure(*provider);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_THAT(message, HasSubstr("total-timeout-ms"));
+  EXPECT_LT(seconds, 3.0);
+  EXPECT_LE(server.getReceived().size(), 4u);
+}
+
+TEST(OpenAIProviderConfigTest, DefaultStallBoundIsTenMinutes) {
+  OpenAIOptions options;
+  EXPECT_EQ(options.totalTimeout, std::chrono::minutes(10));
+  EXPECT_LE(options.requestTimeout, options.totalTimeout);
+}
+
 TEST_F(OpenAIProviderTest, TimesOutAndRetries) {
   server.setScript({ofKind(MockReply::Kind::Hang)});
   OpenAIOptions options = makeOptions();

@@ -108,6 +108,9 @@ struct OpenAIOptions {
   std::chrono::milliseconds connectTimeout{10000};
   /// How long one attempt may take, from connecting to the last byte.
   std::chrono::milliseconds requestTimeout{300000};
+  /// How long the whole call may take, retries and waits included: what a
+  /// server that stalls costs at most.
+  std::chrono::milliseconds totalTimeout{600000};
   /// How many times a failed attempt is retried: after 429, 408 and 5xx
   /// answers, timeouts, refused and dropped connections.
   unsigned maxRetries = 4;
@@ -191,8 +194,8 @@ using ProviderOptions = std::map<std::string, std::string>;
 /// Creates a provider by kind, from string options (docs/LLM.md lists
 /// them):
 /// - `openai`: `endpoint`, `model`, `api-key`, `connect-timeout-ms`,
-///   `timeout-ms`, `max-retries`, `backoff-ms`, `max-backoff-ms`,
-///   `max-response-bytes`;
+///   `timeout-ms`, `total-timeout-ms`, `max-retries`, `backoff-ms`,
+///   `max-backoff-ms`, `max-response-bytes`;
 /// - `command`: `command` (split at spaces, no quoting), `timeout-ms`,
 ///   `max-output-bytes`;
 /// - `replay`: `dir`.

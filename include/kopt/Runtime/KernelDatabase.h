@@ -493,6 +493,14 @@ struct KernelDatabaseOptions {
   bool checkIntegrity = false;
   /// SQLite: how long a write waits for another process's lock.
   int busyTimeoutMs = 30000;
+  /// PostgreSQL: how long connecting may take, unless the URL or
+  /// PGCONNECT_TIMEOUT sets `connect_timeout`; 0 for libpq's default (no
+  /// limit).
+  int connectTimeoutSeconds = 10;
+  /// PostgreSQL: the `statement_timeout` of the session, unless it already
+  /// has one (`options=-c statement_timeout=...` in the URL, PGOPTIONS, the
+  /// role's or database's settings); 0 for none.
+  int statementTimeoutMs = 60000;
   /// The location came from a command line, which lands in shell histories,
   /// process lists and logs: a URL with a password is then refused.
   bool fromCommandLine = false;

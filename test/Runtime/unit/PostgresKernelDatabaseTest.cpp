@@ -22,11 +22,15 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <netinet/in.h>
 #include <set>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -125,6 +129,47 @@ TEST(DatabaseUrlTest, KeywordStringIsNotAFile) {
   EXPECT_EQ(db.status().message().find("SQLite"), std::string::npos)
       << db.status().message();
 }
+
+#ifdef KOPT_HAVE_POSTGRES
+TEST(DatabaseUrlTest, ListenerThatNeverAnswersTimesOut) {
+  // A socket that takes connections and never says a word.
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address = {};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(
+      ::bind(listener, reinterpret_cast<sockaddr *>(&address), sizeof(address)),
+      0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(
+      ::getsockname(listener, reinterpret_cast<sockaddr *>(&address), &length),
+      0);
+  std::string url =
+      "postgresql://kopt@127.0.0.1:" + std::to_string(ntohs(address.sin_port)) +
+      "/kopt";
+  KernelDatabaseOptions options;
+  options.connectTimeoutSeconds = 2;
+  auto start = std::chrono::steady_clock::now();
+  Result<std::unique_ptr<KernelDatabase>> db = openKernelDatabase(url, options);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  ::close(listener);
+  ASSERT_FALSE(db.isOk());
+  EXPECT_LT(seconds, 10) << db.status().message();
+  EXPECT_EQ(db.status().code(), StatusCode::Unavailable);
+  EXPECT_NE(db.status().message().find("timeout"), std::string::npos)
+      << db.status().message();
+}
+
+TEST(DatabaseUrlTest, DefaultTimeoutsAreBounded) {
+  KernelDatabaseOptions options;
+  EXPECT_GT(options.connectTimeoutSeconds, 0);
+  EXPECT_GT(options.statementTimeoutMs, 0);
+}
+#endif
 
 TEST(DatabaseUrlTest, ErrorsNeverShowThePassword) {
   // From the environment a password is allowed; the failure to connect
