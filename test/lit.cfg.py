@@ -60,6 +60,22 @@ config.substitutions.append(
     )
 )
 
+# Tests of databases in read-only places run their commands under
+# %read_only_dir (test/Support/read-only-dir.sh) and carry
+# `REQUIRES: read-only-dir`, set where it can make a folder read-only (as
+# root, that needs a mount namespace).
+read_only_dir = os.path.join(
+    config.kopt_src_root, "test", "Support", "read-only-dir.sh")
+config.substitutions.append(("%read_only_dir", read_only_dir))
+import subprocess
+import tempfile
+
+with tempfile.TemporaryDirectory() as probe:
+    if subprocess.call([read_only_dir, probe, "true"],
+                       stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL) == 0:
+        config.available_features.add("read-only-dir")
+
 # GPU tests carry `REQUIRES: cuda`; the feature is set only when a device
 # answers, so machines without one skip them cleanly.
 if os.path.exists("/dev/nvidia0") or os.environ.get("KOPT_TEST_CUDA") == "1":

@@ -11,8 +11,10 @@
 // is refused untouched. An older schema is migrated forward, one version at a
 // time, in a transaction. Every write takes the write lock up front
 // (BEGIN IMMEDIATE) and waits up to the busy timeout for other processes; a
-// write inside `transact` is a savepoint of its transaction. Every error
-// names the file.
+// write inside `transact` is a savepoint of its transaction. A file that
+// cannot be written, or lies in a folder that cannot be, is only read; where
+// SQLite cannot make a WAL file's shared memory, it is read as immutable
+// (docs/KernelDatabase.md). Every error names the file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -161,15 +163,42 @@ std::string parentFolder(const std::string &path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-/// Puts `db` in WAL mode. Switching needs an exclusive lock, and SQLite does
-/// not wait for it with the busy handler, so several processes creating one
-/// file at once retry here, for up to `timeoutMs`.
-Status switchToWal(sqlite::Database &db, int timeoutMs) {
+/// The URI that opens `path` read-only; `immutable` also tells SQLite that
+/// nobody changes the file while it is open, so it needs no lock and no
+/// shared-memory file beside it.
+std::string readOnlyUri(const std::string &path, bool immutable) {
+  // An absolute path gets an empty authority, so `//x` stays a path.
+  std::string uri = path.rfind('/', 0) == 0 ? "file://" : "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      static const char digits[] = "0123456789ABCDEF";
+      uri += '%';
+      uri += digits[static_cast<unsigned char>(c) >> 4];
+      uri += digits[c & 15];
+    } else {
+      uri += c;
+    }
+  }
+  return uri + (immutable ? "?mode=ro&immutable=1" : "?mode=ro");
+}
+
+/// The size of the file at `path`, or 0 when there is none.
+off_t getFileSize(const std::string &path) {
+  struct stat info;
+  return ::stat(path.c_str(), &info) == 0 ? info.st_size : 0;
+}
+
+/// Puts `db` in the journal mode `mode` ("wal" or "delete"). Switching needs
+/// an exclusive lock, and SQLite does not wait for it with the busy handler,
+/// so several processes creating one file at once retry here, for up to
+/// `timeoutMs`.
+Status switchJournal(sqlite::Database &db, const std::string &mode,
+                     int timeoutMs) {
   for (int waitedMs = 0;; waitedMs += 10) {
     Result<sqlite::Statement> pragma =
-        sqlite::Statement::prepare(db, "PRAGMA journal_mode=WAL");
+        sqlite::Statement::prepare(db, "PRAGMA journal_mode=" + mode);
     Result<bool> row = pragma ? pragma->step() : Result<bool>(pragma.status());
-    if (row && *row && pragma->text(0) == "wal")
+    if (row && *row && pragma->text(0) == mode)
       return Status::success();
     int code = sqlite3_errcode(db.get()) & 0xff;
     if (!row && (code == SQLITE_BUSY || code == SQLITE_LOCKED) &&
@@ -355,7 +384,11 @@ SqliteKernelDatabase::open(const std::string &path,
         return refuse(StatusCode::InvalidArgument,
                       "not a kopt kernel database (not an SQLite file)");
     }
-    if (!(info.st_mode & S_IWUSR) || ::access(path.c_str(), W_OK) != 0)
+    // SQLite writes its journal, or its WAL and shared-memory files, beside
+    // the database: a file in a folder that cannot be written can only be
+    // read.
+    if (!(info.st_mode & S_IWUSR) || ::access(path.c_str(), W_OK) != 0 ||
+        ::access(parentFolder(path).c_str(), W_OK) != 0)
       readOnly = true;
   } else if (!options.create || readOnly) {
     return refuse(StatusCode::IoError, "no such file");
@@ -376,24 +409,51 @@ SqliteKernelDatabase::open(const std::string &path,
   auto impl = std::make_unique<Impl>();
   impl->path = path;
   impl->readOnly = readOnly;
-  int flags = readOnly ? SQLITE_OPEN_READONLY
+  int flags = readOnly ? SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
                        : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  Result<sqlite::Database> db = sqlite::Database::open(path, flags);
-  if (!db)
-    return impl->fail(db.status());
-  impl->db = std::move(*db);
-  sqlite3_busy_timeout(impl->db.get(), options.busyTimeoutMs);
+  auto connect = [&](bool immutable) -> Status {
+    Result<sqlite::Database> db = sqlite::Database::open(
+        readOnly ? readOnlyUri(path, immutable) : path, flags);
+    if (!db)
+      return impl->fail(db.status());
+    impl->db = std::move(*db);
+    sqlite3_busy_timeout(impl->db.get(), options.busyTimeoutMs);
+    return Status::success();
+  };
+  if (Status status = connect(/*immutable=*/false); !status.isOk())
+    return status;
 
   auto refuseUnreadable = [&](const Status &status) {
     if (status.message() == kNoKoptTables ||
         status.message().rfind("the schema_version", 0) == 0)
       return refuse(StatusCode::InvalidArgument,
                     "not a kopt kernel database (" + status.message() + ")");
-    return refuse(StatusCode::InvalidArgument,
-                  "cannot read it (corrupted, or not a database): " +
-                      status.message());
+    if (status.code() == StatusCode::InvalidArgument)
+      return refuse(StatusCode::InvalidArgument,
+                    "cannot read it (corrupted, or not a database): " +
+                        status.message());
+    return refuse(status.code(), "cannot read it: " + status.message());
   };
   Result<int64_t> version = readVersion(impl->db);
+  if (!version && readOnly &&
+      version.status().code() != StatusCode::InvalidArgument) {
+    // A WAL file read where its shared-memory file cannot be made (a
+    // read-only folder or mount). Without a write-ahead log holding
+    // changes, the database file alone is the whole database: it is read
+    // as immutable. A log with changes cannot be read without its
+    // shared memory, and ignoring it would lose them.
+    if (getFileSize(path + "-wal") > 0)
+      return refuse(StatusCode::Unavailable,
+                    "cannot read it where it is: its write-ahead log '" + path +
+                        "-wal' holds changes, and the folder or file is "
+                        "read-only (" +
+                        version.status().message() +
+                        "); open it once where it can be written, or ship a "
+                        "file written by 'kopt db export --journal=delete'");
+    if (Status status = connect(/*immutable=*/true); !status.isOk())
+      return status;
+    version = readVersion(impl->db);
+  }
   if (!version)
     return refuseUnreadable(version.status());
   if (*version > kSchemaVersion)
@@ -419,8 +479,12 @@ SqliteKernelDatabase::open(const std::string &path,
         new SqliteKernelDatabase(std::move(impl)));
   }
 
-  if (Status wal = switchToWal(impl->db, options.busyTimeoutMs); !wal.isOk())
-    return impl->fail(wal, "cannot switch to WAL mode");
+  bool wal = options.journal == SqliteJournal::Wal;
+  if (Status status = switchJournal(impl->db, wal ? "wal" : "delete",
+                                    options.busyTimeoutMs);
+      !status.isOk())
+    return impl->fail(status, wal ? "cannot switch to WAL mode"
+                                  : "cannot switch to a rollback journal");
   if (*version < kSchemaVersion) {
     Result<sqlite::Transaction> transaction =
         sqlite::Transaction::begin(impl->db);

@@ -98,6 +98,12 @@ struct DbCommandLine {
   cl::opt<std::string> output{"o", cl::desc("Write here instead of stdout"),
                               cl::value_desc("file"), cl::init("-"),
                               cl::sub(exportCommand)};
+  cl::opt<std::string> journal{
+      "journal",
+      cl::desc("Write a SQLite database file (with -o) instead of JSON "
+               "lines, with this journal: delete, for a file to ship and "
+               "read where it cannot be written, or wal"),
+      cl::value_desc("delete|wal"), cl::sub(exportCommand)};
   cl::list<std::string> files{cl::Positional,
                               cl::desc("<file.jsonl>... ('-' for stdin)"),
                               cl::sub(importCommand)};
@@ -182,7 +188,7 @@ int mlir::kopt::runDbCommand(int argc, char **argv) {
       "kopt db: inspect, move and maintain a kernel database\n\n"
       "  kopt db list --db FILE [--json]\n"
       "  kopt db show KEY --db FILE [--json]\n"
-      "  kopt db export --db FILE [-o OUT]\n"
+      "  kopt db export --db FILE [-o OUT] [--journal=delete|wal]\n"
       "  kopt db import IN... --db FILE\n"
       "  kopt db verify --db FILE\n"
       "  kopt db prune --db FILE [--older-than DAYS] [--invalid]\n"
@@ -205,6 +211,7 @@ int mlir::kopt::runDbCommand(int argc, char **argv) {
   options.retryFailed = line.retryFailed;
   options.json = line.json;
   options.output = line.output;
+  options.journal = line.journal;
   if (line.olderThan.getNumOccurrences())
     options.olderThanDays = line.olderThan;
   options.invalid = line.invalid;

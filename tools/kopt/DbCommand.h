@@ -47,6 +47,9 @@ struct DbOptions {
   std::vector<std::string> inputs;
   /// export: where to write (`-o`, "-" for stdout).
   std::string output = "-";
+  /// export: write a SQLite file with this journal (`delete` or `wal`)
+  /// instead of JSON lines; empty for JSON lines.
+  std::string journal;
   /// prune: what to remove.
   std::optional<unsigned> olderThanDays;
   bool invalid = false;

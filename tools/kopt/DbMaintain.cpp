@@ -38,7 +38,38 @@ namespace rt = ::kopt::runtime;
 // export and import
 //===----------------------------------------------------------------------===//
 
+/// `kopt db export --journal=MODE -o FILE`: a database file to ship.
+static int exportDatabaseFile(rt::KernelDatabase &db,
+                              const DbOptions &options) {
+  auto summary = rt::exportSqliteFile(db, options.output,
+                                      options.journal == "delete"
+                                          ? rt::SqliteJournal::Delete
+                                          : rt::SqliteJournal::Wal);
+  if (!summary) {
+    printError("cannot write '" + options.output +
+               "': " + summary.status().message());
+    return 1;
+  }
+  llvm::outs() << "exported " << plural(summary->records, "record", "records")
+               << " and " << plural(summary->attempts, "attempt", "attempts")
+               << " to the database file '" << options.output << "' ("
+               << (options.journal == "delete" ? "rollback journal"
+                                               : "write-ahead log")
+               << ")\n";
+  return 0;
+}
+
 int mlir::kopt::db::runExport(const DbOptions &options) {
+  if (!options.journal.empty() &&
+      (options.journal != "delete" && options.journal != "wal")) {
+    printError("--journal must be delete or wal, not '" + options.journal +
+               "'");
+    return 2;
+  }
+  if (!options.journal.empty() && options.output == "-") {
+    printError("--journal writes a database file: give it with -o FILE");
+    return 2;
+  }
   // Checked before the database is opened, which may create its -wal file.
   rt::ProtectedFiles protect;
   protect.addDatabase(options.database);
@@ -49,6 +80,8 @@ int mlir::kopt::db::runExport(const DbOptions &options) {
   auto db = openDatabase(options, OpenMode::Read);
   if (!db)
     return 1;
+  if (!options.journal.empty())
+    return exportDatabaseFile(*db, options);
   // The export appears whole when complete, or not at all (an OutputFile
   // dropped before commit leaves nothing).
   std::cout.flush();

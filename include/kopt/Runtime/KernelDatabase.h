@@ -417,6 +417,16 @@ private:
   std::vector<AttemptRecord> attempts;
 };
 
+/// The journal of a SQLite file opened for writing.
+enum class SqliteJournal {
+  /// Write-ahead log: readers never block writers; for files many processes
+  /// share.
+  Wal,
+  /// A rollback journal, deleted after each transaction: a file meant to be
+  /// shipped and read where it cannot be written.
+  Delete,
+};
+
 /// How to open a database file.
 struct SqliteOpenOptions {
   /// Open read-only even when the file is writable.
@@ -429,6 +439,8 @@ struct SqliteOpenOptions {
   /// anything is written: a write into a damaged file could spread the
   /// damage. The check reads the whole file.
   bool checkIntegrity = false;
+  /// The journal a file opened for writing is switched to.
+  SqliteJournal journal = SqliteJournal::Wal;
 };
 
 /// A kernel database in one SQLite file in WAL mode, safe for many processes
@@ -440,9 +452,11 @@ public:
 
   /// Opens (or creates) the database at `path`. Fails without writing to the
   /// file when it is not SQLite, is SQLite without kopt's tables, or has a
-  /// newer schema. A file without write permission opens read-only, and then
-  /// every write fails; a read-only file of an older schema is read as it
-  /// is.
+  /// newer schema. A file without write permission, or in a folder without
+  /// it, opens read-only, and then every write fails; a read-only file of an
+  /// older schema is read as it is. A read-only WAL file whose folder cannot
+  /// hold its shared-memory file is read as immutable when no write-ahead
+  /// log with changes lies beside it (docs/KernelDatabase.md).
   static Result<std::unique_ptr<SqliteKernelDatabase>>
   open(const std::string &path, const SqliteOpenOptions &options = {});
 
@@ -482,6 +496,15 @@ private:
   explicit SqliteKernelDatabase(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl;
 };
+
+/// Writes every record and attempt of `source`, from one snapshot, into a
+/// new SQLite file at `path` with the journal `journal`
+/// (`SqliteJournal::Delete` for a file to ship and read where it cannot be
+/// written). The file is written under a temporary name beside `path` and
+/// renamed when complete; fails, writing nothing, when `path` exists.
+Result<ExportSummary> exportSqliteFile(KernelDatabase &source,
+                                       const std::string &path,
+                                       SqliteJournal journal);
 
 /// How to open a kernel database by path or URL.
 struct KernelDatabaseOptions {

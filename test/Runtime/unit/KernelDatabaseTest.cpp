@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sched.h>
 #include <sstream>
@@ -890,6 +891,179 @@ TEST(SqliteKernelDatabaseTest, OpensReadOnlyFileReadOnly) {
   EXPECT_NE(put.status().message().find("read-only"), std::string::npos);
   EXPECT_FALSE(db->addAttempt(makeAttempt("task", true)).isOk());
   EXPECT_TRUE(db->verify().isOk());
+}
+
+/// Runs `body` in a child process that sees `folder` read-only: as root
+/// (whom permissions do not stop), on a read-only bind mount in a mount
+/// namespace of the child's own; otherwise with the folder and its files
+/// made read-only. `body` returns what went wrong, empty for nothing.
+/// Returns false, with what went wrong in `message`, when `body` failed;
+/// sets `skipped` when root cannot mount here.
+static bool runWithReadOnlyFolder(const std::string &folder,
+                                  const std::function<std::string()> &body,
+                                  std::string &message, bool &skipped) {
+  skipped = false;
+  int pipeFds[2];
+  if (::pipe(pipeFds) != 0)
+    return false;
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(pipeFds[0]);
+    if (::geteuid() == 0) {
+      if (::unshare(CLONE_NEWNS) != 0 ||
+          ::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+          ::mount(folder.c_str(), folder.c_str(), nullptr, MS_BIND, nullptr) !=
+              0 ||
+          ::mount(nullptr, folder.c_str(), nullptr,
+                  MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0)
+        ::_exit(77);
+    } else {
+      for (const auto &entry : std::filesystem::directory_iterator(folder))
+        ::chmod(entry.path().c_str(), 0444);
+      ::chmod(folder.c_str(), 0555);
+    }
+    // Proof that the folder cannot be written.
+    if (::access(folder.c_str(), W_OK) == 0)
+      ::_exit(78);
+    std::string problem = body();
+    if (::write(pipeFds[1], problem.data(), problem.size()) < 0)
+      ::_exit(3);
+    ::_exit(problem.empty() ? 0 : 1);
+  }
+  ::close(pipeFds[1]);
+  char buffer[256];
+  for (ssize_t n; (n = ::read(pipeFds[0], buffer, sizeof(buffer))) > 0;)
+    message.append(buffer, n);
+  ::close(pipeFds[0]);
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+    return false;
+  skipped = WEXITSTATUS(status) == 77;
+  if (WEXITSTATUS(status) == 78)
+    message = "the folder stayed writable";
+  return WEXITSTATUS(status) == 0;
+}
+
+/// What reading the database at `path` finds wrong, as `kopt db list`,
+/// `export`, `verify` and `kopt compile --tune=never` read it; empty when
+/// `expectedExport` comes back.
+static std::string readEverything(const std::string &path,
+                                  const std::string &expectedExport) {
+  for (bool readOnly : {true, false}) {
+    KernelDatabaseOptions options;
+    options.readOnly = readOnly;
+    Result<std::unique_ptr<KernelDatabase>> db =
+        openKernelDatabase(path, options);
+    if (!db)
+      return db.status().toString();
+    Result<std::optional<KernelRecord>> found =
+        (*db)->lookup("task", makeFingerprint());
+    if (!found || !*found)
+      return "lookup: " + found.status().toString();
+    if (Status status = (*db)->verify(); !status.isOk())
+      return "verify: " + status.toString();
+    Result<std::string> text = (*db)->exportJsonLines();
+    if (!text || *text != expectedExport)
+      return "export: " + text.status().toString();
+    Result<bool> put = (*db)->put(makeRecord("other", 1.0));
+    if (put || put.status().code() != StatusCode::Unavailable)
+      return "a write was not refused as read-only";
+  }
+  return "";
+}
+
+TEST(SqliteKernelDatabaseTest, ReadsFileInReadOnlyFolder) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("task", 1.0)).isOk());
+    ASSERT_TRUE(db->addAttempt(makeAttempt("task", false)).isOk());
+  }
+  // Written in WAL mode, and closed: no log, no shared memory beside it.
+  ASSERT_FALSE(std::filesystem::exists(path + "-shm"));
+  std::string expected = *openOrDie(path)->exportJsonLines();
+  std::string message;
+  bool skipped = false;
+  bool ok = runWithReadOnlyFolder(
+      dir.file(""), [&] { return readEverything(path, expected); }, message,
+      skipped);
+  if (skipped)
+    GTEST_SKIP() << "root cannot mount a read-only folder here";
+  EXPECT_TRUE(ok) << message;
+}
+
+TEST(SqliteKernelDatabaseTest, RefusesLogWithChangesInReadOnlyFolder) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  TempDir copy;
+  std::string copied = copy.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("task", 1.0)).isOk());
+    // A copy taken while the log holds the record.
+    std::filesystem::copy_file(path, copied);
+    std::filesystem::copy_file(path + "-wal", copied + "-wal");
+  }
+  ASSERT_GT(std::filesystem::file_size(copied + "-wal"), 0u);
+  std::string message;
+  bool skipped = false;
+  runWithReadOnlyFolder(
+      copy.file(""),
+      [&]() -> std::string {
+        SqliteOpenOptions options;
+        options.readOnly = true;
+        auto db = SqliteKernelDatabase::open(copied, options);
+        if (db)
+          return "opened";
+        return db.status().message();
+      },
+      message, skipped);
+  if (skipped)
+    GTEST_SKIP() << "root cannot mount a read-only folder here";
+  EXPECT_NE(
+      message.find("its write-ahead log '" + copied + "-wal' holds changes"),
+      std::string::npos)
+      << message;
+  EXPECT_NE(message.find("--journal=delete"), std::string::npos) << message;
+  EXPECT_EQ(message.find("corrupted"), std::string::npos) << message;
+}
+
+TEST(SqliteKernelDatabaseTest, ExportsFileForShipping) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  auto db = openOrDie(path);
+  ASSERT_TRUE(db && db->put(makeRecord("task", 1.0)).isOk());
+  ASSERT_TRUE(db->addAttempt(makeAttempt("task", false)).isOk());
+  std::string expected = *db->exportJsonLines();
+
+  TempDir shipDir;
+  std::string shipped = shipDir.file("shipped.db");
+  Result<ExportSummary> summary =
+      exportSqliteFile(*db, shipped, SqliteJournal::Delete);
+  ASSERT_TRUE(summary.isOk()) << summary.status().toString();
+  EXPECT_EQ(summary->records, 1u);
+  EXPECT_EQ(summary->attempts, 1u);
+  // Bytes 18 and 19 of the header: 1 for a rollback journal, 2 for WAL.
+  std::string header = readBytes(shipped).substr(0, 20);
+  EXPECT_EQ(header[18], 1);
+  EXPECT_EQ(header[19], 1);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(shipDir.file("")),
+                          std::filesystem::directory_iterator()),
+            1);
+  // Never over an existing file.
+  Result<ExportSummary> again =
+      exportSqliteFile(*db, shipped, SqliteJournal::Delete);
+  EXPECT_FALSE(again.isOk());
+
+  std::string message;
+  bool skipped = false;
+  bool ok = runWithReadOnlyFolder(
+      shipDir.file(""), [&] { return readEverything(shipped, expected); },
+      message, skipped);
+  if (skipped)
+    GTEST_SKIP() << "root cannot mount a read-only folder here";
+  EXPECT_TRUE(ok) << message;
 }
 
 TEST(SqliteKernelDatabaseTest, ConcurrentWriters) {
