@@ -35,6 +35,8 @@ llvm::Expected<std::vector<GroupOutcome>> mlir::kopt::autotuneModule(
     auto outcome = tuner.processGroup(group);
     if (!outcome)
       return outcome.takeError();
+    if (!outcome->warning.empty())
+      group.emitWarning(outcome->warning);
     tagCallsOfGroup(module, group);
     if (onGroup)
       onGroup(*outcome);

@@ -19,6 +19,7 @@
 #include "kopt/Evaluator/WorkerPool.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
+#include "kopt/Runtime/PlanVerifier.h"
 #include "kopt/Runtime/TuningQueue.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -85,6 +86,18 @@ static llvm::Error makeError(const llvm::Twine &message) {
 static llvm::Error toError(const rt::Status &status,
                            const llvm::Twine &context) {
   return makeError(context + ": " + status.message());
+}
+
+/// The plan of the stored `record` when a build can use it for `task`: it
+/// reads, is for the task, and passes `verifyStoredPlan`.
+static llvm::Expected<rt::KernelPlan>
+getUsablePlan(const rt::KernelRecord &record, const rt::KernelTask &task) {
+  auto plan = rt::kernelPlanFromJson(record.plan);
+  if (!plan)
+    return makeError("its plan does not read: " + plan.status().message());
+  if (rt::Status status = rt::verifyStoredPlan(*plan, task); !status.isOk())
+    return makeError("its plan does not fit the task: " + status.message());
+  return std::move(*plan);
 }
 
 //===----------------------------------------------------------------------===//
@@ -312,18 +325,38 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
   outcome.taskKey = task->key;
 
   std::optional<rt::KernelRecord> stored;
+  std::optional<rt::KernelPlan> storedPlan;
   if (impl->fingerprint) {
     auto found = impl->database->lookup(task->key, *impl->fingerprint);
     if (!found)
       return toError(found.status(), "looking up " + task->key);
     stored = std::move(*found);
   }
+  if (stored) {
+    // A record stored before records were checked, or written behind
+    // kopt's back, may not be usable: a miss, never a failed build.
+    auto plan = getUsablePlan(*stored, *task);
+    if (plan) {
+      storedPlan = std::move(*plan);
+    } else {
+      outcome.warning = "the database's record of @" + outcome.function +
+                        " cannot be used (" + llvm::toString(plan.takeError()) +
+                        "); treated as a miss";
+      stored.reset();
+    }
+  }
   bool replayed = false;
   if (!stored && impl->replay && impl->fingerprint) {
     auto found = impl->replayTask(task->key, replayed);
     if (!found)
       return found.takeError();
-    stored = std::move(*found);
+    if (*found) {
+      auto plan = getUsablePlan(**found, *task);
+      if (!plan)
+        return plan.takeError();
+      stored = std::move(*found);
+      storedPlan = std::move(*plan);
+    }
   }
   bool tune = impl->device && impl->options.mode != TuneMode::Never &&
               impl->options.mode != TuneMode::Enqueue &&
@@ -362,9 +395,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
   }
 
   if (stored) {
-    auto plan = rt::kernelPlanFromJson(stored->plan);
-    if (!plan)
-      return toError(plan.status(), "the stored plan of " + task->key);
+    const rt::KernelPlan *plan = &*storedPlan;
     outcome.source =
         replayed ? GroupOutcome::Source::Replayed : GroupOutcome::Source::Hit;
     outcome.proposer = plan->proposer;
@@ -678,13 +709,17 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   if (rt::Status status = database->merge(record).status(); !status.isOk())
     return toError(status, "storing the winner of " + task.key);
 
-  // With --tune=always the stored winner may be better than this one.
+  // With --tune=always the stored winner may be better than this one; an
+  // unusable one stays in the database, and this winner is used.
   auto kept = database->lookup(task.key, *fingerprint);
   if (!kept || !*kept)
     return makeError("the winner of " + task.key + " was not stored");
-  auto keptPlan = rt::kernelPlanFromJson((*kept)->plan);
-  if (!keptPlan)
-    return toError(keptPlan.status(), "the stored plan of " + task.key);
+  auto keptPlan = getUsablePlan(**kept, task);
+  if (!keptPlan) {
+    llvm::consumeError(keptPlan.takeError());
+    *kept = record;
+    keptPlan = runtimePlan;
+  }
   outcome.source = GroupOutcome::Source::Tuned;
   outcome.proposer = keptPlan->proposer;
   outcome.variant = keptPlan->variant;

@@ -16,6 +16,7 @@
 
 #include "Support/FieldReader.h"
 #include "kopt/Runtime/Hash.h"
+#include "kopt/Runtime/PlanVerifier.h"
 #include "kopt/Runtime/TaskPlan.h"
 
 #include <ctime>
@@ -438,9 +439,12 @@ Result<ImportSummary> KernelDatabase::importJsonLines(std::istream &in,
             kernelRecordFromJson(*value->find("record"));
         if (!record)
           return malformed(record.status());
+        // A record `verify` would report is refused as a bad line.
         Result<PutOutcome> outcome = merge(*record);
         if (!outcome)
-          return outcome.status();
+          return outcome.status().code() == StatusCode::InvalidArgument
+                     ? malformed(outcome.status())
+                     : outcome.status();
         ++(*outcome == PutOutcome::Added      ? summary.added
            : *outcome == PutOutcome::Replaced ? summary.replaced
                                               : summary.kept);
@@ -508,16 +512,54 @@ Status kopt::runtime::detail::checkBinaryHashes(const KernelRecord &record) {
 
 void kopt::runtime::detail::checkRecord(const KernelRecord &record,
                                         std::vector<std::string> &problems) {
+  std::string where = describeRecord(record) + ": ";
   if (Status status = checkBinaryHashes(record); !status.isOk())
     problems.push_back(status.message());
   Result<KernelPlan> plan = kernelPlanFromJson(record.plan);
-  if (!plan)
+  if (!plan) {
+    problems.push_back(where +
+                       "stored plan does not read: " + plan.status().message());
+    return;
+  }
+  if (plan->taskKey != record.taskKey) {
+    problems.push_back(where + "stored plan is for task " + plan->taskKey);
+    return;
+  }
+  // The task the record was tuned for, when it carries it (the autotuner
+  // stores it for re-validation): the plan must fit it.
+  const json::Value *task =
+      record.validation.isObject() ? record.validation.find("task") : nullptr;
+  if (!task)
+    return;
+  Result<KernelTask> parsed = kernelTaskFromJson(*task);
+  if (!parsed)
+    problems.push_back(where + "its task (validation.task) does not read: " +
+                       parsed.status().message());
+  else if (Status status = verifyStoredPlan(*plan, *parsed); !status.isOk())
     problems.push_back(
-        describeRecord(record) +
-        ": stored plan does not read: " + plan.status().message());
-  else if (plan->taskKey != record.taskKey)
-    problems.push_back(describeRecord(record) + ": stored plan is for task " +
-                       plan->taskKey);
+        where + "stored plan does not fit its task: " + status.message());
+}
+
+Result<KernelRecord>
+kopt::runtime::detail::prepareForMerge(const KernelRecord &record) {
+  if (record.taskKey.empty())
+    return Status::error(StatusCode::InvalidArgument,
+                         "a kernel record needs a task key");
+  KernelRecord prepared = prepareForPut(record);
+  std::vector<std::string> problems;
+  checkRecord(prepared, problems);
+  if (problems.empty())
+    return prepared;
+  std::string text = "refusing to store " + describeRecord(prepared) + ": ";
+  for (size_t i = 0; i < problems.size(); ++i) {
+    // Each problem starts with the record's name, said once here.
+    std::string problem = problems[i];
+    std::string name = describeRecord(prepared) + ": ";
+    if (problem.rfind(name, 0) == 0)
+      problem = problem.substr(name.size());
+    text += (i ? "; " : "") + problem;
+  }
+  return Status::error(StatusCode::InvalidArgument, text);
 }
 
 bool kopt::runtime::detail::isPruned(const PruneOptions &options,
@@ -555,10 +597,11 @@ MemoryKernelDatabase::lookup(std::string_view taskKey,
   return std::optional<KernelRecord>(it->second);
 }
 
-Result<PutOutcome> MemoryKernelDatabase::merge(const KernelRecord &record) {
-  if (record.taskKey.empty())
-    return Status::error(StatusCode::InvalidArgument,
-                         "a kernel record needs a task key");
+Result<PutOutcome> MemoryKernelDatabase::merge(const KernelRecord &incoming) {
+  Result<KernelRecord> prepared = detail::prepareForMerge(incoming);
+  if (!prepared)
+    return prepared.status();
+  const KernelRecord &record = *prepared;
   std::pair<std::string, std::string> key{record.taskKey,
                                           record.fingerprint.hash()};
   auto it = records.find(key);
@@ -566,7 +609,7 @@ Result<PutOutcome> MemoryKernelDatabase::merge(const KernelRecord &record) {
     return PutOutcome::Kept;
   PutOutcome outcome =
       it == records.end() ? PutOutcome::Added : PutOutcome::Replaced;
-  records[key] = detail::prepareForPut(record);
+  records[key] = record;
   return outcome;
 }
 

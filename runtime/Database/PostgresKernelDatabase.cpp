@@ -375,10 +375,10 @@ PostgresKernelDatabase::lookup(std::string_view taskKey,
 }
 
 Result<PutOutcome> PostgresKernelDatabase::merge(const KernelRecord &incoming) {
-  if (incoming.taskKey.empty())
-    return Status::error(StatusCode::InvalidArgument,
-                         "a kernel record needs a task key");
-  KernelRecord record = detail::prepareForPut(incoming);
+  Result<KernelRecord> prepared = detail::prepareForMerge(incoming);
+  if (!prepared)
+    return prepared.status();
+  KernelRecord record = std::move(*prepared);
   std::string doing = "cannot store " + describeRecord(record);
   // As in SQLite, the stale flag lives in its column only.
   json::Value recordJson = toJson(record, /*withBinaries=*/false);

@@ -534,10 +534,10 @@ SqliteKernelDatabase::lookup(std::string_view taskKey,
 }
 
 Result<PutOutcome> SqliteKernelDatabase::merge(const KernelRecord &incoming) {
-  if (incoming.taskKey.empty())
-    return Status::error(StatusCode::InvalidArgument,
-                         "a kernel record needs a task key");
-  KernelRecord record = detail::prepareForPut(incoming);
+  Result<KernelRecord> prepared = detail::prepareForMerge(incoming);
+  if (!prepared)
+    return prepared.status();
+  KernelRecord record = std::move(*prepared);
   std::string fingerprintHash = record.fingerprint.hash();
   std::string doing = "cannot store " + describeRecord(record);
   // The stale flag lives in its column only, so that marking a record does

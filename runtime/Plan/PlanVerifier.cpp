@@ -356,3 +356,30 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
   }
   return Status::success();
 }
+
+Status kopt::runtime::verifyStoredPlan(const KernelPlan &plan,
+                                       const KernelTask &task) {
+  if (plan.taskKey != task.key)
+    return invalid("the plan is for task '" + plan.taskKey + "', not '" +
+                   task.key + "'");
+  if (Status status = verifyPlan(plan, task); !status.isOk())
+    return status;
+  std::set<std::string> written;
+  for (const PlanStep &step : plan.steps) {
+    switch (step.kind) {
+    case PlanStep::Kind::Launch:
+      written.insert(step.launch.args.begin(), step.launch.args.end());
+      break;
+    case PlanStep::Kind::Gemm:
+      written.insert(step.gemm.c);
+      break;
+    case PlanStep::Kind::Conv:
+      written.insert(step.conv.output);
+      break;
+    }
+  }
+  for (const TensorSpec &output : task.outputs)
+    if (!written.count(output.name))
+      return invalid("no step of the plan writes output '" + output.name + "'");
+  return Status::success();
+}

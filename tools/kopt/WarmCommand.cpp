@@ -227,6 +227,10 @@ int mlir::kopt::runWarmCommand() {
                      << llvm::toString(outcome.takeError()) << "\n";
         continue;
       }
+      if (!outcome->warning.empty())
+        llvm::errs() << (live ? "\n" : "")
+                     << "kopt warm: warning: " << task.graph->path << ": "
+                     << outcome->warning << "\n";
       if (outcome->tuningFailed) {
         ++failures;
         llvm::errs() << (live ? "\n" : "") << "kopt warm: " << task.graph->path

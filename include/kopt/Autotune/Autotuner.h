@@ -143,6 +143,9 @@ struct GroupOutcome {
   /// Tuning was tried and failed (`note` says why); the group kept the
   /// stored plan or the baseline.
   bool tuningFailed = false;
+  /// A warning for the user, empty for none: the database's record for the
+  /// task cannot be used (it is then a miss).
+  std::string warning;
   /// With the `llm` proposer: the search in one line, and one line per
   /// attempt with its verdict.
   std::string llmSummary;

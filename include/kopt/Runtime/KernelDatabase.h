@@ -261,9 +261,15 @@ KernelRecord prepareForPut(const KernelRecord &record);
 Status checkBinaryHashes(const KernelRecord &record);
 /// Appends to `problems` what is wrong with `record` itself: binaries that do
 /// not match their hashes, a plan that is not a `kopt.plan/1` document of
-/// the record's task.
+/// the record's task, or (when the record carries its task in
+/// `validation.task`) a plan that `verifyStoredPlan` refuses for it. The
+/// checks of `verify` on every record.
 void checkRecord(const KernelRecord &record,
                  std::vector<std::string> &problems);
+/// `prepareForPut(record)`, or an `invalid-argument` error listing what
+/// `checkRecord` finds: every backend's `merge` calls it before writing,
+/// so import, the autotuner and the fleet store only what `verify` accepts.
+Result<KernelRecord> prepareForMerge(const KernelRecord &record);
 /// Whether `prune` with `options` removes `record`, or `attempt`.
 bool isPruned(const PruneOptions &options, const KernelRecord &record);
 bool isPruned(const PruneOptions &options, const AttemptRecord &attempt);
@@ -306,7 +312,9 @@ public:
   lookup(std::string_view taskKey, const DeviceFingerprint &fingerprint) = 0;
 
   /// Stores `record` unless the stored record for its key and fingerprint is
-  /// better (see `isBetterRecord`), and says which happened.
+  /// better (see `isBetterRecord`), and says which happened. A record that
+  /// `verify` would report (`detail::checkRecord`) is refused with
+  /// `invalid-argument` before anything is written.
   virtual Result<PutOutcome> merge(const KernelRecord &record) = 0;
 
   /// Like `merge`; returns whether `record` was stored.

@@ -45,6 +45,12 @@ bool isScalarLiteral(std::string_view arg);
 /// `InvalidArgument` and a message naming the step.
 Status verifyPlan(const KernelPlan &plan, const KernelTask &task);
 
+/// `verifyPlan`, and the plan is one for `task` at all: its task key is
+/// `task.key` and every output of the task is written by some step (a
+/// launch's argument, a GEMM's C, a convolution's output). What a stored
+/// plan must pass before a build uses it.
+Status verifyStoredPlan(const KernelPlan &plan, const KernelTask &task);
+
 } // namespace kopt::runtime
 
 #endif // KOPT_RUNTIME_PLANVERIFIER_H

@@ -18,6 +18,7 @@
 #include "KernelDbTestHelpers.h"
 
 #include "kopt/Runtime/KernelDatabase.h"
+#include "kopt/Runtime/TaskPlan.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -119,6 +120,7 @@ TEST_P(KernelDatabaseTest, ReturnsFastestRecord) {
   // An invalid record is kept but never returned.
   KernelRecord broken = invalid;
   broken.taskKey = "broken";
+  broken.plan = makePlan("broken");
   EXPECT_TRUE(*db->put(broken));
   found = db->lookup("broken", makeFingerprint());
   ASSERT_TRUE(found.isOk());
@@ -433,48 +435,88 @@ TEST_P(KernelDatabaseTest, PrunesWhatItIsTold) {
   EXPECT_TRUE(db->verify().isOk());
 }
 
-TEST_P(KernelDatabaseTest, FindsRecordsWithBrokenPlans) {
-  ASSERT_TRUE(db);
-  ASSERT_TRUE(db->put(makeRecord("good", 1.0)).isOk());
-  Result<std::vector<std::string>> problems = db->findProblems();
-  ASSERT_TRUE(problems.isOk()) << problems.status().toString();
-  EXPECT_TRUE(problems->empty());
-
-  KernelRecord noPlan = makeRecord("no-plan", 1.0);
-  noPlan.plan = json::Value();
-  ASSERT_TRUE(db->put(noPlan).isOk());
-  KernelRecord noSteps = makeRecord("no-steps", 1.0);
-  noSteps.plan.erase("steps");
-  ASSERT_TRUE(db->put(noSteps).isOk());
-  KernelRecord otherTask = makeRecord("other-task", 1.0);
-  otherTask.plan = makePlan("someone-else");
-  ASSERT_TRUE(db->put(otherTask).isOk());
-  problems = db->findProblems();
-  ASSERT_TRUE(problems.isOk()) << problems.status().toString();
-  ASSERT_EQ(problems->size(), 3u);
-  std::string fingerprint = makeFingerprint().hash();
-  EXPECT_EQ((*problems)[0], "record no-plan on " + fingerprint +
-                                ": stored plan does not read: plan: expected "
-                                "a JSON object");
-  EXPECT_NE((*problems)[1].find("record no-steps on"), std::string::npos);
-  EXPECT_NE((*problems)[1].find("'steps'"), std::string::npos)
-      << (*problems)[1];
-  EXPECT_EQ((*problems)[2], "record other-task on " + fingerprint +
-                                ": stored plan is for task someone-else");
-  EXPECT_FALSE(db->verify().isOk());
+/// A `kopt.task/1` document for task `key`: one f32[256] input and output.
+static json::Value makeTaskJson(const std::string &key) {
+  KernelTask task;
+  task.key = key;
+  task.name = "g";
+  task.kind = "elementwise";
+  TensorSpec tensor;
+  tensor.shape = {256};
+  tensor.name = "in0";
+  task.inputs.push_back(tensor);
+  tensor.name = "out0";
+  task.outputs.push_back(tensor);
+  task.mlir = "func.func @g()";
+  return toJson(task);
 }
 
-TEST_P(KernelDatabaseTest, VerifyDetectsTamperedBinaryHash) {
-  ASSERT_TRUE(db);
-  ASSERT_TRUE(db->put(makeRecord("good", 1.0)).isOk());
-  EXPECT_TRUE(db->verify().isOk());
+/// Records that `verify` would report, by what is wrong with them, with
+/// the reason `merge` gives.
+static std::vector<std::pair<KernelRecord, std::string>> makeBadRecords() {
+  std::vector<std::pair<KernelRecord, std::string>> bad;
+  KernelRecord noPlan = makeRecord("no-plan", 1.0);
+  noPlan.plan = json::Value();
+  bad.push_back({noPlan, "stored plan does not read: plan: expected a JSON "
+                         "object"});
+  KernelRecord noSteps = makeRecord("no-steps", 1.0);
+  noSteps.plan.erase("steps");
+  bad.push_back({noSteps, "stored plan does not read: plan: missing array "
+                          "'steps'"});
+  KernelRecord otherTask = makeRecord("other-task", 1.0);
+  otherTask.plan = makePlan("someone-else");
+  bad.push_back({otherTask, "stored plan is for task someone-else"});
   KernelRecord tampered = makeRecord("tampered", 1.0);
   tampered.cubinHash = "0000000000000000";
-  ASSERT_TRUE(db->put(tampered).isOk());
-  Status status = db->verify();
-  ASSERT_FALSE(status.isOk());
-  EXPECT_NE(status.message().find("tampered"), std::string::npos)
-      << status.message();
+  bad.push_back({tampered, "cubin does not match its stored hash"});
+  // A plan whose launch passes no tensor, for a task with an output.
+  KernelRecord unfit = makeRecord("unfit", 1.0);
+  unfit.validation.set("task", makeTaskJson("unfit"));
+  bad.push_back({unfit, "stored plan does not fit its task: no step of the "
+                        "plan writes output 'out0'"});
+  KernelRecord foreignTask = makeRecord("foreign-task", 1.0);
+  foreignTask.validation.set("task", makeTaskJson("another"));
+  bad.push_back({foreignTask, "stored plan does not fit its task: the plan "
+                              "is for task 'foreign-task', not 'another'"});
+  return bad;
+}
+
+TEST_P(KernelDatabaseTest, RefusesRecordsThatVerifyWouldReport) {
+  ASSERT_TRUE(db);
+  ASSERT_TRUE(db->put(makeRecord("good", 1.0)).isOk());
+  KernelRecord fits = makeRecord("fits", 1.0);
+  fits.validation.set("task", makeTaskJson("fits"));
+  json::Value steps = *fits.plan.find("steps");
+  json::Value step = steps.at(0);
+  step.set("args", json::Value::array({"in0", "out0"}));
+  fits.plan.set("steps", json::Value::array({step}));
+  ASSERT_TRUE(db->put(fits).isOk());
+  std::string before = *db->exportJsonLines();
+  std::string fingerprint = makeFingerprint().hash();
+  for (const auto &[record, why] : makeBadRecords()) {
+    Result<bool> put = db->put(record);
+    ASSERT_FALSE(put.isOk()) << record.taskKey;
+    EXPECT_EQ(put.status().code(), StatusCode::InvalidArgument);
+    EXPECT_EQ(put.status().message(), "refusing to store record " +
+                                          record.taskKey + " on " +
+                                          fingerprint + ": " + why);
+    // The same through an import line: nothing of the file goes in.
+    MemoryKernelDatabase source;
+    ASSERT_TRUE(source.put(makeRecord("a", 1.0)).isOk());
+    std::string line =
+        "{\"type\":\"kernel\",\"record\":" + json::write(toJson(record, true)) +
+        "}\n";
+    Result<ImportSummary> imported =
+        db->importJsonLines(*source.exportJsonLines() + line, "in.jsonl");
+    ASSERT_FALSE(imported.isOk()) << record.taskKey;
+    EXPECT_NE(imported.status().message().find("in.jsonl:2: refusing to "
+                                               "store record " +
+                                               record.taskKey),
+              std::string::npos)
+        << imported.status().message();
+  }
+  EXPECT_EQ(*db->exportJsonLines(), before);
+  EXPECT_TRUE(db->verify().isOk()) << db->verify().toString();
 }
 
 INSTANTIATE_TEST_SUITE_P(Implementations, KernelDatabaseTest,
@@ -486,6 +528,29 @@ INSTANTIATE_TEST_SUITE_P(Implementations, KernelDatabaseTest,
 //===----------------------------------------------------------------------===//
 // SQLite file
 //===----------------------------------------------------------------------===//
+
+TEST(SqliteKernelDatabaseTest, VerifyFindsPlansBrokenBehindItsBack) {
+  TempDir dir;
+  std::string path = dir.file("kernels.db");
+  {
+    auto db = openOrDie(path);
+    ASSERT_TRUE(db && db->put(makeRecord("good", 1.0)).isOk());
+    ASSERT_TRUE(db->put(makeRecord("no-steps", 1.0)).isOk());
+  }
+  // Without its content hash, as a record of an older schema.
+  execRaw(path, "UPDATE kernels SET content_hash = NULL, record = "
+                "json_remove(record, '$.plan.steps') WHERE task_key = "
+                "'no-steps'");
+  auto db = openOrDie(path);
+  ASSERT_TRUE(db);
+  Result<std::vector<std::string>> problems = db->findProblems();
+  ASSERT_TRUE(problems.isOk()) << problems.status().toString();
+  ASSERT_EQ(problems->size(), 1u);
+  EXPECT_EQ((*problems)[0], "record no-steps on " + makeFingerprint().hash() +
+                                ": stored plan does not read: plan: missing "
+                                "array 'steps'");
+  EXPECT_FALSE(db->verify().isOk());
+}
 
 TEST(SqliteKernelDatabaseTest, DetectsTamperedStoredHash) {
   TempDir dir;
