@@ -20,6 +20,7 @@
 #                      Passes.h.inc): sources include "kopt/InitAll.h" and
 #                      "passes/Passes.h" as they do inside kopt
 #   lib/               libKoptAnalysis.a, libKoptPasses.a, libKoptSupport.a,
+#                      libKoptInputLimits.a (its bounds on input),
 #                      and KoptPassPlugin.so where it is built
 #   lib/cmake/kopt/    KoptConfig.cmake, KoptConfigVersion.cmake and
 #                      KoptTargets.cmake (namespace Kopt::)
@@ -34,7 +35,7 @@ include(CMakePackageConfigHelpers)
 
 set(KOPT_INSTALL_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}/kopt")
 set(KOPT_INSTALL_PACKAGEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/kopt")
-set(KOPT_INSTALLED_LIBRARIES KoptAnalysis KoptPasses KoptSupport)
+set(KOPT_INSTALLED_LIBRARIES KoptAnalysis KoptPasses KoptSupport KoptInputLimits)
 
 # MLIR 22's headers need C++17; consumers get it from the targets.
 target_compile_features(KoptAnalysis PUBLIC cxx_std_17)

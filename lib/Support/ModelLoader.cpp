@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Support/ModelLoader.h"
+#include "kopt/Support/InputLimits.h"
 
 #include "passes/Passes.h"
 
@@ -17,32 +18,43 @@
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Transforms/Passes.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
 
 llvm::Expected<OwningOpRef<ModuleOp>>
+mlir::kopt::parseModelBuffer(llvm::SourceMgr &sourceMgr, MLIRContext &context,
+                             llvm::StringRef name) {
+  llvm::StringRef text =
+      sourceMgr.getMemoryBuffer(sourceMgr.getNumBuffers())->getBuffer();
+  if (llvm::Error error = checkMlirNesting(text, name))
+    return std::move(error);
+  // The parser recurses once per level: give it a stack that fits the
+  // nesting limit rather than whatever the calling thread has.
+  OwningOpRef<ModuleOp> module;
+  runOnParserStack([&] {
+    module = parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  });
+  if (!module)
+    return llvm::createStringError("'%s' could not be parsed",
+                                   name.str().c_str());
+  return module;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
 mlir::kopt::loadModelGraph(llvm::StringRef path, MLIRContext &context,
                            llvm::SourceMgr &sourceMgr) {
-  if (llvm::sys::fs::is_directory(path))
-    return llvm::createStringError("'%s' is a directory, not a file",
-                                   path.str().c_str());
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
-  if (std::error_code error = buffer.getError())
-    return llvm::createStringError(error, "cannot read '%s': %s",
-                                   path.str().c_str(), error.message().c_str());
+  auto buffer = readInputFile(path);
+  if (!buffer)
+    return buffer.takeError();
   if ((*buffer)->getBuffer().trim().empty())
     return llvm::createStringError("'%s' is empty: nothing to work on",
                                    path.str().c_str());
   sourceMgr.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-  OwningOpRef<ModuleOp> module =
-      parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(&context));
+  auto module = parseModelBuffer(sourceMgr, context, path);
   if (!module)
-    return llvm::createStringError("'%s' could not be parsed",
-                                   path.str().c_str());
-  if (module->getBody()->empty())
+    return module.takeError();
+  if ((*module)->getBody()->empty())
     return llvm::createStringError(
         "'%s' holds an empty module: nothing to work on", path.str().c_str());
   return module;

@@ -7,21 +7,48 @@
 //===----------------------------------------------------------------------===//
 //
 // The driver lit tests use: the dialects kopt reads, kopt's passes and the
-// upstream passes they are tested with.
+// upstream passes they are tested with. A named input gets kopt's bounds
+// first (a regular file, within the size and nesting limits), and MlirOptMain
+// runs on a thread with the parser's stack
+// (include/kopt/Support/InputLimits.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Autotune/AutotunePass.h"
 #include "kopt/InitAll.h"
+#include "kopt/Support/InputLimits.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace mlir::kopt;
+
+/// Applies kopt's bounds on input to `path` (stdin is read by MlirOptMain).
+static llvm::Error checkInput(llvm::StringRef path) {
+  if (path == "-")
+    return llvm::Error::success();
+  auto buffer = readInputFile(path);
+  if (!buffer)
+    return buffer.takeError();
+  return checkMlirNesting((*buffer)->getBuffer(), path);
+}
 
 int main(int argc, char **argv) {
   mlir::DialectRegistry registry;
-  mlir::kopt::registerAllDialects(registry);
-  mlir::kopt::registerAllPasses();
-  mlir::kopt::registerKoptAutotunePasses();
-  return mlir::asMainReturnCode(
-      mlir::MlirOptMain(argc, argv, "kopt optimizer driver\n", registry));
+  registerAllDialects(registry);
+  registerAllPasses();
+  registerKoptAutotunePasses();
+  auto [inputFile, outputFile] = mlir::registerAndParseCLIOptions(
+      argc, argv, "kopt optimizer driver\n", registry);
+  if (llvm::Error error = checkInput(inputFile)) {
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << llvm::toString(std::move(error)) << "\n";
+    return 1;
+  }
+  mlir::LogicalResult result = mlir::failure();
+  runOnParserStack([&] {
+    result = mlir::MlirOptMain(argc, argv, inputFile, outputFile, registry);
+  });
+  return mlir::asMainReturnCode(result);
 }

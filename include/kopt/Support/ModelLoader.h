@@ -23,8 +23,19 @@
 
 namespace mlir::kopt {
 
+/// Parses the newest buffer of `sourceMgr` (named `name` in errors) as a
+/// module, after checking its nesting (`checkMlirNesting`), on a thread with
+/// the parser's stack (`runOnParserStack`). Parse and verification errors
+/// are reported through the diagnostic handler of `context` and returned as
+/// an error too.
+llvm::Expected<OwningOpRef<ModuleOp>>
+parseModelBuffer(llvm::SourceMgr &sourceMgr, MLIRContext &context,
+                 llvm::StringRef name);
+
 /// Reads `path` into `sourceMgr` and parses it as a module. Returns an error
-/// for a missing, unreadable or directory path, or an empty file; parse and
+/// for a missing, unreadable or directory path, anything but a regular file,
+/// a file over the input size limit (`readInputFile`), nesting deeper than
+/// `kMaxMlirNesting`, or an empty file; parse and
 /// verification errors are reported through the diagnostic handler of
 /// `context` (with file:line:col) and returned as an error too.
 llvm::Expected<OwningOpRef<ModuleOp>>
