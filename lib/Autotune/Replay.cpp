@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Autotune/Replay.h"
+#include "kopt/Support/InputLimits.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -26,10 +27,9 @@ static llvm::Error makeError(const llvm::Twine &message) {
 
 llvm::Expected<std::unique_ptr<ReplaySource>>
 ReplaySource::load(const std::string &path) {
-  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+  auto buffer = readInputFile(path);
   if (!buffer)
-    return makeError("cannot read replay file '" + path +
-                     "': " + buffer.getError().message());
+    return makeError("replay file: " + llvm::toString(buffer.takeError()));
   auto source = std::unique_ptr<ReplaySource>(new ReplaySource());
   source->path = path;
   llvm::StringRef rest = (*buffer)->getBuffer();

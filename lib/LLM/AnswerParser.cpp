@@ -19,6 +19,7 @@
 
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/LLM/LlmProposer.h"
+#include "kopt/Support/InputLimits.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -470,7 +471,7 @@ readDimensions(const llvm::json::Object &launch, llvm::StringRef key) {
 }
 
 static llvm::Error readLaunch(llvm::StringRef body, LaunchStep &launch) {
-  auto parsed = llvm::json::parse(body);
+  auto parsed = parseJson(body);
   if (!parsed)
     return reject("the ```json launch block is not valid JSON: " +
                   llvm::toString(parsed.takeError()));

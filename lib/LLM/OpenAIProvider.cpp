@@ -20,6 +20,7 @@
 #include "kopt/Support/SigpipeGuard.h"
 
 #include "kopt/LLM/Provider.h"
+#include "kopt/Support/InputLimits.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -202,7 +203,7 @@ OpenAIProvider::parseAnswer(const Attempt &attempt) const {
         llvm::formatv("{0} ({1}): {2}", what, url, getExcerpt(attempt.body))
             .str());
   };
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(attempt.body);
+  llvm::Expected<llvm::json::Value> parsed = parseJson(attempt.body);
   if (!parsed) {
     std::string reason = llvm::toString(parsed.takeError());
     return fail("the server's answer is not valid JSON: " + reason);

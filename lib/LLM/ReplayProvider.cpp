@@ -17,6 +17,7 @@
 #include "kopt/LLM/Provider.h"
 #include "kopt/Runtime/FileName.h"
 #include "kopt/Runtime/OutputFile.h"
+#include "kopt/Support/InputLimits.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -44,7 +45,7 @@ static llvm::Expected<LlmResponse> readRecordedAnswer(const std::string &path,
   auto fail = [&](llvm::StringRef why) {
     return llvm::createStringError("recorded answer " + path + " " + why);
   };
-  llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(text);
+  llvm::Expected<llvm::json::Value> parsed = parseJson(text);
   if (!parsed)
     return fail("is not valid JSON: " + llvm::toString(parsed.takeError()));
   const llvm::json::Object *root = parsed->getAsObject();
@@ -90,15 +91,19 @@ private:
     for (const std::string &stem : {hash, name}) {
       if (stem.empty())
         continue;
+      // A recording that exists is read within kopt's input bounds.
       std::string jsonPath = joinPath(directory, stem + ".json");
-      if (llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-              llvm::MemoryBuffer::getFile(jsonPath, /*IsText=*/false,
-                                          /*RequiresNullTerminator=*/false))
+      if (llvm::sys::fs::exists(jsonPath)) {
+        auto buffer = readInputFile(jsonPath);
+        if (!buffer)
+          return buffer.takeError();
         return readRecordedAnswer(jsonPath, (*buffer)->getBuffer());
+      }
       std::string textPath = joinPath(directory, stem + ".txt");
-      if (llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-              llvm::MemoryBuffer::getFile(textPath, /*IsText=*/false,
-                                          /*RequiresNullTerminator=*/false)) {
+      if (llvm::sys::fs::exists(textPath)) {
+        auto buffer = readInputFile(textPath);
+        if (!buffer)
+          return buffer.takeError();
         LlmResponse response;
         response.text = (*buffer)->getBuffer().str();
         return response;

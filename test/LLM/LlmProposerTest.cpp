@@ -255,6 +255,15 @@ TEST(LlmAnswerTest, RejectsBadLaunchBlocks) {
       rejection(answerWith(kernel, "```json\n{\"grid\": [1], \"block\": [32], "
                                    "\"shared_bytes\": -4}\n```\n")),
       HasSubstr("non-negative"));
+  // Deep enough to exhaust a recursive parser's stack, in an answer the
+  // size cap lets through.
+  AnswerOptions large;
+  large.maxAnswerBytes = 1 << 20;
+  EXPECT_THAT(
+      rejection(answerWith(kernel, "```json\n" + std::string(100000, '[') +
+                                       std::string(100000, ']') + "\n```\n"),
+                large),
+      HasSubstr("nesting deeper than 128 levels"));
 }
 
 TEST(LlmAnswerTest, NeverCrashesOnTruncatedAnswers) {

@@ -206,6 +206,19 @@ TEST_F(OpenAIProviderTest, MalformedJsonFailsWithoutRetry) {
   EXPECT_EQ(server.getReceived().size(), 1u);
 }
 
+TEST_F(OpenAIProviderTest, RefusesAnAnswerNestedTooDeep) {
+  // 200 KB, under the size cap, but deep enough to exhaust a recursive
+  // parser's stack.
+  server.setScript({status(200, {},
+                           "{\"choices\": " + std::string(100000, '[') +
+                               std::string(100000, ']') + "}")});
+  std::unique_ptr<LlmProvider> provider = makeProvider(makeOptions());
+  ASSERT_TRUE(provider);
+  std::string message = getFailure(*provider);
+  EXPECT_THAT(message, HasSubstr("not valid JSON"));
+  EXPECT_THAT(message, HasSubstr("nesting deeper than 128 levels"));
+}
+
 TEST_F(OpenAIProviderTest, MissingChoicesFails) {
   server.setScript({status(200, {}, "{\"object\": \"chat.completion\"}")});
   std::unique_ptr<LlmProvider> provider = makeProvider(makeOptions());

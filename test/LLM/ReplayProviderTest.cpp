@@ -20,6 +20,8 @@
 #include <atomic>
 #include <thread>
 
+#include <sys/stat.h>
+
 using namespace mlir::kopt;
 using ::testing::HasSubstr;
 
@@ -160,6 +162,40 @@ TEST(ReplayProviderTest, RejectsABrokenRecord) {
   ASSERT_FALSE(static_cast<bool>(response));
   EXPECT_THAT(llvm::toString(response.takeError()),
               HasSubstr("has no \"text\""));
+}
+
+TEST(ReplayProviderTest, RefusesARecordNestedTooDeep) {
+  // 100,000 levels would exhaust llvm::json::parse's stack.
+  TemporaryDirectory directory;
+  std::string hash = getPromptHash(makeRequest());
+  {
+    std::error_code code;
+    llvm::raw_fd_ostream out(directory.file(hash + ".json"), code);
+    ASSERT_FALSE(code) << code.message();
+    out << "{\"format\": \"kopt.llm.answer/1\", \"text\": \"x\", \"extra\": "
+        << std::string(100000, '[') << std::string(100000, ']') << "}";
+  }
+  llvm::Expected<std::unique_ptr<LlmProvider>> replay =
+      createReplayProvider(directory.get());
+  ASSERT_TRUE(static_cast<bool>(replay)) << llvm::toString(replay.takeError());
+  llvm::Expected<LlmResponse> response = (*replay)->complete(makeRequest());
+  ASSERT_FALSE(static_cast<bool>(response));
+  EXPECT_THAT(llvm::toString(response.takeError()),
+              HasSubstr("nesting deeper than 128 levels"));
+}
+
+TEST(ReplayProviderTest, RefusesARecordThatIsNotAFile) {
+  TemporaryDirectory directory;
+  std::string hash = getPromptHash(makeRequest());
+  std::string fifo = directory.file(hash + ".txt");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  llvm::Expected<std::unique_ptr<LlmProvider>> replay =
+      createReplayProvider(directory.get());
+  ASSERT_TRUE(static_cast<bool>(replay)) << llvm::toString(replay.takeError());
+  llvm::Expected<LlmResponse> response = (*replay)->complete(makeRequest());
+  ASSERT_FALSE(static_cast<bool>(response));
+  EXPECT_THAT(llvm::toString(response.takeError()),
+              HasSubstr("is not a regular file"));
 }
 
 TEST(ReplayProviderTest, NeedsAnExistingDirectory) {
