@@ -19,7 +19,12 @@
 // Every op joins at most one group, so nothing is recomputed. Before an op
 // joins, a reachability check makes sure no path leaves the grown group and
 // comes back into it through an outside op, which would make the outlined
-// group depend on its own result.
+// group depend on its own result. The group had no such path before, so any
+// new one starts or ends at the candidate: the check searches from the
+// candidate only (backwards towards the group, forwards towards it), within
+// the block positions the group spans, and its cost does not grow with the
+// group. Growing visits each new member once per round, so a chain of N ops
+// is planned in time linear in N.
 //
 //===----------------------------------------------------------------------===//
 
@@ -74,6 +79,10 @@ struct Draft {
   SmallVector<int64_t> fullDomain;
   SmallVector<int64_t> rowDomain;
   SmallVector<bool> reducedLoops;
+  /// First and last block positions of the members (a superset once
+  /// reshapes are pruned, which keeps reachability bounds safe).
+  unsigned firstPosition = ~0u;
+  unsigned lastPosition = 0;
 };
 
 class Planner {
@@ -163,27 +172,43 @@ SmallVector<Node *> Planner::usersOf(Operation *op) {
 }
 
 bool Planner::createsCycle(const Draft &draft, Operation *candidate) {
-  // Walk forward from the grown group through outside ops only. Ops are in
-  // topological order, so nothing past the last member can lead back in.
-  llvm::DenseSet<Operation *> grown(draft.members.begin(), draft.members.end());
-  grown.insert(candidate);
-  unsigned last = 0;
-  for (Operation *member : grown)
-    last = std::max(last, lookup(member)->position);
-
+  // Ops are in topological order, so a path between the group and the
+  // candidate through outside ops stays within the positions the group
+  // spans.
+  auto isMember = [&](Node *node) { return draft.members.contains(node->op); };
   SmallVector<Node *> worklist;
   llvm::DenseSet<Node *> seen;
-  for (Operation *member : grown)
-    for (Node *user : usersOf(member))
-      if (!grown.contains(user->op) && user->position < last &&
-          seen.insert(user).second)
-        worklist.push_back(user);
+
+  // A path member -> outside... -> candidate: search backwards from the
+  // candidate's outside producers for a member.
+  for (Node *producer : producersOf(candidate))
+    if (!isMember(producer) && producer->position > draft.firstPosition &&
+        seen.insert(producer).second)
+      worklist.push_back(producer);
+  while (!worklist.empty()) {
+    Node *node = worklist.pop_back_val();
+    for (Node *producer : producersOf(node->op)) {
+      if (isMember(producer))
+        return true;
+      if (producer->position > draft.firstPosition &&
+          seen.insert(producer).second)
+        worklist.push_back(producer);
+    }
+  }
+
+  // A path candidate -> outside... -> member: search forwards from the
+  // candidate's outside users for a member.
+  seen.clear();
+  for (Node *user : usersOf(candidate))
+    if (!isMember(user) && user->position < draft.lastPosition &&
+        seen.insert(user).second)
+      worklist.push_back(user);
   while (!worklist.empty()) {
     Node *node = worklist.pop_back_val();
     for (Node *user : usersOf(node->op)) {
-      if (grown.contains(user->op))
+      if (isMember(user))
         return true;
-      if (user->position < last && seen.insert(user).second)
+      if (user->position < draft.lastPosition && seen.insert(user).second)
         worklist.push_back(user);
     }
   }
@@ -194,7 +219,10 @@ bool Planner::tryAdd(Draft &draft, Operation *op) {
   if (draft.members.contains(op) || createsCycle(draft, op))
     return false;
   draft.members.insert(op);
-  lookup(op)->group = groups.size(); // Reserved; released if not committed.
+  Node *node = lookup(op);
+  node->group = groups.size(); // Reserved; released if not committed.
+  draft.firstPosition = std::min(draft.firstPosition, node->position);
+  draft.lastPosition = std::max(draft.lastPosition, node->position);
   return true;
 }
 
@@ -238,8 +266,10 @@ void Planner::growAnchor(Draft &draft) {
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Operation *member :
-         SmallVector<Operation *>(draft.members.begin(), draft.members.end())) {
+    // Members that join in this round are visited in it too (by index:
+    // the set grows meanwhile).
+    for (size_t i = 0; i < draft.members.size(); ++i) {
+      Operation *member = draft.members[i];
       for (Node *user : usersOf(member)) {
         if (user->group >= 0)
           continue;
@@ -288,8 +318,10 @@ void Planner::growReduction(Draft &draft) {
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Operation *member :
-         SmallVector<Operation *>(draft.members.begin(), draft.members.end())) {
+    // Members that join in this round are visited in it too (by index:
+    // the set grows meanwhile).
+    for (size_t i = 0; i < draft.members.size(); ++i) {
+      Operation *member = draft.members[i];
       for (Node *user : usersOf(member))
         if (user->group < 0 && fits(user))
           changed |= tryAdd(draft, user->op);
@@ -306,8 +338,10 @@ void Planner::growElementwise(Draft &draft) {
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Operation *member :
-         SmallVector<Operation *>(draft.members.begin(), draft.members.end())) {
+    // Members that join in this round are visited in it too (by index:
+    // the set grows meanwhile).
+    for (size_t i = 0; i < draft.members.size(); ++i) {
+      Operation *member = draft.members[i];
       for (Node *user : usersOf(member))
         if (isFree(user, OpKind::Elementwise) || isFree(user, OpKind::Reshape))
           changed |= tryAdd(draft, user->op);
