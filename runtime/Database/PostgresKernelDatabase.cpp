@@ -85,6 +85,10 @@ const char *const kMigrations[] = {
     "  UNIQUE(task_key, target, precision_policy));"
     "CREATE INDEX jobs_by_state ON kopt.jobs(state, id);"
     "INSERT INTO kopt.schema_version(version) VALUES(1);",
+    // 1 -> 2: a job's attempts since it was queued, bounded by the workers.
+    "ALTER TABLE kopt.jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;"
+    "UPDATE kopt.jobs SET attempts = claims;"
+    "UPDATE kopt.schema_version SET version = 2;",
 };
 static_assert(sizeof(kMigrations) / sizeof(kMigrations[0]) ==
                   kPostgresSchemaVersion,

@@ -23,7 +23,7 @@
 namespace kopt::runtime {
 
 /// The version of kopt's PostgreSQL schema.
-constexpr int64_t kPostgresSchemaVersion = 1;
+constexpr int64_t kPostgresSchemaVersion = 2;
 
 /// Connects to `url` and brings kopt's tables to `kPostgresSchemaVersion`
 /// (creating them when `create` is set), unless `readOnly`. Returns the

@@ -11,7 +11,10 @@
 // picked, so concurrent workers never pick the same job; it counts the claim
 // (`claims`), which is the claim's token: renewing and finishing name the
 // worker and the token, so a worker whose lease lapsed and whose job was
-// taken over can neither extend nor finish it. Times are the server's.
+// taken over can neither extend nor finish it. `attempts` counts the claims
+// since the job was queued: a job whose attempts are spent is failed rather
+// than claimed again, so a job that kills its workers stops after a few.
+// Times are the server's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,7 +33,7 @@ constexpr const char *kNow = "(extract(epoch from clock_timestamp()))::bigint";
 constexpr const char *kJobColumns =
     "id, task_key, target, precision_policy, task, state, "
     "COALESCE(claimed_by, ''), COALESCE(lease_expires_at, 0), claims, "
-    "COALESCE(error, ''), created_at, updated_at";
+    "COALESCE(error, ''), created_at, updated_at, attempts";
 
 TuningJob readJob(const Rows &rows, int row) {
   TuningJob job;
@@ -49,6 +52,7 @@ TuningJob readJob(const Rows &rows, int row) {
   job.error = rows.text(row, 9);
   job.createdAt = rows.integer(row, 10);
   job.updatedAt = rows.integer(row, 11);
+  job.attempts = rows.integer(row, 12);
   return job;
 }
 
@@ -82,7 +86,7 @@ public:
             kNow + ", " + kNow +
             ") ON CONFLICT (task_key, target, precision_policy) DO UPDATE "
             "SET state = 'queued', task = EXCLUDED.task, claimed_by = NULL, "
-            "lease_expires_at = NULL, error = NULL, updated_at = "
+            "lease_expires_at = NULL, error = NULL, attempts = 0, updated_at = "
             "EXCLUDED.updated_at WHERE j.state = 'done' RETURNING 1",
         {taskKey, target, precision, json::write(task)});
     if (!queued)
@@ -94,11 +98,29 @@ public:
   Result<std::optional<TuningJob>> claim(const std::string &worker,
                                          const std::string &fingerprintHash,
                                          const std::string &precision,
-                                         int64_t leaseSeconds) override {
+                                         int64_t leaseSeconds,
+                                         int64_t maxAttempts) override {
+    // A lapsed claim of a job whose attempts are spent: every worker that
+    // took it died (a crash or hang that no child contained). Fail it
+    // rather than hand it to the next victim.
+    Result<Rows> spent = db.query(
+        std::string("UPDATE kopt.jobs SET state = 'failed', error = "
+                    "'claimed ' || attempts || ' times; each worker stopped "
+                    "before finishing it (a crash, a hang or a kill)' || "
+                    "COALESCE('; last: ' || error, ''), lease_expires_at = "
+                    "NULL, updated_at = ") +
+            kNow + " WHERE state = 'claimed' AND lease_expires_at < " + kNow +
+            " AND attempts >= $1::bigint RETURNING 1",
+        {maxAttempts});
+    if (!spent)
+      return fail(spent.status(), "cannot claim a job");
     Result<Rows> rows = db.query(
         std::string("UPDATE kopt.jobs SET state = 'claimed', claimed_by = "
                     "$1, lease_expires_at = ") +
-            kNow + " + $4::bigint, claims = claims + 1, updated_at = " + kNow +
+            kNow +
+            " + $4::bigint, claims = claims + 1, attempts = attempts + 1, "
+            "updated_at = " +
+            kNow +
             " WHERE id = (SELECT id FROM kopt.jobs WHERE (state = 'queued' "
             "OR (state = 'claimed' AND lease_expires_at < " +
             kNow +
@@ -140,10 +162,25 @@ public:
     return rows->size() > 0;
   }
 
+  Result<bool> release(const TuningJob &job,
+                       const std::string &error) override {
+    Result<Rows> rows = db.query(
+        std::string("UPDATE kopt.jobs SET state = 'queued', error = "
+                    "NULLIF($4, ''), lease_expires_at = NULL, updated_at = ") +
+            kNow +
+            " WHERE id = $1 AND state = 'claimed' AND claimed_by = $2 AND "
+            "claims = $3 RETURNING 1",
+        {job.id, job.claimedBy, job.claims, error});
+    if (!rows)
+      return fail(rows.status(),
+                  "cannot put job " + std::to_string(job.id) + " back");
+    return rows->size() > 0;
+  }
+
   Result<size_t> retryFailed() override {
     Result<Rows> rows = db.query(
         std::string("UPDATE kopt.jobs SET state = 'queued', error = NULL, "
-                    "claimed_by = NULL, updated_at = ") +
+                    "claimed_by = NULL, attempts = 0, updated_at = ") +
         kNow + " WHERE state = 'failed' RETURNING 1");
     if (!rows)
       return fail(rows.status(), "cannot queue failed jobs again");

@@ -83,6 +83,7 @@ int mlir::kopt::db::runQueue(const DbOptions &options) {
                                            {"state", job.state},
                                            {"claimed_by", job.claimedBy},
                                            {"claims", job.claims},
+                                           {"attempts", job.attempts},
                                            {"error", job.error}});
     llvm::json::Object document{{"schema", "kopt.db.queue/1"},
                                 {"database", options.name},

@@ -16,12 +16,20 @@
 // expires. A job whose task another worker stored meanwhile is a hit: done
 // without GPU work.
 //
+// Each job is compiled and tuned in a child process, this binary run again
+// with the hidden `--run-job`, which writes its outcome to a file. A job
+// that crashes the child or keeps it past `--job-timeout` costs the child
+// only: the worker puts the job back in the queue, and fails it for good
+// once it has had `--max-attempts` attempts (a claim whose worker died
+// counts too), so one poison job cannot stop a fleet.
+//
 // With `--replay FILE` the results come from an exported file through the
 // import path instead of a GPU (as `kopt warm --replay` does): for tests,
 // and for machines that only redistribute results.
 //
 //===----------------------------------------------------------------------===//
 
+#include "ChildProcess.h"
 #include "Commands.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
@@ -29,12 +37,14 @@
 #include "kopt/InitAll.h"
 #include "kopt/Runtime/TaskPlan.h"
 #include "kopt/Runtime/TuningQueue.h"
+#include "kopt/Support/ModelLoader.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -42,6 +52,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -113,6 +124,35 @@ static cl::opt<double> minSpeedup(
     cl::desc("A candidate must beat the baseline's median by this factor to "
              "win (default 1.03)"),
     cl::init(1.03), cl::sub(serveWorkerCommand));
+static cl::opt<unsigned> maxAttempts(
+    "max-attempts",
+    cl::desc("Attempts a job gets before it is failed for good, counting "
+             "the ones whose compile crashed, hung or lost its worker "
+             "(default 3)"),
+    cl::value_desc("N"), cl::init(3), cl::sub(serveWorkerCommand));
+static cl::opt<unsigned> jobTimeout(
+    "job-timeout",
+    cl::desc("Seconds a job's compile and tuning may take before its child "
+             "process is killed (0: no limit; default 3600)"),
+    cl::value_desc("seconds"), cl::init(3600), cl::sub(serveWorkerCommand));
+static cl::opt<std::string>
+    runJobFile("run-job",
+               cl::desc("Internal: compile and tune the job in FILE, as the "
+                        "worker's child process"),
+               cl::init(""), cl::Hidden, cl::sub(serveWorkerCommand));
+static cl::opt<std::string>
+    outcomeFile("job-outcome",
+                cl::desc("Internal: where --run-job writes its outcome"),
+                cl::init(""), cl::Hidden, cl::sub(serveWorkerCommand));
+static cl::opt<std::string> fault(
+    "fault",
+    cl::desc("For tests: the compile child crashes (crash) or hangs (hang) "
+             "on jobs whose key starts with --fault-key"),
+    cl::init(""), cl::Hidden, cl::sub(serveWorkerCommand));
+static cl::opt<std::string> faultKey("fault-key",
+                                     cl::desc("For tests: see --fault"),
+                                     cl::init(""), cl::Hidden,
+                                     cl::sub(serveWorkerCommand));
 static cl::opt<double> jobDelay(
     "job-delay",
     cl::desc("For tests: spend this many seconds in each job before its "
@@ -194,14 +234,21 @@ llvm::Expected<GroupOutcome> runJob(const rt::TuningJob &job,
     diagnostics += (diagnostics.empty() ? "" : "; ") + diagnostic.str();
     return success();
   });
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(task->mlir, &context);
-  if (!module)
+  // The MLIR comes from whoever may enqueue: it gets the bounds of any
+  // input (nesting, and the parser's own stack).
+  std::string name = "job " + std::to_string(job.id);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(task->mlir, name), llvm::SMLoc());
+  auto module = parseModelBuffer(sourceMgr, context, name);
+  if (!module) {
+    std::string reason = llvm::toString(module.takeError());
     return llvm::createStringError(
-        "job " + std::to_string(job.id) +
-        ": its task's MLIR does not parse: " + diagnostics);
+        name + ": its task's MLIR does not parse: " +
+        (diagnostics.empty() ? reason : diagnostics));
+  }
   func::FuncOp group;
-  for (auto func : module->getOps<func::FuncOp>())
+  for (auto func : (*module)->getOps<func::FuncOp>())
     if (auto key = func->getAttrOfType<StringAttr>(kKeyAttrName))
       if (key.getValue() == job.taskKey)
         group = func;
@@ -213,23 +260,8 @@ llvm::Expected<GroupOutcome> runJob(const rt::TuningJob &job,
 }
 } // namespace
 
-int mlir::kopt::runServeWorkerCommand() {
-  std::string url = database;
-  bool fromCommandLine = !url.empty();
-  if (url.empty())
-    url = rt::getDatabaseFromEnvironment();
-  if (url.empty())
-    return fail("kopt serve-worker needs --db postgresql://... (or KOPT_DB)");
-  if (precision != "fp32" && precision != "tf32" && precision != "bf16")
-    return fail("--precision must be fp32, tf32 or bf16, not '" + precision +
-                "'");
-  auto queue = rt::TuningQueue::open(url, fromCommandLine);
-  if (!queue)
-    return fail(queue.status().message());
-  auto keeperQueue = rt::TuningQueue::open(url, fromCommandLine);
-  if (!keeperQueue)
-    return fail(keeperQueue.status().message());
-
+/// The tuning options both the worker and its child use, for `url`.
+static AutotuneOptions makeTuneOptions(const std::string &url) {
   AutotuneOptions options;
   options.databasePath = url;
   options.mode = TuneMode::Missing;
@@ -242,7 +274,194 @@ int mlir::kopt::runServeWorkerCommand() {
     options.proposers.push_back(name.trim().str());
   options.maxCandidates = maxCandidates;
   options.minSpeedup = minSpeedup;
-  auto tuner = Autotuner::create(options);
+  return options;
+}
+
+/// The child's side: tune the job in `runJobFile` and write its outcome
+/// (`{"error": ..., "how": ...}`) to `outcomeFile`. A crash or a hang here
+/// is the worker's to contain.
+static int runJobInChild(const std::string &url) {
+  dieWithParent();
+  // The worker decides when to stop; the child finishes or is killed.
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
+  auto text = llvm::MemoryBuffer::getFile(runJobFile);
+  if (!text)
+    return fail("cannot read job file '" + runJobFile +
+                "': " + text.getError().message());
+  auto document = rt::json::parse((*text)->getBuffer().str());
+  if (!document)
+    return fail("job file '" + runJobFile +
+                "': " + document.status().message());
+  rt::TuningJob job;
+  if (const rt::json::Value *id = document->find("id"))
+    job.id = id->getInteger().value_or(0);
+  if (const rt::json::Value *key = document->find("task_key"))
+    if (const std::string *keyText = key->getString())
+      job.taskKey = *keyText;
+  if (const rt::json::Value *task = document->find("task"))
+    job.task = *task;
+
+  auto tuner = Autotuner::create(makeTuneOptions(url));
+  if (!tuner)
+    return fail(llvm::toString(tuner.takeError()));
+  if (!fault.empty() && llvm::StringRef(job.taskKey).starts_with(faultKey)) {
+    if (fault == "crash")
+      std::raise(SIGSEGV);
+    while (fault == "hang")
+      ::sleep(60);
+  }
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  MLIRContext context(registry);
+  context.printOpOnDiagnostic(false);
+  auto outcome = runJob(job, context, **tuner);
+  std::string error, how;
+  if (!outcome)
+    error = llvm::toString(outcome.takeError());
+  else if (outcome->tuningFailed ||
+           outcome->source == GroupOutcome::Source::Baseline)
+    error = outcome->note.empty() ? "not tuned" : outcome->note;
+  else
+    how = getSourceName(outcome->source).str();
+  rt::json::Value result = rt::json::Value::object();
+  result.set("error", rt::json::Value(error));
+  result.set("how", rt::json::Value(how));
+  std::error_code code;
+  llvm::raw_fd_ostream out(outcomeFile, code);
+  if (code)
+    return fail("cannot write '" + outcomeFile + "': " + code.message());
+  out << rt::json::write(result);
+  out.close();
+  if (out.has_error())
+    return fail("cannot write '" + outcomeFile + "': " + out.error().message());
+  return 0;
+}
+
+namespace {
+/// What one attempt at a job came to.
+struct JobResult {
+  /// The child finished: `error` is empty when the job is done.
+  bool finished = false;
+  std::string error;
+  std::string how;
+};
+
+/// A temporary file, removed at the end of its scope.
+struct TemporaryFile {
+  llvm::SmallString<128> path;
+  ~TemporaryFile() {
+    if (!path.empty())
+      llvm::sys::fs::remove(path);
+  }
+};
+} // namespace
+
+/// `value` as text that reads back as the same double.
+static std::string formatExactly(double value) {
+  char text[64];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  return text;
+}
+
+/// Runs `job` in a child process: this binary as `serve-worker --run-job`.
+static JobResult runJobInChildProcess(const rt::TuningJob &job,
+                                      const std::string &url,
+                                      bool urlFromCommandLine) {
+  JobResult result;
+  TemporaryFile jobFile, outcome;
+  if (std::error_code code = llvm::sys::fs::createTemporaryFile(
+          "kopt-job", "json", jobFile.path)) {
+    result.error = "cannot create a job file: " + code.message();
+    return result;
+  }
+  if (std::error_code code = llvm::sys::fs::createTemporaryFile(
+          "kopt-job-outcome", "json", outcome.path)) {
+    result.error = "cannot create an outcome file: " + code.message();
+    return result;
+  }
+  {
+    rt::json::Value document = rt::json::Value::object();
+    document.set("id", rt::json::Value(job.id));
+    document.set("task_key", rt::json::Value(job.taskKey));
+    document.set("task", job.task);
+    std::error_code code;
+    llvm::raw_fd_ostream out(jobFile.path, code);
+    out << rt::json::write(document);
+    out.close();
+    if (code || out.has_error()) {
+      result.error =
+          "cannot write the job file '" + jobFile.path.str().str() + "'";
+      out.clear_error();
+      return result;
+    }
+  }
+
+  std::string self = llvm::sys::fs::getMainExecutable(
+      "kopt", reinterpret_cast<void *>(&runJobInChild));
+  std::vector<std::string> argv = {
+      self,
+      "serve-worker",
+      "--run-job=" + jobFile.path.str().str(),
+      "--job-outcome=" + outcome.path.str().str(),
+      "--precision=" + precision,
+      "--proposers=" + proposers,
+      "--max-candidates=" + std::to_string(maxCandidates),
+      "--min-speedup=" + formatExactly(minSpeedup)};
+  // A URL from KOPT_DB reaches the child through the environment.
+  if (urlFromCommandLine)
+    argv.push_back("--db=" + url);
+  if (!replay.empty())
+    argv.push_back("--replay=" + replay);
+  if (!fault.empty())
+    argv.insert(argv.end(), {"--fault=" + fault, "--fault-key=" + faultKey});
+  // A crash prints its stack without symbols: symbolising can take minutes.
+  ChildExit exit =
+      runChildProcess(argv, {"LLVM_DISABLE_SYMBOLIZATION=1"}, jobTimeout);
+  if (!exit.succeeded()) {
+    result.error = exit.describe(jobTimeout);
+    return result;
+  }
+  rt::json::Value document;
+  if (auto text = llvm::MemoryBuffer::getFile(outcome.path))
+    if (auto parsed = rt::json::parse((*text)->getBuffer().str()))
+      document = std::move(*parsed);
+  const rt::json::Value *error = document.find("error");
+  const rt::json::Value *how = document.find("how");
+  if (!error || !error->getString() || !how || !how->getString()) {
+    result.error = "the compile child exited without an outcome";
+    return result;
+  }
+  result.finished = true;
+  result.error = *error->getString();
+  result.how = *how->getString();
+  return result;
+}
+
+int mlir::kopt::runServeWorkerCommand() {
+  std::string url = database;
+  bool fromCommandLine = !url.empty();
+  if (url.empty())
+    url = rt::getDatabaseFromEnvironment();
+  if (url.empty())
+    return fail("kopt serve-worker needs --db postgresql://... (or KOPT_DB)");
+  if (precision != "fp32" && precision != "tf32" && precision != "bf16")
+    return fail("--precision must be fp32, tf32 or bf16, not '" + precision +
+                "'");
+  if (!runJobFile.empty())
+    return runJobInChild(url);
+  if (maxAttempts < 1)
+    return fail("--max-attempts must be at least 1");
+  auto queue = rt::TuningQueue::open(url, fromCommandLine);
+  if (!queue)
+    return fail(queue.status().message());
+  auto keeperQueue = rt::TuningQueue::open(url, fromCommandLine);
+  if (!keeperQueue)
+    return fail(keeperQueue.status().message());
+
+  // The worker's own tuner only names the device it claims jobs for; each
+  // job is tuned by its child's.
+  auto tuner = Autotuner::create(makeTuneOptions(url));
   if (!tuner)
     return fail(llvm::toString(tuner.takeError()));
   const rt::DeviceFingerprint *fingerprint = (*tuner)->getFingerprint();
@@ -262,16 +481,12 @@ int mlir::kopt::runServeWorkerCommand() {
                << (*tuner)->describeTarget() << "; lease " << leaseSeconds
                << " s\n";
 
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  MLIRContext context(registry);
-  context.printOpOnDiagnostic(false);
   LeaseKeeper keeper(std::move(*keeperQueue), leaseSeconds);
 
-  unsigned done = 0, failed = 0, lost = 0;
+  unsigned done = 0, failed = 0, lost = 0, putBack = 0;
   while (!stopRequested && (!maxJobs || done + failed + lost < maxJobs)) {
-    auto claimed =
-        (*queue)->claim(name, fingerprint->hash(), precision, leaseSeconds);
+    auto claimed = (*queue)->claim(name, fingerprint->hash(), precision,
+                                   leaseSeconds, maxAttempts);
     if (!claimed)
       return fail(claimed.status().message());
     if (!*claimed) {
@@ -291,23 +506,22 @@ int mlir::kopt::runServeWorkerCommand() {
     auto start = std::chrono::steady_clock::now();
     if (jobDelay > 0)
       std::this_thread::sleep_for(std::chrono::duration<double>(jobDelay));
-    auto outcome = runJob(job, context, **tuner);
+    JobResult result = runJobInChildProcess(job, url, fromCommandLine);
     keeper.hold(std::nullopt);
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
 
-    std::string error;
-    std::string how;
-    if (!outcome) {
-      error = llvm::toString(outcome.takeError());
-    } else if (outcome->tuningFailed ||
-               outcome->source == GroupOutcome::Source::Baseline) {
-      error = outcome->note.empty() ? "not tuned" : outcome->note;
-    } else {
-      how = getSourceName(outcome->source).str();
-    }
-    auto finished = (*queue)->finish(job, error.empty(), error);
+    // An attempt that did not finish is retried while attempts are left.
+    std::string attempt =
+        llvm::formatv("attempt {0} of {1}", job.attempts, unsigned(maxAttempts))
+            .str();
+    bool retry = !result.finished && job.attempts < int64_t(maxAttempts);
+    std::string error = result.error;
+    if (!result.finished)
+      error += " (" + attempt + ")";
+    auto finished = retry ? (*queue)->release(job, error)
+                          : (*queue)->finish(job, error.empty(), error);
     if (!finished)
       return fail(finished.status().message());
     if (!*finished) {
@@ -315,11 +529,16 @@ int mlir::kopt::runServeWorkerCommand() {
       llvm::outs() << "kopt serve-worker: " << name << ": job " << job.id
                    << " lost: its lease expired and another worker took it "
                       "over\n";
+    } else if (retry) {
+      ++putBack;
+      llvm::outs() << "kopt serve-worker: " << name << ": job " << job.id
+                   << ": " << error << "; queued again\n";
     } else if (error.empty()) {
       ++done;
       llvm::outs() << llvm::formatv(
           "kopt serve-worker: {0}: job {1} ({2}) done: {3} in {4:F2} s\n", name,
-          job.id, llvm::StringRef(job.taskKey).take_front(12), how, seconds);
+          job.id, llvm::StringRef(job.taskKey).take_front(12), result.how,
+          seconds);
     } else {
       ++failed;
       llvm::outs() << "kopt serve-worker: " << name << ": job " << job.id
@@ -328,6 +547,7 @@ int mlir::kopt::runServeWorkerCommand() {
     llvm::outs().flush();
   }
   llvm::outs() << "kopt serve-worker: " << name << ": " << done
-               << " jobs done, " << failed << " failed, " << lost << " lost\n";
+               << " jobs done, " << failed << " failed, " << lost << " lost, "
+               << putBack << " put back\n";
   return 0;
 }

@@ -11,8 +11,11 @@
 // workers claim them (SELECT ... FOR UPDATE SKIP LOCKED) under a lease that
 // they renew while they work. A job whose worker dies is claimed again once
 // its lease has expired; a worker whose lease was taken over cannot finish
-// the job. Times are the server's clock, so machines need not agree on
-// theirs. docs/Fleet.md describes the set-up.
+// the job. A job is tried a bounded number of times: a worker whose compile
+// child crashed or hung puts it back (`release`), and a job whose attempts
+// are spent when its claim lapses or fails again is failed for good. Times
+// are the server's clock, so machines need not agree on theirs.
+// docs/Fleet.md describes the set-up.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +53,9 @@ struct TuningJob {
   int64_t leaseExpiresAt = 0;
   /// How many times the job was claimed; a claim's token.
   int64_t claims = 0;
+  /// Claims since the job was last queued by hand (`retryFailed`) or
+  /// enqueued: the attempts that count against the bound.
+  int64_t attempts = 0;
   /// Why the job failed, when it did.
   std::string error;
   int64_t createdAt = 0;
@@ -113,10 +119,13 @@ public:
 
   /// Claims the oldest job that `worker` (of fingerprint `fingerprintHash`
   /// and `precision`) can take, queued or with an expired lease, for
-  /// `leaseSeconds`; std::nullopt when there is none.
+  /// `leaseSeconds`; std::nullopt when there is none. A job whose lease
+  /// expired after `maxAttempts` attempts is marked failed instead: each of
+  /// its workers died on it.
   virtual Result<std::optional<TuningJob>>
   claim(const std::string &worker, const std::string &fingerprintHash,
-        const std::string &precision, int64_t leaseSeconds) = 0;
+        const std::string &precision, int64_t leaseSeconds,
+        int64_t maxAttempts) = 0;
 
   /// Extends the lease of `job`'s claim by `leaseSeconds` from now; false
   /// when the claim is no longer this worker's.
@@ -128,7 +137,14 @@ public:
   virtual Result<bool> finish(const TuningJob &job, bool done,
                               const std::string &error = {}) = 0;
 
-  /// Queues the failed jobs again; returns how many.
+  /// Puts the claimed `job` back in the queue after an attempt that did not
+  /// finish (its compile child crashed or hung), noting `error`; false when
+  /// the claim is no longer this worker's.
+  virtual Result<bool> release(const TuningJob &job,
+                               const std::string &error) = 0;
+
+  /// Queues the failed jobs again, with their attempts reset; returns how
+  /// many.
   virtual Result<size_t> retryFailed() = 0;
 
   /// Depth by state and the workers.

@@ -315,7 +315,7 @@ TEST_F(PostgresTest, ReadOnlyRefusesWrites) {
   }
   auto db = open(options);
   ASSERT_TRUE(db);
-  EXPECT_EQ(db->getSchemaVersion(), 1);
+  EXPECT_EQ(db->getSchemaVersion(), 2);
   EXPECT_TRUE(db->lookup("task", makeFingerprint())->has_value());
   Result<bool> put = db->put(makeRecord("other", 1.0));
   ASSERT_FALSE(put.isOk());
@@ -434,10 +434,10 @@ TEST_F(PostgresTest, EnqueuesEachMissingTaskOnce) {
   DeviceFingerprint other = makeFingerprint();
   other.smCount = 108;
   Result<std::optional<TuningJob>> job =
-      queue->claim("w", other.hash(), "fp32", 60);
+      queue->claim("w", other.hash(), "fp32", 60, 3);
   ASSERT_TRUE(job.isOk());
   EXPECT_FALSE(job->has_value());
-  job = queue->claim("w", target, "fp32", 60);
+  job = queue->claim("w", target, "fp32", 60, 3);
   ASSERT_TRUE(job.isOk() && job->has_value());
   EXPECT_EQ((*job)->taskKey, "missing");
   EXPECT_EQ((*job)->task, makeTask("missing"));
@@ -453,14 +453,15 @@ TEST_F(PostgresTest, ExpiredLeasesAreTakenOverAndTheOldClaimIsVoid) {
   ASSERT_TRUE(queue);
   ASSERT_TRUE(queue->enqueue("task", "", "fp32", makeTask("task")).isOk());
   std::string fp = makeFingerprint().hash();
-  Result<std::optional<TuningJob>> first = queue->claim("w1", fp, "fp32", 1);
+  Result<std::optional<TuningJob>> first = queue->claim("w1", fp, "fp32", 1, 3);
   ASSERT_TRUE(first.isOk() && first->has_value());
   // Under a live lease nobody else gets it.
-  EXPECT_FALSE(queue->claim("w2", fp, "fp32", 60)->has_value());
+  EXPECT_FALSE(queue->claim("w2", fp, "fp32", 60, 3)->has_value());
   EXPECT_TRUE(*queue->renew(**first, 1));
   ::sleep(3);
   EXPECT_EQ(queue->stats()->expired, 1u);
-  Result<std::optional<TuningJob>> second = queue->claim("w2", fp, "fp32", 60);
+  Result<std::optional<TuningJob>> second =
+      queue->claim("w2", fp, "fp32", 60, 3);
   ASSERT_TRUE(second.isOk() && second->has_value());
   EXPECT_EQ((*second)->id, (*first)->id);
   EXPECT_EQ((*second)->claims, 2);
@@ -473,6 +474,43 @@ TEST_F(PostgresTest, ExpiredLeasesAreTakenOverAndTheOldClaimIsVoid) {
   EXPECT_EQ(stats->reclaims, 1u);
   EXPECT_EQ(*queue->retryFailed(), 1u);
   EXPECT_EQ(queue->stats()->queued, 1u);
+}
+
+TEST_F(PostgresTest, AJobIsTriedABoundedNumberOfTimes) {
+  auto queue = openQueue();
+  ASSERT_TRUE(queue);
+  ASSERT_TRUE(queue->enqueue("poison", "", "fp32", makeTask("poison")).isOk());
+  std::string fp = makeFingerprint().hash();
+  // Two attempts whose compile child crashed: put back each time.
+  for (int64_t attempt = 1; attempt <= 2; ++attempt) {
+    Result<std::optional<TuningJob>> job =
+        queue->claim("w", fp, "fp32", 60, /*maxAttempts=*/3);
+    ASSERT_TRUE(job.isOk() && job->has_value());
+    EXPECT_EQ((*job)->attempts, attempt);
+    EXPECT_TRUE(*queue->release(**job, "the compile child crashed"));
+  }
+  EXPECT_EQ(queue->stats()->queued, 1u);
+  // The third claim's worker dies outright: once its lease lapses, the job's
+  // attempts are spent and it is failed rather than claimed again.
+  Result<std::optional<TuningJob>> last = queue->claim("w", fp, "fp32", 1, 3);
+  ASSERT_TRUE(last.isOk() && last->has_value());
+  EXPECT_EQ((*last)->attempts, 3);
+  ::sleep(3);
+  EXPECT_FALSE(queue->claim("w2", fp, "fp32", 60, 3)->has_value());
+  Result<std::vector<TuningJob>> jobs = queue->list();
+  ASSERT_TRUE(jobs.isOk() && jobs->size() == 1u);
+  EXPECT_EQ((*jobs)[0].state, "failed");
+  EXPECT_NE((*jobs)[0].error.find("claimed 3 times"), std::string::npos)
+      << (*jobs)[0].error;
+  EXPECT_NE((*jobs)[0].error.find("the compile child crashed"),
+            std::string::npos)
+      << (*jobs)[0].error;
+  // Queued again by hand, it gets its attempts back.
+  EXPECT_EQ(*queue->retryFailed(), 1u);
+  Result<std::optional<TuningJob>> again = queue->claim("w", fp, "fp32", 60, 3);
+  ASSERT_TRUE(again.isOk() && again->has_value());
+  EXPECT_EQ((*again)->attempts, 1);
+  EXPECT_EQ((*again)->claims, 4);
 }
 
 TEST_F(PostgresTest, ConcurrentClaimsTakeEachJobOnce) {
@@ -498,7 +536,7 @@ TEST_F(PostgresTest, ConcurrentClaimsTakeEachJobOnce) {
       std::string worker = "w" + std::to_string(t);
       while (true) {
         Result<std::optional<TuningJob>> job =
-            (*own)->claim(worker, makeFingerprint().hash(), "fp32", 60);
+            (*own)->claim(worker, makeFingerprint().hash(), "fp32", 60, 3);
         if (!job) {
           failed = true;
           return;
