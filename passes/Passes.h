@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace mlir::kopt {
 
@@ -21,6 +22,20 @@ namespace mlir::kopt {
 
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
+
+/// Adds the upstream TOSA-to-linalg lowering kopt uses: tosa-to-linalg-named
+/// (preferring the NHWC/HWCF convolution layout), tosa-to-linalg,
+/// tosa-to-tensor, tosa-to-arith and a canonicalisation.
+void addTosaLoweringPasses(OpPassManager &pm);
+
+/// Adds fusion planning: kopt-form-fusion-groups on each function, then
+/// kopt-outline-fusion-groups.
+void addFusionPlanningPasses(OpPassManager &pm);
+
+/// Lowers TOSA when present and plans fusion groups in place: what every
+/// kopt command does to a graph it has loaded (`loadModelGraph`). Errors are
+/// reported through the context's diagnostics and returned as failure.
+LogicalResult prepareModelGraph(ModuleOp module);
 
 } // namespace mlir::kopt
 

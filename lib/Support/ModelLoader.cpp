@@ -9,15 +9,9 @@
 #include "kopt/Support/ModelLoader.h"
 #include "kopt/Support/InputLimits.h"
 
-#include "passes/Passes.h"
-
-#include "mlir/Conversion/TosaToArith/TosaToArith.h"
-#include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
-#include "mlir/Conversion/TosaToTensor/TosaToTensor.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Parser/Parser.h"
-#include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -68,40 +62,4 @@ bool mlir::kopt::containsTosa(ModuleOp module) {
     return found ? WalkResult::interrupt() : WalkResult::advance();
   });
   return found;
-}
-
-void mlir::kopt::addTosaLoweringPasses(OpPassManager &pm) {
-  TosaToLinalgOptions options;
-  TosaToLinalgNamedOptions namedOptions;
-  namedOptions.preferConv2DKernelLayoutHWCF = true;
-  tosa::addTosaToLinalgPasses(pm, options, namedOptions);
-  pm.addNestedPass<func::FuncOp>(createTosaToTensorPass());
-  pm.addNestedPass<func::FuncOp>(createTosaToArithPass());
-  pm.addPass(createCanonicalizerPass());
-}
-
-void mlir::kopt::addFusionPlanningPasses(OpPassManager &pm) {
-  pm.addNestedPass<func::FuncOp>(createFormFusionGroupsPass());
-  pm.addPass(createOutlineFusionGroupsPass());
-}
-
-LogicalResult mlir::kopt::prepareModelGraph(ModuleOp module) {
-  PassManager pm(module.getContext());
-  if (containsTosa(module))
-    addTosaLoweringPasses(pm);
-  addFusionPlanningPasses(pm);
-  if (failed(pm.run(module)))
-    return failure();
-  if (containsTosa(module)) {
-    Operation *left = nullptr;
-    module.walk([&](Operation *op) {
-      if (isa_and_nonnull<tosa::TosaDialect>(op->getDialect()))
-        left = op;
-    });
-    // Ops the upstream lowering cannot take stay TOSA: say so rather than
-    // silently leaving them out of every group.
-    left->emitRemark("kopt: TOSA op left after lowering to linalg; it is not "
-                     "tuned");
-  }
-  return success();
 }

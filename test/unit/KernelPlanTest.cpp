@@ -11,6 +11,7 @@
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
 #include "kopt/Support/ModelLoader.h"
+#include "passes/Passes.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
 

@@ -10,6 +10,7 @@
 
 #include "kopt/Codegen/ReferenceInterpreter.h"
 #include "kopt/Support/ModelLoader.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "llvm/Support/SourceMgr.h"

@@ -14,9 +14,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Autotune/AutotunePass.h"
 #include "kopt/InitAll.h"
 #include "kopt/Support/InputLimits.h"
+#include "passes/AutotunePass.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"

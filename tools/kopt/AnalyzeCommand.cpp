@@ -19,6 +19,7 @@
 #include "kopt/InitAll.h"
 #include "kopt/Runtime/OutputFile.h"
 #include "kopt/Support/ModelLoader.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

@@ -29,6 +29,7 @@
 #include "kopt/Runtime/Npy.h"
 #include "kopt/Runtime/RuntimeModule.h"
 #include "kopt/Support/ModelLoader.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"

@@ -18,11 +18,12 @@
 #include "TuneOptions.h"
 #include "TuneReport.h"
 
-#include "kopt/Autotune/AutotunePass.h"
+#include "kopt/Autotune/Autotuner.h"
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/InitAll.h"
 #include "kopt/Runtime/OutputFile.h"
 #include "kopt/Support/ModelLoader.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

@@ -10,6 +10,7 @@
 
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Support/ModelLoader.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

@@ -25,10 +25,11 @@
 #include "TuneReport.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
-#include "kopt/Autotune/AutotunePass.h"
+#include "kopt/Autotune/Autotuner.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/InitAll.h"
 #include "kopt/Support/ModelLoader.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

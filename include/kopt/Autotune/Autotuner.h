@@ -33,6 +33,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Error.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -206,6 +207,14 @@ probeDeviceFingerprint(const std::string &precision, std::string &why,
 /// Sets the autotuner's attributes of `group` (see above) on every
 /// `func.call` of it in `module`.
 void tagCallsOfGroup(ModuleOp module, func::FuncOp group);
+
+/// Runs `tuner` over every outlined fusion group of `module` in order: warns
+/// on the group when its outcome carries a warning, tags its calls, and
+/// calls `onGroup` (when set) with each outcome. What the kopt-autotune pass
+/// and `kopt compile` do.
+llvm::Expected<std::vector<GroupOutcome>>
+autotuneModule(ModuleOp module, Autotuner &tuner,
+               const std::function<void(const GroupOutcome &)> &onGroup = {});
 
 } // namespace mlir::kopt
 

@@ -7,8 +7,9 @@
 //===----------------------------------------------------------------------===//
 //
 // Every kopt command starts the same way: read a file, parse it with
-// diagnostics that point at file:line:col, refuse what cannot be worked on,
-// lower TOSA to linalg, and plan fusion groups.
+// diagnostics that point at file:line:col, and refuse what cannot be worked
+// on. Lowering TOSA and planning fusion groups come next, from the passes
+// (passes/Passes.h, `prepareModelGraph`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +18,6 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -44,19 +44,6 @@ loadModelGraph(llvm::StringRef path, MLIRContext &context,
 
 /// Returns true if `module` holds any TOSA op.
 bool containsTosa(ModuleOp module);
-
-/// Adds the upstream TOSA-to-linalg lowering kopt uses: tosa-to-linalg-named
-/// (preferring the NHWC/HWCF convolution layout), tosa-to-linalg,
-/// tosa-to-tensor, tosa-to-arith and a canonicalisation.
-void addTosaLoweringPasses(OpPassManager &pm);
-
-/// Adds fusion planning: kopt-form-fusion-groups on each function, then
-/// kopt-outline-fusion-groups.
-void addFusionPlanningPasses(OpPassManager &pm);
-
-/// Lowers TOSA when present and plans fusion groups in place. Errors are
-/// reported through the context's diagnostics and returned as failure.
-LogicalResult prepareModelGraph(ModuleOp module);
 
 } // namespace mlir::kopt
 

@@ -8,7 +8,6 @@
 
 #include "kopt/InitAll.h"
 
-#include "kopt/Support/ModelLoader.h"
 #include "passes/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -45,16 +44,4 @@ void mlir::kopt::registerAllPasses() {
   registerTosaToArithPass();
   registerTosaToTensorPass();
   registerLinalgGeneralizeNamedOpsPass();
-}
-
-void mlir::kopt::registerKoptPassesAndPipelines() {
-  registerKoptPasses();
-  PassPipelineRegistration<>(
-      "kopt-tosa-to-linalg",
-      "Lower TOSA to linalg on tensors the way kopt does before planning",
-      [](OpPassManager &pm) { addTosaLoweringPasses(pm); });
-  PassPipelineRegistration<>(
-      "kopt-fusion-planning",
-      "Form fusion groups and outline each into a keyed private function",
-      [](OpPassManager &pm) { addFusionPlanningPasses(pm); });
 }

@@ -6,47 +6,27 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "kopt/Autotune/AutotunePass.h"
+#include "passes/AutotunePass.h"
 
-#include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Autotune/Autotuner.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Debug.h"
 
-#include <cstdlib>
+#define DEBUG_TYPE "kopt-autotune"
 
 namespace mlir::kopt {
 #define GEN_PASS_DEF_AUTOTUNEPASS
-#include "lib/Autotune/AutotunePass.h.inc"
+#include "passes/AutotunePass.h.inc"
 } // namespace mlir::kopt
 
 using namespace mlir;
 using namespace mlir::kopt;
 
-llvm::Expected<std::vector<GroupOutcome>> mlir::kopt::autotuneModule(
-    ModuleOp module, Autotuner &tuner,
-    const std::function<void(const GroupOutcome &)> &onGroup) {
-  std::vector<func::FuncOp> groups;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (func->hasAttr(kFusionGroupAttrName))
-      groups.push_back(func);
-  std::vector<GroupOutcome> outcomes;
-  for (func::FuncOp group : groups) {
-    auto outcome = tuner.processGroup(group);
-    if (!outcome)
-      return outcome.takeError();
-    if (!outcome->warning.empty())
-      group.emitWarning(outcome->warning);
-    tagCallsOfGroup(module, group);
-    if (onGroup)
-      onGroup(*outcome);
-    outcomes.push_back(std::move(*outcome));
-  }
-  return outcomes;
-}
-
 namespace {
-struct AutotunePass : public mlir::kopt::impl::AutotunePassBase<AutotunePass> {
+struct AutotunePass final
+    : public mlir::kopt::impl::AutotunePassBase<AutotunePass> {
   using AutotunePassBase::AutotunePassBase;
 
   void runOnOperation() override {
@@ -66,10 +46,31 @@ struct AutotunePass : public mlir::kopt::impl::AutotunePassBase<AutotunePass> {
     llvm::StringRef(proposers).split(names, ',', -1, /*KeepEmpty=*/false);
     for (llvm::StringRef name : names)
       options.proposers.push_back(name.trim().str());
-    // The pass has no provider options: `llm` asks the OpenAI-compatible
-    // server that the environment names (docs/LLM.md).
-    if (std::getenv("KOPT_LLM_ENDPOINT"))
-      options.llm.provider = "openai";
+    // The driver decides who answers (kopt compile reads KOPT_LLM_*); the
+    // pass only takes what its options say.
+    options.llm.provider = llmProvider;
+    for (const std::string &option : llmOptions) {
+      auto [key, value] = llvm::StringRef(option).split('=');
+      if (key.empty() || !llvm::StringRef(option).contains('=')) {
+        module.emitError("kopt-autotune: llm-option wants key=value");
+        return signalPassFailure();
+      }
+      if (key == "api-key") {
+        module.emitError("kopt-autotune: the API key comes from "
+                         "KOPT_LLM_API_KEY, never from an option");
+        return signalPassFailure();
+      }
+      options.llm.providerOptions[key.str()] = value.str();
+    }
+    if (llvm::is_contained(options.proposers, "llm") &&
+        options.llm.provider.empty()) {
+      module.emitError("kopt-autotune: proposers=llm needs llm-provider "
+                       "(openai, command or replay)");
+      return signalPassFailure();
+    }
+    LLVM_DEBUG(llvm::dbgs() << "kopt-autotune: db=" << databasePath
+                            << " tune=" << tuneMode << " proposers="
+                            << proposers << "\n");
     options.maxCandidates = maxCandidates;
     options.precision = precision;
     options.minSpeedup = minSpeedup;

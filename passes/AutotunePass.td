@@ -6,9 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Apart from passes/Passes.td: this pass links the kernel database, the
-// evaluator's worker protocol and the CUDA layer, which the installed pass
-// libraries and the pass plugin do not carry.
+// Beside passes/Passes.td but apart from it: this pass links the autotuner
+// (the kernel database, the evaluator's worker protocol, the CUDA layer),
+// which the installed pass library KoptPasses and the pass plugin do not
+// carry. It builds as its own library, KoptAutotunePass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,8 +43,13 @@ def AutotunePass : Pass<"kopt-autotune", "mlir::ModuleOp"> {
            "When to tune: never, missing or always">,
     Option<"proposers", "proposers", "std::string", /*default=*/"\"builtin\"",
            "Comma-separated proposers beyond the baseline: builtin, llm "
-           "(llm asks the server of KOPT_LLM_ENDPOINT, KOPT_LLM_MODEL and "
-           "KOPT_LLM_API_KEY)">,
+           "(llm needs llm-provider)">,
+    Option<"llmProvider", "llm-provider", "std::string", /*default=*/"\"\"",
+           "Who answers for the llm proposer: openai, command or replay "
+           "(docs/LLM.md)">,
+    ListOption<"llmOptions", "llm-option", "std::string",
+               "Provider options as key=value, e.g. model=NAME or dir=DIR "
+               "(the API key only ever comes from KOPT_LLM_API_KEY)">,
     Option<"maxCandidates", "max-candidates", "unsigned", /*default=*/"16",
            "Candidates per task, the baseline included">,
     Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
