@@ -68,9 +68,8 @@ struct AutotunePass final
                        "(openai, command or replay)");
       return signalPassFailure();
     }
-    LLVM_DEBUG(llvm::dbgs() << "kopt-autotune: db=" << databasePath
-                            << " tune=" << tuneMode << " proposers="
-                            << proposers << "\n");
+    LLVM_DEBUG(llvm::dbgs() << "kopt-autotune: db=" << databasePath << " tune="
+                            << tuneMode << " proposers=" << proposers << "\n");
     options.maxCandidates = maxCandidates;
     options.precision = precision;
     options.minSpeedup = minSpeedup;

@@ -14,6 +14,7 @@
 
 #include "passes/Passes.h"
 
+#include "kopt/Analysis/EntryFunction.h"
 #include "kopt/InitAll.h"
 #include "kopt/Support/ModelLoader.h"
 
@@ -62,6 +63,23 @@ LogicalResult mlir::kopt::prepareModelGraph(ModuleOp module) {
                      "tuned");
   }
   return success();
+}
+
+llvm::Error mlir::kopt::prepareRuntimeModuleGraph(ModuleOp module) {
+  auto entry = findEntryFunction(module);
+  if (!entry)
+    return entry.takeError();
+  auto tagged = tagSingletonGroups(*entry);
+  if (!tagged)
+    return tagged.takeError();
+  if (!*tagged)
+    return llvm::Error::success();
+  PassManager pm(module.getContext());
+  pm.addPass(createOutlineFusionGroupsPass());
+  if (failed(pm.run(module)))
+    return llvm::createStringError(
+        "outlining the ops outside the fusion groups failed");
+  return llvm::Error::success();
 }
 
 void mlir::kopt::registerKoptPassesAndPipelines() {

@@ -37,6 +37,12 @@ void addFusionPlanningPasses(OpPassManager &pm);
 /// reported through the context's diagnostics and returned as failure.
 LogicalResult prepareModelGraph(ModuleOp module);
 
+/// Readies a tuned graph for a runtime module (`emitRuntimeModule`,
+/// kopt/Autotune/ModuleEmitter.h): every compute op left outside the fusion
+/// groups of the entry function becomes an outlined group of its own. Call it
+/// on a copy: the graph `kopt compile` writes keeps those ops inline.
+llvm::Error prepareRuntimeModuleGraph(ModuleOp module);
+
 } // namespace mlir::kopt
 
 #endif // KOPT_PASSES_PASSES_H

@@ -21,8 +21,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
-#include "ModuleEmitter.h"
 
+#include "kopt/Autotune/ModuleEmitter.h"
 #include "kopt/Codegen/ReferenceInterpreter.h"
 #include "kopt/InitAll.h"
 #include "kopt/Runtime/Cuda/TensorData.h"

@@ -14,11 +14,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
-#include "ModuleEmitter.h"
 #include "TuneOptions.h"
 #include "TuneReport.h"
 
 #include "kopt/Autotune/Autotuner.h"
+#include "kopt/Autotune/ModuleEmitter.h"
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/InitAll.h"
 #include "kopt/Runtime/OutputFile.h"
@@ -66,8 +66,13 @@ static int writeRuntimeModule(ModuleOp module, const Autotuner &tuner,
      << (options.arch.empty() ? " (sources only)"
                               : " (binaries for " + options.arch + ")")
      << "\n";
+  // The module is made from a copy whose every compute op is in a group.
+  OwningOpRef<ModuleOp> copy(module.clone());
+  if (llvm::Error error = prepareRuntimeModuleGraph(*copy))
+    return fail("cannot emit a runtime module: " +
+                llvm::toString(std::move(error)));
   auto emitted = emitRuntimeModule(
-      module, options, database ? database->get() : nullptr, fingerprint, os);
+      *copy, options, database ? database->get() : nullptr, fingerprint, os);
   if (!emitted)
     return fail("cannot emit a runtime module: " +
                 llvm::toString(emitted.takeError()));

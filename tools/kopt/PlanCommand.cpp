@@ -17,11 +17,11 @@
 
 #include "Commands.h"
 #include "GroupWalk.h"
-#include "PlanExecution.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Codegen/Proposers.h"
 #include "kopt/Codegen/RuntimeStatus.h"
+#include "kopt/Evaluator/PlanExecutor.h"
 #include "kopt/InitAll.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Runtime/FileName.h"

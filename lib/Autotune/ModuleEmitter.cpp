@@ -15,18 +15,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ModuleEmitter.h"
+#include "kopt/Autotune/ModuleEmitter.h"
+
+#include "kopt/Analysis/EntryFunction.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
-#include "kopt/Analysis/OpClassification.h"
 #include "kopt/Autotune/Autotuner.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
 #include "kopt/Codegen/RuntimeStatus.h"
-#include "kopt/InitAll.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Runtime/ModuleRunner.h"
-#include "passes/Passes.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/AsmParser/AsmParserState.h"
@@ -34,7 +33,6 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -51,24 +49,6 @@ static llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-llvm::Expected<func::FuncOp> mlir::kopt::findEntryFunction(ModuleOp module) {
-  SmallVector<func::FuncOp> entries;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (func.isPublic() && !func.isExternal() &&
-        !func->hasAttr(kFusionGroupAttrName))
-      entries.push_back(func);
-  if (entries.size() == 1)
-    return entries.front();
-  if (entries.empty())
-    return makeError("the graph has no public function with a body");
-  std::string names;
-  for (func::FuncOp func : entries)
-    names += " @" + func.getSymName().str();
-  return makeError("the graph has several public functions (" +
-                   StringRef(names).ltrim() +
-                   "); a runtime module needs exactly one");
-}
-
 /// `%name` without its `%` when usable as a tensor name, else "".
 static std::string usableName(llvm::SMRange range) {
   StringRef text(range.Start.getPointer(),
@@ -83,7 +63,8 @@ static std::string usableName(llvm::SMRange range) {
 SourceNames mlir::kopt::readSourceNames(llvm::StringRef path,
                                         llvm::StringRef function,
                                         unsigned numArguments,
-                                        unsigned numResults) {
+                                        unsigned numResults,
+                                        const DialectRegistry &dialects) {
   SourceNames names;
   for (unsigned i = 0; i < numArguments; ++i)
     names.arguments.push_back("arg" + std::to_string(i));
@@ -92,9 +73,7 @@ SourceNames mlir::kopt::readSourceNames(llvm::StringRef path,
   auto buffer = llvm::MemoryBuffer::getFile(path);
   if (!buffer)
     return names;
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  MLIRContext context(registry);
+  MLIRContext context(dialects);
   // Parse errors were reported when the graph was loaded; stay quiet here.
   ScopedDiagnosticHandler quiet(&context,
                                 [](Diagnostic &) { return success(); });
@@ -136,34 +115,6 @@ SourceNames mlir::kopt::readSourceNames(llvm::StringRef path,
       take(usableName(group.definition.loc), names.results[i]);
   }
   return names;
-}
-
-/// Tags every compute op left outside the groups of `entry` as a group of
-/// its own and outlines it.
-static llvm::Error outlineSingletons(ModuleOp module, func::FuncOp entry) {
-  int64_t next = 1000;
-  for (Operation &op : entry.getBody().front()) {
-    if (!isa<linalg::LinalgOp>(op) || op.use_empty())
-      continue;
-    OpClassification classification = classifyOp(&op);
-    if (classification.kind == OpKind::Unsupported)
-      return makeError("op '" + op.getName().getStringRef() +
-                       "' outside the fusion groups is not supported: " +
-                       classification.reason);
-    StringRef kind = classification.kind == OpKind::Other
-                         ? StringRef("elementwise")
-                         : stringifyOpKind(classification.kind);
-    Builder builder(op.getContext());
-    op.setAttr(kGroupIdAttrName, builder.getI64IntegerAttr(next++));
-    op.setAttr(kGroupKindAttrName, builder.getStringAttr(kind));
-  }
-  if (next == 1000)
-    return llvm::Error::success();
-  PassManager pm(module.getContext());
-  pm.addPass(createOutlineFusionGroupsPass());
-  if (failed(pm.run(module)))
-    return makeError("outlining the ops outside the fusion groups failed");
-  return llvm::Error::success();
 }
 
 /// The bytes of a dense constant, row-major in its element type.
@@ -346,9 +297,10 @@ llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
   result.producer = "kopt 0.1.0";
   result.arch = options.arch;
   Block &body = entry.getBody().front();
-  SourceNames source = readSourceNames(options.sourcePath, entry.getSymName(),
-                                       body.getNumArguments(),
-                                       entry.getFunctionType().getNumResults());
+  SourceNames source = readSourceNames(
+      options.sourcePath, entry.getSymName(), body.getNumArguments(),
+      entry.getFunctionType().getNumResults(),
+      entry->getContext()->getDialectRegistry());
   const std::vector<std::string> &names = source.arguments;
   for (auto [index, arg] : llvm::enumerate(body.getArguments())) {
     auto spec = specOf(arg, names[index]);
@@ -494,12 +446,9 @@ mlir::kopt::emitRuntimeModule(ModuleOp module, const ModuleEmitOptions &options,
                               rt::KernelDatabase *database,
                               const rt::DeviceFingerprint *fingerprint,
                               llvm::raw_ostream &notes) {
-  OwningOpRef<ModuleOp> clone(module.clone());
-  auto entry = findEntryFunction(*clone);
+  auto entry = findEntryFunction(module);
   if (!entry)
     return entry.takeError();
-  if (llvm::Error error = outlineSingletons(*clone, *entry))
-    return std::move(error);
   Emitter emitter(options, database, fingerprint, notes);
-  return emitter.run(*clone, *entry);
+  return emitter.run(module, *entry);
 }

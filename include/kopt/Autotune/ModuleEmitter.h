@@ -15,9 +15,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_TOOLS_KOPT_MODULEEMITTER_H
-#define KOPT_TOOLS_KOPT_MODULEEMITTER_H
+#ifndef KOPT_AUTOTUNE_MODULEEMITTER_H
+#define KOPT_AUTOTUNE_MODULEEMITTER_H
 
+#include "kopt/Analysis/EntryFunction.h"
 #include "kopt/Runtime/KernelDatabase.h"
 #include "kopt/Runtime/RuntimeModule.h"
 
@@ -42,10 +43,6 @@ struct ModuleEmitOptions {
   std::string sourcePath;
 };
 
-/// The graph's entry: its only public function with a body that is not a
-/// fusion group. Fails naming the candidates when there are several.
-llvm::Expected<func::FuncOp> findEntryFunction(ModuleOp module);
-
 /// Names of a function's arguments and results as written in its file.
 struct SourceNames {
   std::vector<std::string> arguments;
@@ -54,14 +51,17 @@ struct SourceNames {
 
 /// The names of `function`'s arguments (`%x` gives `x`) and of the values
 /// it returns (`return %y` gives `y`) as written in the file at `path`;
-/// `arg<N>` and `out<N>` where the file has no usable, unique name.
+/// `arg<N>` and `out<N>` where the file has no usable, unique name. The
+/// file is parsed again with `dialects`.
 SourceNames readSourceNames(llvm::StringRef path, llvm::StringRef function,
-                            unsigned numArguments, unsigned numResults);
+                            unsigned numArguments, unsigned numResults,
+                            const DialectRegistry &dialects);
 
-/// Builds the runtime module of `module`, a graph the autotuner has tagged.
-/// `database` and `fingerprint` give tuned plans (`kopt.fingerprint`
-/// groups); either may be null, and then only baseline plans can be used.
-/// Notes on what was done go to `notes`.
+/// Builds the runtime module of `module`, a graph the autotuner has tagged
+/// whose every compute op is in an outlined group
+/// (`prepareRuntimeModuleGraph`). `database` and `fingerprint` give tuned
+/// plans (`kopt.fingerprint` groups); either may be null, and then only
+/// baseline plans can be used. Notes on what was done go to `notes`.
 llvm::Expected<::kopt::runtime::RuntimeModule>
 emitRuntimeModule(ModuleOp module, const ModuleEmitOptions &options,
                   ::kopt::runtime::KernelDatabase *database,
@@ -70,4 +70,4 @@ emitRuntimeModule(ModuleOp module, const ModuleEmitOptions &options,
 
 } // namespace mlir::kopt
 
-#endif // KOPT_TOOLS_KOPT_MODULEEMITTER_H
+#endif // KOPT_AUTOTUNE_MODULEEMITTER_H

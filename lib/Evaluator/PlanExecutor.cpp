@@ -1,4 +1,4 @@
-//===- PlanExecution.cpp - kopt plan --run: check and time ------*- C++ -*-===//
+//===- PlanExecutor.cpp - Check and time a group's plans --------*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "PlanExecution.h"
+#include "kopt/Evaluator/PlanExecutor.h"
 
 #include "kopt/Codegen/ReferenceInterpreter.h"
 #include "kopt/Codegen/RuntimeStatus.h"

@@ -1,4 +1,4 @@
-//===- PlanExecution.h - kopt plan --run: check and time plans --*- C++ -*-===//
+//===- PlanExecutor.h - Check and time a group's plans on a GPU -*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_TOOLS_KOPT_PLANEXECUTION_H
-#define KOPT_TOOLS_KOPT_PLANEXECUTION_H
+#ifndef KOPT_EVALUATOR_PLANEXECUTOR_H
+#define KOPT_EVALUATOR_PLANEXECUTOR_H
 
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
@@ -45,4 +45,4 @@ private:
 
 } // namespace mlir::kopt
 
-#endif // KOPT_TOOLS_KOPT_PLANEXECUTION_H
+#endif // KOPT_EVALUATOR_PLANEXECUTOR_H
