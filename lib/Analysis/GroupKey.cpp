@@ -15,6 +15,11 @@
 // on structure and on names given earlier, any topological order of the same
 // graph, with any SSA names, ends in the same schedule.
 //
+// The ready ops are kept sorted by signature (then block position, which
+// breaks ties), so each step takes the first instead of scanning every
+// waiting op; a ready op is re-sorted only when an argument it reads gets
+// its name. A group of N ops costs about N log N, not N^2.
+//
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Analysis/GroupKey.h"
@@ -27,6 +32,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <set>
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -66,52 +73,92 @@ GroupPermutation mlir::kopt::canonicalizeGroupFunction(func::FuncOp func) {
     return "arg?:" + debugString(value.getType());
   };
 
-  // Ops still to schedule and their structural text, computed once.
-  llvm::SmallVector<Operation *> pending;
-  llvm::DenseMap<Operation *, std::string> structure;
+  // Every op's structural text and read values, computed once, and the ops
+  // reading each value.
+  llvm::SmallVector<Operation *> ops;
+  llvm::SmallVector<std::string> structure;
+  llvm::SmallVector<SmallVector<Value>> reads;
+  llvm::DenseMap<Value, SmallVector<unsigned>> readers;
+  // Per op: how many distinct results of the body it reads are not named
+  // yet. An op is ready when none are.
+  llvm::SmallVector<unsigned> waiting;
   for (Operation &op : body.without_terminator()) {
-    pending.push_back(&op);
-    structure[&op] = printStructure(&op);
+    unsigned index = ops.size();
+    ops.push_back(&op);
+    structure.push_back(printStructure(&op));
+    reads.push_back(getReadValues(&op));
+    waiting.push_back(0);
+    for (Value value : reads.back()) {
+      SmallVector<unsigned> &list = readers[value];
+      if (!list.empty() && list.back() == index)
+        continue;
+      list.push_back(index);
+      if (isa<OpResult>(value) && value.getParentBlock() == &body)
+        ++waiting[index];
+    }
   }
 
-  auto isReady = [&](Operation *op) {
-    // Arguments are always available; results once their op is scheduled.
-    for (Value value : getReadValues(op))
-      if (isa<OpResult>(value) && value.getParentBlock() == &body &&
-          !names.count(value))
-        return false;
-    return true;
+  // The ready ops, ordered by signature and then by block position: the
+  // first is the one a scan of the ready ops in block order would pick. A
+  // ready op's signature changes only when an argument it reads is named,
+  // so only those readers are re-keyed: each op once per argument it reads.
+  auto signatureOf = [&](unsigned index) {
+    std::string signature = structure[index];
+    for (Value value : reads[index])
+      signature += "|" + nameOf(value);
+    return signature;
   };
+  auto readersOf = [&](Value value) -> ArrayRef<unsigned> {
+    auto it = readers.find(value);
+    return it == readers.end() ? ArrayRef<unsigned>() : it->second;
+  };
+  std::set<std::pair<std::string, unsigned>> ready;
+  llvm::SmallVector<std::string> readyKey(ops.size());
+  llvm::SmallVector<bool> isReady(ops.size(), false);
+  auto makeReady = [&](unsigned index) {
+    readyKey[index] = signatureOf(index);
+    ready.insert({readyKey[index], index});
+    isReady[index] = true;
+  };
+  for (unsigned index = 0, e = ops.size(); index < e; ++index)
+    if (waiting[index] == 0)
+      makeReady(index);
 
   llvm::SmallVector<Operation *> schedule;
-  while (!pending.empty()) {
-    Operation *best = nullptr;
-    std::string bestSignature;
-    for (Operation *op : pending) {
-      if (!isReady(op))
-        continue;
-      std::string signature = structure[op];
-      for (Value value : getReadValues(op))
-        signature += "|" + nameOf(value);
-      if (!best || signature < bestSignature) {
-        best = op;
-        bestSignature = std::move(signature);
-      }
-    }
-    assert(best && "a single block in SSA form always has a ready op");
-    for (Value value : getReadValues(best)) {
+  llvm::DenseMap<Operation *, unsigned> position;
+  while (!ready.empty()) {
+    unsigned index = ready.begin()->second;
+    ready.erase(ready.begin());
+    isReady[index] = false;
+    Operation *best = ops[index];
+    SmallVector<Value> namedArgs;
+    for (Value value : reads[index]) {
       auto arg = dyn_cast<BlockArgument>(value);
       if (arg && arg.getOwner() == &body && !names.count(value)) {
         names[value] = "arg" + std::to_string(argOrder.size());
         argOrder.push_back(arg.getArgNumber());
+        namedArgs.push_back(value);
       }
     }
     for (OpResult result : best->getResults())
       names[result] = "v" + std::to_string(schedule.size()) + "." +
                       std::to_string(result.getResultNumber());
+    position[best] = schedule.size();
     schedule.push_back(best);
-    llvm::erase(pending, best);
+
+    for (Value arg : namedArgs)
+      for (unsigned reader : readersOf(arg))
+        if (isReady[reader]) {
+          ready.erase({readyKey[reader], reader});
+          makeReady(reader);
+        }
+    for (OpResult result : best->getResults())
+      for (unsigned reader : readersOf(result))
+        if (--waiting[reader] == 0)
+          makeReady(reader);
   }
+  assert(schedule.size() == ops.size() &&
+         "a single block in SSA form always has a ready op");
   // Arguments only the terminator uses (or none) keep their relative order.
   for (Value value : terminator->getOperands()) {
     auto arg = dyn_cast<BlockArgument>(value);
@@ -128,19 +175,19 @@ GroupPermutation mlir::kopt::canonicalizeGroupFunction(func::FuncOp func) {
 
   // Results in the order their values were named; ties (the same value
   // returned twice) keep their order.
+  llvm::DenseMap<unsigned, unsigned> argPosition;
+  for (auto [newIndex, oldIndex] : llvm::enumerate(argOrder))
+    argPosition[oldIndex] = newIndex;
   llvm::SmallVector<unsigned> resultOrder;
   for (unsigned i = 0, e = terminator->getNumOperands(); i < e; ++i)
     resultOrder.push_back(i);
   auto rank = [&](unsigned i) {
     Value value = terminator->getOperand(i);
     if (auto arg = dyn_cast<BlockArgument>(value))
-      return std::make_pair(0u,
-                            unsigned(llvm::find(argOrder, arg.getArgNumber()) -
-                                     argOrder.begin()));
+      return std::make_pair(0u, argPosition.lookup(arg.getArgNumber()));
     auto result = cast<OpResult>(value);
-    unsigned position =
-        llvm::find(schedule, result.getOwner()) - schedule.begin();
-    return std::make_pair(1u + position, result.getResultNumber());
+    return std::make_pair(1u + position.lookup(result.getOwner()),
+                          result.getResultNumber());
   };
   llvm::stable_sort(resultOrder,
                     [&](unsigned a, unsigned b) { return rank(a) < rank(b); });
