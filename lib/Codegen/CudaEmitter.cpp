@@ -8,6 +8,8 @@
 
 #include "kopt/Codegen/CudaEmitter.h"
 
+#include "kopt/Codegen/Identifier.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -25,6 +27,10 @@ void CodeWriter::line(llvm::StringRef lineText) {
   text.append(depth, ' ');
   text += lineText.str();
   text += '\n';
+}
+
+void CodeWriter::comment(llvm::StringRef commentText) {
+  line("// " + sanitizeCommentText(commentText));
 }
 
 std::string CodeWriter::fresh(llvm::StringRef prefix) {

@@ -102,7 +102,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
   GeneratedKernel kernel;
   kernel.entry = entry.str();
   CodeWriter code;
-  code.line("// " + comment.str());
+  code.comment(comment);
   code.line(printSignature(entry, options.blockSize, emitter.getLeaves(),
                            outputs, kernel.args) +
             " {");
@@ -288,7 +288,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
   GeneratedKernel kernel;
   kernel.entry = entry.str();
   CodeWriter code;
-  code.line("// " + comment.str());
+  code.comment(comment);
   code.line(printSignature(entry, blockSize, emitter.getLeaves(), outputs,
                            kernel.args) +
             " {");
@@ -425,8 +425,8 @@ mlir::kopt::generateSplitRowKernels(
       kernel.args.push_back(partials[k].param);
     }
     CodeWriter code;
-    code.line(
-        "// " + comment.str() +
+    code.comment(
+        comment.str() +
         (last ? std::string(" (outputs, split rows)")
               : " (partial reduction " + std::to_string(k) + ", split rows)"));
     code.line(signature + " {");

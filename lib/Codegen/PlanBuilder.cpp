@@ -9,6 +9,7 @@
 #include "kopt/Codegen/PlanBuilder.h"
 
 #include "kopt/Analysis/OpClassification.h"
+#include "kopt/Codegen/Identifier.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -255,7 +256,9 @@ llvm::Error PlanBuilder::finishOutputs(MLIRContext *context) {
 }
 
 std::string PlanBuilder::entryName(llvm::StringRef what) {
-  return task.name + "_" + what.str() + "_" + std::to_string(kernels++);
+  // The group's function name may be any string; the entry must be C.
+  return sanitizeIdentifier(task.name) + "_" + what.str() + "_" +
+         std::to_string(kernels++);
 }
 
 void PlanBuilder::addStep(PlanStep step, llvm::ArrayRef<Value> writes) {

@@ -16,6 +16,8 @@
 
 #include "kopt/LLM/LlmProposer.h"
 
+#include "kopt/Codegen/Identifier.h"
+
 #include "Templates.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -57,12 +59,7 @@ GpuDescription mlir::kopt::describeGpu(llvm::StringRef arch) {
 }
 
 std::string mlir::kopt::getLlmEntryName(const KernelTask &task) {
-  std::string name;
-  for (char c : task.name)
-    name += llvm::isAlnum(c) || c == '_' ? c : '_';
-  if (name.empty() || llvm::isDigit(name.front()))
-    name = "k" + name;
-  return name + "_llm";
+  return sanitizeIdentifier(task.name) + "_llm";
 }
 
 std::string mlir::kopt::getLlmParameterList(const KernelTask &task) {
@@ -209,7 +206,7 @@ getTaskValues(const KernelTask &task, const KernelPlan *baseline,
     gpu += " " + options.gpu.details;
   return {
       {"max_answer_bytes", std::to_string(options.maxAnswerBytes)},
-      {"group_name", task.name},
+      {"group_name", sanitizeCommentText(task.name)},
       {"group_kind", task.kind},
       {"group_mlir", llvm::StringRef(task.mlir).rtrim().str()},
       {"group_pseudocode",

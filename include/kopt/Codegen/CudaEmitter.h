@@ -33,6 +33,9 @@ class CodeWriter {
 public:
   /// Appends `line` at the current indentation, with a newline.
   void line(llvm::StringRef text);
+  /// Appends `text` as a `//` comment line, made safe with
+  /// sanitizeCommentText: it may hold names taken from the model.
+  void comment(llvm::StringRef text);
   void indent() { depth += 2; }
   void dedent() { depth -= 2; }
   /// A fresh local name with `prefix` (`v12`).

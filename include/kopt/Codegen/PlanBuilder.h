@@ -75,7 +75,8 @@ public:
   /// are reshapes, constants or inputs, or returned twice).
   llvm::Error finishOutputs(MLIRContext *context);
 
-  /// A fresh kernel entry name, readable: `<group>_<what>_<n>`.
+  /// A fresh kernel entry name, readable: `<group>_<what>_<n>`, where
+  /// `<group>` is the task name made a C identifier (sanitizeIdentifier).
   std::string entryName(llvm::StringRef what);
 
   KernelPlan take();

@@ -54,8 +54,8 @@ struct LlmPrompt {
 };
 
 /// Returns the name the kernel of an answer must have for `task`: its
-/// outlined function's name with `_llm` appended, anything but letters,
-/// digits and `_` replaced by `_`.
+/// outlined function's name made a C identifier (sanitizeIdentifier) with
+/// `_llm` appended.
 std::string getLlmEntryName(const KernelTask &task);
 
 /// Returns the kernel's exact parameter list for `task`: every input as
