@@ -54,14 +54,16 @@ TEST(ModuleEmitterTest, EmitsBaselinePlansWithoutDatabase) {
 
   OwningOpRef<ModuleOp> copy(module->clone());
   llvm::Error prepared = prepareRuntimeModuleGraph(*copy);
-  ASSERT_FALSE(static_cast<bool>(prepared)) << llvm::toString(std::move(prepared));
+  ASSERT_FALSE(static_cast<bool>(prepared))
+      << llvm::toString(std::move(prepared));
 
   std::string notes;
   llvm::raw_string_ostream os(notes);
   ModuleEmitOptions options;
   auto emitted = emitRuntimeModule(*copy, options, /*database=*/nullptr,
                                    /*fingerprint=*/nullptr, os);
-  ASSERT_TRUE(static_cast<bool>(emitted)) << llvm::toString(emitted.takeError());
+  ASSERT_TRUE(static_cast<bool>(emitted))
+      << llvm::toString(emitted.takeError());
   EXPECT_EQ(emitted->name, "bias_relu_sum");
   ASSERT_FALSE(emitted->plans.empty());
   for (const auto &plan : emitted->plans) {
