@@ -17,7 +17,8 @@ config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.kopt_obj_root, "test")
-config.excludes = ["Inputs", "unit", "CMakeLists.txt", "lit.cfg.py",
+# corpus: the fuzz targets' seed inputs (test/Fuzz), not tests.
+config.excludes = ["Inputs", "unit", "corpus", "CMakeLists.txt", "lit.cfg.py",
                    "lit.site.cfg.py"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))

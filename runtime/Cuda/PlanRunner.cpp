@@ -199,9 +199,11 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
     if (!buffer)
       return buffer.status();
     impl->offsets.emplace(name, offset);
+    // C++17 lambdas cannot capture a structured binding: name it.
+    const std::string &tensorName = name;
     bool isInput = std::any_of(
         task.inputs.begin(), task.inputs.end(),
-        [&](const TensorSpec &input) { return input.name == name; });
+        [&](const TensorSpec &input) { return input.name == tensorName; });
     if (!isInput)
       if (Status status = api.check(
               api.cuMemsetD8(buffer->get() + offset, 0xff, size_t(*bytes)),
