@@ -10,6 +10,7 @@
 
 #include "kopt/Runtime/Cuda/TensorData.h"
 
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -163,8 +164,16 @@ Result<std::string> kopt::runtime::npyToTensorBytes(const NpyArray &array,
     return invalid(where + ": the file's shape is " + formatShape(array.shape) +
                    ", " + tensor.name + " has shape " +
                    formatShape(tensor.shape));
-  int64_t count = tensor.getNumElements().value_or(0);
-  int64_t fileBytes = int64_t(expected[2] - '0') * count;
+  // The file's elements may be wider than the tensor's (float32 for bf16),
+  // so a size that fits the tensor can overflow in the file.
+  int64_t count = tensor.getNumElements().value_or(-1);
+  int64_t elementBytes = expected[2] - '0';
+  if (count < 0 || count > INT64_MAX / elementBytes)
+    return Status::error(StatusCode::OutOfRange,
+                         where + ": the shape " + formatShape(tensor.shape) +
+                             " is too large for a .npy file of dtype '" +
+                             expected + "'");
+  int64_t fileBytes = elementBytes * count;
   if (int64_t(array.data.size()) < fileBytes)
     return invalid(where + ": the file holds " +
                    std::to_string(array.data.size()) +

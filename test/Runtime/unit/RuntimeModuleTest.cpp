@@ -227,6 +227,22 @@ TEST(NpyTest, ExplainsMismatches) {
   EXPECT_EQ(refused.status().code(), StatusCode::Unsupported);
 }
 
+// Found by the .npy fuzz target (test/Fuzz/NpyFuzzer.cpp): a bf16 tensor
+// whose size fits 64 bits, read from a float32 file whose size does not,
+// overflowed the file's byte count.
+TEST(NpyTest, RefusesAShapeTooLargeForTheFile) {
+  std::vector<int64_t> shape = {3384629513536809074};
+  TensorSpec tensor{"h", ElementType::BF16, shape};
+  ASSERT_TRUE(tensor.getBytes().has_value());
+  NpyArray array{"<f4", shape, std::string(16, '\0')};
+  auto refused = npyToTensorBytes(array, tensor, "input 'h'");
+  ASSERT_FALSE(bool(refused));
+  EXPECT_EQ(refused.status().code(), StatusCode::OutOfRange);
+  EXPECT_EQ(refused.status().message(),
+            "input 'h': the shape (3384629513536809074,) is too large for a "
+            ".npy file of dtype '<f4'");
+}
+
 TEST(NpyTest, Bf16TravelsAsFloat32) {
   TensorSpec tensor{"h", ElementType::BF16, {2}};
   // bf16 1.0 and -2.0.
