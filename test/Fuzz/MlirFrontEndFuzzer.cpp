@@ -17,6 +17,7 @@
 #include "kopt/Analysis/GroupReport.h"
 #include "kopt/InitAll.h"
 #include "kopt/Support/ModelLoader.h"
+#include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
