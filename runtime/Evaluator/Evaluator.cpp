@@ -25,8 +25,13 @@
 //    run at a time, each from freshly poisoned outputs and temporaries and
 //    checked by checksum against the candidate's validated result on the
 //    same inputs (a kernel that skips work while timed fails here); outputs
-//    are compared with the baseline again after the loop; then the physical
-//    floor and suspicious speedups (re-measured).
+//    are compared with the baseline again after the loop; then the CUPTI
+//    cross-check of the times, the physical floor and suspicious speedups
+//    (re-measured).
+//
+// `Engine::run` calls one method per phase. This file holds the driver and
+// phases 1 to 3; EvaluatorTiming.cpp holds phase 4 and the copy-bandwidth
+// measurement the floor divides by; Engine.h declares what they share.
 //
 // The bulk checks (drawing inputs, poisoning, checksums, unwritten
 // elements, comparisons) run as device kernels (DeviceChecks.h); a device
@@ -37,71 +42,26 @@
 
 #include "runtime/Evaluator/Evaluator.h"
 
-#include "kopt/Runtime/Cuda/Cupti.h"
-#include "kopt/Runtime/Cuda/Nvml.h"
-#include "kopt/Runtime/Cuda/PlanRunner.h"
 #include "runtime/Evaluator/Comparison.h"
-#include "runtime/Evaluator/DeviceChecks.h"
+#include "runtime/Evaluator/Engine.h"
 #include "runtime/Evaluator/EvaluationChecks.h"
 #include "runtime/Evaluator/Guards.h"
 #include "runtime/Evaluator/InputGenerator.h"
-#include "runtime/Evaluator/PhysicalFloor.h"
-#include "runtime/Evaluator/TimingStats.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
 using namespace kopt::runtime;
+using namespace kopt::runtime::engine;
 
-namespace {
-/// Keeps the poison of timed runs apart from the input sets' seeds.
-constexpr uint64_t kTimedPoisonSalt = 0x7469'6d65'6470'6f69ULL;
-
-/// Why a run failed its candidate.
-struct Failure {
-  FailedCheck check = FailedCheck::None;
-  json::Value evidence = json::Value::object();
-};
-
-/// How one input set is drawn, and the device checksums of its inputs
-/// (filled by the first draw).
-struct InputSet {
-  InputDistribution distribution = InputDistribution::StandardNormal;
-  uint64_t seed = 0;
-  std::vector<uint64_t> inputSums;
-};
-
-/// One candidate in flight.
-struct Candidate {
-  const KernelPlan *plan = nullptr;
-  EvalReport report;
-  /// The runner of the current set (after validation: of the last set).
-  std::unique_ptr<PlanRunner> runner;
-  /// Device checksums of each output, per set.
-  std::vector<std::vector<uint64_t>> outputSums;
-  /// Device copies of the outputs of the last set (the baseline's only),
-  /// for the check after timing.
-  std::vector<DeviceBuffer> lastOutputs;
-  /// Largest relative error against the baseline over all sets.
-  double maxRelativeError = 0;
-  std::vector<double> times;
-  /// The kernels of the traced run (point 6), for the timing cross-check.
-  std::optional<std::vector<KernelActivity>> traced;
-  double clockSum = 0, temperatureSum = 0;
-  unsigned clockCount = 0, temperatureCount = 0;
-
-  bool isValid() const { return report.failedCheck == FailedCheck::None; }
-};
-
-Failure makeFailure(FailedCheck check, const std::string &message) {
+Failure kopt::runtime::engine::makeFailure(FailedCheck check,
+                                           const std::string &message) {
   Failure failure;
   failure.check = check;
   failure.evidence.set("message", json::Value(message));
   return failure;
 }
 
-void fail(Candidate &candidate, Failure failure) {
+void kopt::runtime::engine::fail(Candidate &candidate, Failure failure) {
   if (!candidate.isValid())
     return;
   candidate.report.valid = false;
@@ -110,89 +70,201 @@ void fail(Candidate &candidate, Failure failure) {
   candidate.runner.reset();
 }
 
-/// The evaluation of one request.
-class Engine {
-public:
-  Engine(const CudaContext &context, const KernelTask &task,
-         const EvaluatorOptions &options)
-      : context(context), api(context.getDriver()), task(task),
-        options(options) {}
+//===----------------------------------------------------------------------===//
+// The phases
+//===----------------------------------------------------------------------===//
 
-  Result<std::vector<EvalReport>> run(const std::vector<KernelPlan> &plans);
-
-private:
-  PlanRunnerOptions runnerOptions() const {
-    PlanRunnerOptions runner;
-    runner.warningsAsErrors = options.warningsAsErrors;
-    runner.redzoneBytes = kDefaultRedzoneBytes;
-    return runner;
-  }
-  std::vector<std::string> guardedTensors(const KernelPlan &plan) const;
-  Status fillRedzones(PlanRunner &runner, const KernelPlan &plan);
-  std::optional<Failure> checkRedzones(PlanRunner &runner,
-                                       const KernelPlan &plan);
-  Status loadInputs(PlanRunner &runner, InputSet &set);
-  std::optional<Failure> runChecked(Candidate &candidate, InputSet &set,
-                                    unsigned variant, bool trace,
-                                    std::vector<uint64_t> &outputSums);
-  std::optional<Failure> checkTwoRuns(Candidate &candidate,
-                                      const std::vector<DeviceBuffer> &first,
-                                      const std::vector<uint64_t> &firstSums,
-                                      const std::vector<uint64_t> &secondSums);
-  std::optional<Failure> validateSet(Candidate &candidate, size_t setIndex,
-                                     InputSet &set);
-  std::optional<Failure> compareOnDevice(const std::string &output,
-                                         ElementType type, CUdeviceptr actual,
-                                         CUdeviceptr expected,
-                                         uint64_t numElements,
-                                         const Tolerance &tolerance,
-                                         double &relativeError);
-  Tolerance getSetTolerance(std::optional<double> baselineError) const;
-  void compareWithBaseline(Candidate &candidate, size_t setIndex,
-                           const InputSet &set, const Candidate &baseline,
-                           const Tolerance &tolerance,
-                           const ReferenceSet *reference,
-                           std::optional<double> baselineError);
-  std::optional<double> measureReferenceError(Candidate &candidate,
-                                              const ReferenceSet &reference);
-  void checkReference(Candidate &candidate);
-  void checkInputDependence(Candidate &candidate, const Candidate &baseline);
-  void checkInterleaving(Candidate &candidate, InputSet &first, InputSet &last,
-                         size_t lastIndex, bool keepOutputs);
-  Result<std::vector<DeviceBuffer>> copyOutputs(PlanRunner &runner);
-  Status timeRound(const std::vector<Candidate *> &variants,
-                   unsigned repetitions);
-  std::optional<Failure> poisonBeforeTimedRun(Candidate &candidate,
-                                              uint64_t runSeed);
-  std::optional<Failure> checkTimedRun(Candidate &candidate, size_t runIndex);
-  void failEveryoneAfterBaseline(std::vector<Candidate> &candidates);
-  void markContextLost(std::vector<Candidate> &candidates);
-
-  /// Checks the context after a failed run: a sticky fault (an illegal
-  /// address) leaves it unusable for every later candidate.
-  void noteRunFailure() {
-    if (api.cuCtxSynchronize() != CUDA_SUCCESS)
-      contextLost = true;
-  }
-
-  const CudaContext &context;
-  const CudaDriver &api;
-  const KernelTask &task;
-  const EvaluatorOptions &options;
-  std::unique_ptr<DeviceChecks> device;
-  bool contextLost = false;
-  /// Timed runs so far, over every candidate: seeds each run's poison.
-  uint64_t timedRuns = 0;
-};
-
-uint64_t getElementCount(const TensorSpec &tensor) {
-  return uint64_t(tensor.getNumElements().value_or(0));
+Result<std::vector<EvalReport>>
+Engine::run(const std::vector<KernelPlan> &plans) {
+  if (Status status = prepare(plans); !status.isOk())
+    return status;
+  // Compile every candidate before anything runs.
+  if (!compileCandidates())
+    return finish();
+  // Validate input set by input set, the baseline first.
+  if (!validateSets())
+    return finish();
+  // Outputs follow the inputs, and a set run again gives the same bits.
+  if (!checkAcrossSets())
+    return finish();
+  // Warm up, then time the valid candidates interleaved, each run checked.
+  if (!timeCandidates())
+    return finish();
+  // Point 7: the outputs of the last timed run against the baseline's.
+  if (!compareAfterTiming())
+    return finish();
+  summarizeTimings();
+  // Events that saw much less than CUPTI's kernel time are suspicious.
+  crossCheckWithCupti();
+  // Point 8: nothing may beat moving the task's bytes.
+  checkPhysicalFloor();
+  // Speedups over 10x are re-measured with the baseline alone.
+  remeasureSpeedups();
+  return finish();
 }
 
-uint64_t getByteCount(const TensorSpec &tensor) {
-  return uint64_t(tensor.getBytes().value_or(0));
+Status Engine::prepare(const std::vector<KernelPlan> &plans) {
+  if (plans.empty())
+    return Status::error(StatusCode::InvalidArgument, "no candidates");
+  if (options.reference)
+    if (Status status = verifyReference(task, *options.reference);
+        !status.isOk())
+      return status;
+  for (const ReferenceSet &reference : options.laterReferences)
+    if (Status status = verifyReference(task, reference); !status.isOk())
+      return status;
+  candidates = std::vector<Candidate>(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    candidates[i].plan = &plans[i];
+    candidates[i].report.candidate = int64_t(i);
+  }
+
+  auto checks = DeviceChecks::create(context);
+  if (!checks)
+    return checks.status();
+  device = std::move(*checks);
+  return Status::success();
 }
-} // namespace
+
+bool Engine::compileCandidates() {
+  for (Candidate &candidate : candidates) {
+    auto runner =
+        PlanRunner::create(context, task, *candidate.plan, runnerOptions());
+    if (!runner) {
+      candidate.report.compileLog = runner.status().message();
+      fail(candidate,
+           makeFailure(FailedCheck::Compile, runner.status().message()));
+      continue;
+    }
+    candidate.report.compiled = true;
+    for (const auto &[id, compiled] : (*runner)->getCompiledSources())
+      candidate.report.compileLog += compiled.log;
+    candidate.runner = std::move(*runner);
+  }
+  if (!candidates[0].isValid()) {
+    failEveryoneAfterBaseline();
+    return false;
+  }
+  return true;
+}
+
+std::vector<EvalReport> Engine::finish() {
+  std::vector<EvalReport> reports;
+  for (Candidate &candidate : candidates) {
+    candidate.report.valid = candidate.isValid();
+    reports.push_back(std::move(candidate.report));
+  }
+  return reports;
+}
+
+bool Engine::validateSets() {
+  numSets = std::max(1u, options.validationSets);
+  std::vector<InputDistribution> distributions =
+      getValidationDistributions(numSets);
+  lastSetTolerance = task.tolerance;
+  for (size_t s = 0; s < numSets; ++s) {
+    InputSet set;
+    set.distribution = distributions[s];
+    set.seed = deriveSeed(options.seed, s);
+    if (s == 0 && options.reference) {
+      set.distribution =
+          *parseDistributionName(options.reference->distribution);
+      set.seed = uint64_t(options.reference->seed);
+    }
+    const ReferenceSet *laterReference = nullptr;
+    for (const ReferenceSet &reference : options.laterReferences)
+      if (s > 0 && reference.inputSet == int64_t(s))
+        laterReference = &reference;
+    if (laterReference) {
+      set.distribution = *parseDistributionName(laterReference->distribution);
+      set.seed = uint64_t(laterReference->seed);
+    }
+    // The baseline's error against the fp64 reference on this set.
+    std::optional<double> baselineError;
+    json::Value tried = json::Value::object();
+    tried.set("distribution",
+              json::Value(getDistributionName(set.distribution)));
+    tried.set("seed", json::Value(set.seed));
+    setsTried.push(std::move(tried));
+
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      Candidate &candidate = candidates[i];
+      if (!candidate.isValid())
+        continue;
+      if (s > 0) {
+        // The new runner is allocated while the old one still holds its
+        // memory, so the set runs at new addresses.
+        auto runner =
+            PlanRunner::create(context, task, *candidate.plan, runnerOptions());
+        if (!runner) {
+          fail(candidate,
+               makeFailure(FailedCheck::Crash, runner.status().message()));
+          continue;
+        }
+        candidate.runner = std::move(*runner);
+      }
+      if (std::optional<Failure> failure = validateSet(candidate, s, set)) {
+        failure->evidence.set("input_set", json::Value(s));
+        fail(candidate, std::move(*failure));
+      } else {
+        if (s == 0)
+          checkReference(candidate);
+        if (i == 0 && laterReference)
+          baselineError = measureReferenceError(candidate, *laterReference);
+        if (i == 0 && s + 1 == numSets)
+          lastSetTolerance = getSetTolerance(baselineError);
+        if (i > 0 && candidate.isValid())
+          compareWithBaseline(candidate, s, set, candidates[0],
+                              getSetTolerance(baselineError), laterReference,
+                              baselineError);
+      }
+      if (contextLost) {
+        markContextLost();
+        return false;
+      }
+      if (i == 0 && !candidate.isValid()) {
+        failEveryoneAfterBaseline();
+        return false;
+      }
+    }
+    if (s == 0)
+      firstSet = set;
+    if (s + 1 == numSets)
+      lastSet = std::move(set);
+  }
+  return true;
+}
+
+bool Engine::checkAcrossSets() {
+  for (size_t i = 1; i < candidates.size(); ++i)
+    if (candidates[i].isValid())
+      checkInputDependence(candidates[i], candidates[0]);
+  for (Candidate &candidate : candidates) {
+    if (!candidate.isValid())
+      continue;
+    checkInterleaving(candidate, firstSet, lastSet, numSets - 1,
+                      /*keepOutputs=*/&candidate == &candidates[0]);
+    if (contextLost) {
+      markContextLost();
+      return false;
+    }
+  }
+  if (!candidates[0].isValid()) {
+    failEveryoneAfterBaseline();
+    return false;
+  }
+  for (Candidate &candidate : candidates) {
+    candidate.report.evidence.set("input_sets", setsTried);
+    if (candidate.isValid() && &candidate != &candidates[0])
+      candidate.report.evidence.set("max_rel_error",
+                                    toJsonNumber(candidate.maxRelativeError));
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
 
 std::vector<std::string> Engine::guardedTensors(const KernelPlan &plan) const {
   std::vector<std::string> names;
@@ -730,111 +802,7 @@ void Engine::checkInterleaving(Candidate &candidate, InputSet &first,
   candidate.lastOutputs = std::move(*copies);
 }
 
-// A kernel may notice that it is being timed (its outputs already hold a
-// result, or it was called a moment ago) and skip its work then. So every
-// timed run starts from poisoned outputs and temporaries, and its outputs
-// must carry exactly the bits the candidate produced, deterministically, on
-// the same inputs during validation. Both happen outside the timed region,
-// as the L2 flush does. The poison of a timed run is a random element, not
-// one of validation's two: a kernel that computes only when it sees those
-// skips here, and the checksum catches it.
-std::optional<Failure> Engine::poisonBeforeTimedRun(Candidate &candidate,
-                                                    uint64_t runSeed) {
-  PlanRunner &runner = *candidate.runner;
-  uint64_t index = 0;
-  auto poison = [&](const TensorSpec &tensor) -> std::optional<Failure> {
-    uint64_t bits = deriveSeed(runSeed, index++);
-    std::vector<uint8_t> element = getPoisonElement(tensor.elementType);
-    for (size_t b = 0; b < element.size(); ++b)
-      element[b] = uint8_t(bits >> (8 * b));
-    Status status = device->fill(runner.getDevicePointer(tensor.name),
-                                 getElementCount(tensor), element);
-    if (!status.isOk())
-      return makeFailure(FailedCheck::Crash, status.message());
-    return std::nullopt;
-  };
-  for (const TensorSpec &output : task.outputs)
-    if (std::optional<Failure> failure = poison(output))
-      return failure;
-  for (const TensorSpec &temporary : candidate.plan->temporaries)
-    if (std::optional<Failure> failure = poison(temporary))
-      return failure;
-  return std::nullopt;
-}
-
-std::optional<Failure> Engine::checkTimedRun(Candidate &candidate,
-                                             size_t runIndex) {
-  // The runner holds the last input set, whose output checksums validation
-  // recorded (and the interleaving check confirmed bit for bit).
-  const std::vector<uint64_t> &expected = candidate.outputSums.back();
-  for (size_t i = 0; i < task.outputs.size(); ++i) {
-    const TensorSpec &output = task.outputs[i];
-    auto sum = device->checksum(candidate.runner->getDevicePointer(output.name),
-                                getByteCount(output));
-    if (!sum)
-      return makeFailure(FailedCheck::Crash, sum.status().message());
-    if (*sum == expected[i])
-      continue;
-    Failure failure = makeFailure(
-        FailedCheck::PostTimingMismatch,
-        "output '" + output.name + "' of timed run " +
-            std::to_string(runIndex) +
-            " differs from the validated result on the same inputs");
-    failure.evidence.set("output", json::Value(output.name));
-    failure.evidence.set("timed_run", json::Value(uint64_t(runIndex)));
-    return failure;
-  }
-  return std::nullopt;
-}
-
-Status Engine::timeRound(const std::vector<Candidate *> &variants,
-                         unsigned repetitions) {
-  std::vector<ScheduledRun> schedule =
-      makeInterleavedSchedule(unsigned(variants.size() - 1), repetitions);
-  unsigned ordinal = unsigned(context.getDeviceInfo().ordinal);
-  for (const ScheduledRun &scheduled : schedule) {
-    Candidate &candidate = *variants[scheduled.variant];
-    if (!candidate.isValid())
-      continue;
-    size_t runIndex = candidate.times.size();
-    uint64_t runSeed = deriveSeed(options.seed ^ kTimedPoisonSalt, ++timedRuns);
-    if (std::optional<Failure> failure =
-            poisonBeforeTimedRun(candidate, runSeed)) {
-      fail(candidate, std::move(*failure));
-      continue;
-    }
-    auto time = candidate.runner->timeRun();
-    if (!time) {
-      noteRunFailure();
-      fail(candidate, makeFailure(FailedCheck::Crash, time.status().message()));
-      if (contextLost)
-        return time.status();
-      continue;
-    }
-    if (std::optional<Failure> failure = checkTimedRun(candidate, runIndex)) {
-      if (failure->check == FailedCheck::Crash)
-        noteRunFailure();
-      fail(candidate, std::move(*failure));
-      if (contextLost)
-        return Status::error(StatusCode::Internal,
-                             "the device context was lost");
-      continue;
-    }
-    candidate.times.push_back(*time);
-    DeviceReading reading = readDeviceState(ordinal);
-    if (reading.smClockMhz) {
-      candidate.clockSum += *reading.smClockMhz;
-      ++candidate.clockCount;
-    }
-    if (reading.temperatureC) {
-      candidate.temperatureSum += *reading.temperatureC;
-      ++candidate.temperatureCount;
-    }
-  }
-  return Status::success();
-}
-
-void Engine::failEveryoneAfterBaseline(std::vector<Candidate> &candidates) {
+void Engine::failEveryoneAfterBaseline() {
   const EvalReport &baseline = candidates[0].report;
   for (size_t i = 1; i < candidates.size(); ++i) {
     Failure failure;
@@ -847,312 +815,11 @@ void Engine::failEveryoneAfterBaseline(std::vector<Candidate> &candidates) {
   }
 }
 
-void Engine::markContextLost(std::vector<Candidate> &candidates) {
+void Engine::markContextLost() {
   for (Candidate &candidate : candidates)
     fail(candidate,
          makeFailure(FailedCheck::Crash,
                      "the device context was lost to an earlier fault"));
-}
-
-Result<std::vector<EvalReport>>
-Engine::run(const std::vector<KernelPlan> &plans) {
-  if (plans.empty())
-    return Status::error(StatusCode::InvalidArgument, "no candidates");
-  if (options.reference)
-    if (Status status = verifyReference(task, *options.reference);
-        !status.isOk())
-      return status;
-  for (const ReferenceSet &reference : options.laterReferences)
-    if (Status status = verifyReference(task, reference); !status.isOk())
-      return status;
-  std::vector<Candidate> candidates(plans.size());
-  for (size_t i = 0; i < plans.size(); ++i) {
-    candidates[i].plan = &plans[i];
-    candidates[i].report.candidate = int64_t(i);
-  }
-
-  auto checks = DeviceChecks::create(context);
-  if (!checks)
-    return checks.status();
-  device = std::move(*checks);
-
-  // Phase 1: compile everything before anything runs.
-  for (Candidate &candidate : candidates) {
-    auto runner =
-        PlanRunner::create(context, task, *candidate.plan, runnerOptions());
-    if (!runner) {
-      candidate.report.compileLog = runner.status().message();
-      fail(candidate,
-           makeFailure(FailedCheck::Compile, runner.status().message()));
-      continue;
-    }
-    candidate.report.compiled = true;
-    for (const auto &[id, compiled] : (*runner)->getCompiledSources())
-      candidate.report.compileLog += compiled.log;
-    candidate.runner = std::move(*runner);
-  }
-  auto finish = [&]() {
-    std::vector<EvalReport> reports;
-    for (Candidate &candidate : candidates) {
-      candidate.report.valid = candidate.isValid();
-      reports.push_back(std::move(candidate.report));
-    }
-    return reports;
-  };
-  if (!candidates[0].isValid()) {
-    failEveryoneAfterBaseline(candidates);
-    return finish();
-  }
-
-  // Phase 2: validation, set by set, the baseline first.
-  unsigned numSets = std::max(1u, options.validationSets);
-  std::vector<InputDistribution> distributions =
-      getValidationDistributions(numSets);
-  InputSet firstSet, lastSet;
-  // The tolerance against the baseline on the last set, for point 7.
-  Tolerance lastSetTolerance = task.tolerance;
-  json::Value setsTried = json::Value::array();
-  for (size_t s = 0; s < numSets; ++s) {
-    InputSet set;
-    set.distribution = distributions[s];
-    set.seed = deriveSeed(options.seed, s);
-    if (s == 0 && options.reference) {
-      set.distribution =
-          *parseDistributionName(options.reference->distribution);
-      set.seed = uint64_t(options.reference->seed);
-    }
-    const ReferenceSet *laterReference = nullptr;
-    for (const ReferenceSet &reference : options.laterReferences)
-      if (s > 0 && reference.inputSet == int64_t(s))
-        laterReference = &reference;
-    if (laterReference) {
-      set.distribution = *parseDistributionName(laterReference->distribution);
-      set.seed = uint64_t(laterReference->seed);
-    }
-    // The baseline's error against the fp64 reference on this set.
-    std::optional<double> baselineError;
-    json::Value tried = json::Value::object();
-    tried.set("distribution",
-              json::Value(getDistributionName(set.distribution)));
-    tried.set("seed", json::Value(set.seed));
-    setsTried.push(std::move(tried));
-
-    for (size_t i = 0; i < candidates.size(); ++i) {
-      Candidate &candidate = candidates[i];
-      if (!candidate.isValid())
-        continue;
-      if (s > 0) {
-        // The new runner is allocated while the old one still holds its
-        // memory, so the set runs at new addresses.
-        auto runner =
-            PlanRunner::create(context, task, *candidate.plan, runnerOptions());
-        if (!runner) {
-          fail(candidate,
-               makeFailure(FailedCheck::Crash, runner.status().message()));
-          continue;
-        }
-        candidate.runner = std::move(*runner);
-      }
-      if (std::optional<Failure> failure = validateSet(candidate, s, set)) {
-        failure->evidence.set("input_set", json::Value(s));
-        fail(candidate, std::move(*failure));
-      } else {
-        if (s == 0)
-          checkReference(candidate);
-        if (i == 0 && laterReference)
-          baselineError = measureReferenceError(candidate, *laterReference);
-        if (i == 0 && s + 1 == numSets)
-          lastSetTolerance = getSetTolerance(baselineError);
-        if (i > 0 && candidate.isValid())
-          compareWithBaseline(candidate, s, set, candidates[0],
-                              getSetTolerance(baselineError), laterReference,
-                              baselineError);
-      }
-      if (contextLost) {
-        markContextLost(candidates);
-        return finish();
-      }
-      if (i == 0 && !candidate.isValid()) {
-        failEveryoneAfterBaseline(candidates);
-        return finish();
-      }
-    }
-    if (s == 0)
-      firstSet = set;
-    if (s + 1 == numSets)
-      lastSet = std::move(set);
-  }
-
-  // Phase 3: input dependence and interleaving.
-  for (size_t i = 1; i < candidates.size(); ++i)
-    if (candidates[i].isValid())
-      checkInputDependence(candidates[i], candidates[0]);
-  for (Candidate &candidate : candidates) {
-    if (!candidate.isValid())
-      continue;
-    checkInterleaving(candidate, firstSet, lastSet, numSets - 1,
-                      /*keepOutputs=*/&candidate == &candidates[0]);
-    if (contextLost) {
-      markContextLost(candidates);
-      return finish();
-    }
-  }
-  if (!candidates[0].isValid()) {
-    failEveryoneAfterBaseline(candidates);
-    return finish();
-  }
-  for (Candidate &candidate : candidates) {
-    candidate.report.evidence.set("input_sets", setsTried);
-    if (candidate.isValid() && &candidate != &candidates[0])
-      candidate.report.evidence.set("max_rel_error",
-                                    toJsonNumber(candidate.maxRelativeError));
-  }
-
-  // Phase 4: timing, the baseline and every valid candidate interleaved.
-  std::vector<Candidate *> variants;
-  for (Candidate &candidate : candidates)
-    if (candidate.isValid())
-      variants.push_back(&candidate);
-  for (Candidate *candidate : variants)
-    if (Status status = candidate->runner->warmUp(options.warmupMs);
-        !status.isOk()) {
-      noteRunFailure();
-      fail(*candidate, makeFailure(FailedCheck::Crash, status.message()));
-      if (contextLost) {
-        markContextLost(candidates);
-        return finish();
-      }
-    }
-  unsigned repetitions = std::max(1u, options.repetitions);
-  if (!timeRound(variants, repetitions).isOk()) {
-    markContextLost(candidates);
-    return finish();
-  }
-
-  // Point 7: the outputs left by the last timed run.
-  for (Candidate *candidate : variants) {
-    if (!candidate->isValid())
-      continue;
-    for (size_t i = 0; i < task.outputs.size(); ++i) {
-      // The baseline must reproduce itself; the others, the baseline.
-      const TensorSpec &output = task.outputs[i];
-      double relativeError = 0;
-      std::optional<Failure> failure = compareOnDevice(
-          output.name, output.elementType,
-          candidate->runner->getDevicePointer(output.name),
-          candidates[0].lastOutputs[i].get(), getElementCount(output),
-          lastSetTolerance, relativeError);
-      if (!failure)
-        continue;
-      if (failure->check == FailedCheck::OutputMismatch)
-        failure->check = FailedCheck::PostTimingMismatch;
-      fail(*candidate, std::move(*failure));
-      break;
-    }
-  }
-  if (!candidates[0].isValid()) {
-    failEveryoneAfterBaseline(candidates);
-    return finish();
-  }
-
-  auto summarize = [](Candidate &candidate) {
-    TimingSummary summary = summarizeTimes(candidate.times);
-    Timing timing;
-    timing.medianUs = summary.median;
-    timing.minUs = summary.min;
-    timing.p10Us = summary.p10;
-    timing.p90Us = summary.p90;
-    timing.repetitions = int64_t(summary.count);
-    candidate.report.times = timing;
-    if (candidate.clockCount)
-      candidate.report.smClockMhz = candidate.clockSum / candidate.clockCount;
-    if (candidate.temperatureCount)
-      candidate.report.temperatureC =
-          candidate.temperatureSum / candidate.temperatureCount;
-  };
-  for (Candidate *candidate : variants)
-    if (!candidate->times.empty())
-      summarize(*candidate);
-
-  // The CUPTI cross-check: events that saw much less time than the traced
-  // kernels took mark the result as suspicious.
-  for (Candidate *candidate : variants) {
-    if (!candidate->isValid() || !candidate->traced || !candidate->report.times)
-      continue;
-    TimingCrossCheck check =
-        crossCheckTiming(*candidate->traced, candidate->report.times->medianUs);
-    if (check.kernelUs <= 0)
-      continue;
-    json::Value evidence = json::Value::object();
-    evidence.set("cupti_kernel_us", json::Value(check.kernelUs));
-    evidence.set("event_median_us",
-                 json::Value(candidate->report.times->medianUs));
-    evidence.set("ratio", json::Value(check.ratio));
-    candidate->report.evidence.set("timing_cross_check", std::move(evidence));
-    if (check.suspicious)
-      candidate->report.suspicious = true;
-  }
-
-  // Point 8: the physical floor, then suspicious speedups.
-  double bandwidth = options.bandwidthBytesPerSecond;
-  if (bandwidth <= 0) {
-    auto measured = measureCopyBandwidth(context);
-    if (measured)
-      bandwidth = *measured;
-    else
-      candidates[0].report.evidence.set(
-          "floor_skipped", json::Value(measured.status().message()));
-  }
-  if (bandwidth > 0) {
-    DeviceLimits limits;
-    limits.bandwidthBytesPerSecond = bandwidth;
-    PhysicalFloor floor = computePhysicalFloor(
-        getCompulsoryBytes(task.inputs, task.outputs), 0, limits);
-    for (Candidate *candidate : variants) {
-      if (!candidate->isValid() || !candidate->report.times ||
-          !isBelowFloor(candidate->report.times->minUs, floor.floorUs))
-        continue;
-      Failure failure = makeFailure(
-          FailedCheck::BelowPhysicalFloor,
-          "the fastest run is faster than moving the task's bytes allows");
-      failure.evidence.set("floor_us", json::Value(floor.floorUs));
-      failure.evidence.set("min_us",
-                           json::Value(candidate->report.times->minUs));
-      failure.evidence.set("bandwidth_gbps", json::Value(bandwidth / 1e9));
-      fail(*candidate, std::move(failure));
-    }
-  }
-  Candidate &baseline = candidates[0];
-  if (!baseline.report.times)
-    return finish();
-  for (Candidate *candidate : variants) {
-    if (candidate == &baseline || !candidate->isValid() ||
-        !candidate->report.times)
-      continue;
-    SpeedupCheck speedup = checkSpeedup(baseline.report.times->medianUs,
-                                        candidate->report.times->medianUs);
-    if (speedup.suspicious) {
-      // Re-measure the pair alone; the report keeps the new times.
-      candidate->times.clear();
-      std::vector<double> baselineTimes = std::move(baseline.times);
-      baseline.times.clear();
-      if (!timeRound({&baseline, candidate}, repetitions).isOk()) {
-        markContextLost(candidates);
-        return finish();
-      }
-      TimingSummary again = summarizeTimes(baseline.times);
-      baseline.times = std::move(baselineTimes);
-      if (!candidate->isValid() || candidate->times.empty() || again.count == 0)
-        continue;
-      TimingSummary mine = summarizeTimes(candidate->times);
-      summarize(*candidate);
-      speedup = checkSpeedup(again.median, mine.median);
-      candidate->report.suspicious |= speedup.suspicious;
-    }
-    candidate->report.speedup = speedup.speedup;
-  }
-  baseline.report.speedup = 1.0;
-  return finish();
 }
 
 Result<std::vector<EvalReport>>
@@ -1164,119 +831,4 @@ kopt::runtime::evaluateCandidates(const CudaContext &context,
     return status;
   Engine engine(context, task, options);
   return engine.run(candidates);
-}
-
-//===----------------------------------------------------------------------===//
-// Copy bandwidth
-//===----------------------------------------------------------------------===//
-
-/// A grid-stride copy of 16-byte words.
-static const char *const kCopyKernel = R"(
-extern "C" __global__ void kopt_copy(const uint4 *__restrict__ in,
-                                     uint4 *__restrict__ out,
-                                     unsigned long long n) {
-  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
-  for (unsigned long long i =
-           (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
-       i < n; i += stride)
-    out[i] = in[i];
-}
-)";
-
-static Result<double> measureOnce(const CudaContext &context) {
-  const CudaDriver &api = context.getDriver();
-  const DeviceInfo &info = context.getDeviceInfo();
-  auto compiled = compileCuda(kCopyKernel, "kopt_copy.cu", info.getArch());
-  if (!compiled)
-    return compiled.status();
-  // Loaded for the context's lifetime (`CudaContext::loadModule`).
-  auto loaded = context.loadModule(compiled->cubin);
-  if (!loaded)
-    return loaded.status().withContext("the copy kernel");
-  CUmodule module = *loaded;
-  CUfunction function = nullptr;
-  if (Status status =
-          api.check(api.cuModuleGetFunction(&function, module, "kopt_copy"),
-                    "cuModuleGetFunction(kopt_copy)");
-      !status.isOk())
-    return status;
-
-  int64_t bytes =
-      std::min<int64_t>(int64_t(256) << 20, info.totalMemoryBytes / 8) / 16 *
-      16;
-  if (bytes < 16)
-    return Status::error(StatusCode::Unavailable, "too little device memory");
-  auto source = DeviceBuffer::allocate(context, bytes);
-  if (!source)
-    return source.status();
-  auto target = DeviceBuffer::allocate(context, bytes);
-  if (!target)
-    return target.status();
-  if (Status status = api.check(
-          api.cuMemsetD8(source->get(), 0x5a, size_t(bytes)), "cuMemsetD8");
-      !status.isOk())
-    return status;
-
-  CUdeviceptr in = source->get(), out = target->get();
-  unsigned long long n = (unsigned long long)(bytes / 16);
-  void *arguments[] = {&in, &out, &n};
-  unsigned blocks = unsigned(std::min<unsigned long long>(
-      (n + 255) / 256, (unsigned long long)std::max(info.smCount, 1) * 32));
-  CUstream stream = context.getStream();
-  CUevent begin = nullptr, end = nullptr;
-  if (Status status = api.check(api.cuEventCreate(&begin, CU_EVENT_DEFAULT),
-                                "cuEventCreate");
-      !status.isOk())
-    return status;
-  if (Status status =
-          api.check(api.cuEventCreate(&end, CU_EVENT_DEFAULT), "cuEventCreate");
-      !status.isOk()) {
-    api.cuEventDestroy(begin);
-    return status;
-  }
-  double bestMs = 0;
-  Status status;
-  for (int run = 0; run < 12 && status.isOk(); ++run) {
-    status = api.check(api.cuEventRecord(begin, stream), "cuEventRecord");
-    if (status.isOk())
-      status = api.check(api.cuLaunchKernel(function, blocks, 1, 1, 256, 1, 1,
-                                            0, stream, arguments, nullptr),
-                         "cuLaunchKernel(kopt_copy)");
-    if (status.isOk())
-      status = api.check(api.cuEventRecord(end, stream), "cuEventRecord");
-    if (status.isOk())
-      status = api.check(api.cuEventSynchronize(end), "cuEventSynchronize");
-    float ms = 0;
-    if (status.isOk())
-      status = api.check(api.cuEventElapsedTime(&ms, begin, end),
-                         "cuEventElapsedTime");
-    // The first two runs warm up.
-    if (status.isOk() && run >= 2 && (bestMs == 0 || ms < bestMs))
-      bestMs = ms;
-  }
-  api.cuEventDestroy(begin);
-  api.cuEventDestroy(end);
-  if (!status.isOk())
-    return status;
-  if (bestMs <= 0)
-    return Status::error(StatusCode::Internal, "the copy took no time");
-  // Every byte is read once and written once.
-  return 2.0 * double(bytes) / (bestMs * 1e-3);
-}
-
-Result<double> kopt::runtime::measureCopyBandwidth(const CudaContext &context) {
-  static std::mutex mutex;
-  static std::map<int, double> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  int ordinal = context.getDeviceInfo().ordinal;
-  auto it = cache.find(ordinal);
-  if (it != cache.end())
-    return it->second;
-  if (Status status = context.makeCurrent(); !status.isOk())
-    return status;
-  auto measured = measureOnce(context);
-  if (!measured)
-    return measured.status();
-  cache.emplace(ordinal, *measured);
-  return *measured;
 }

@@ -1,0 +1,203 @@
+//===- Engine.h - The evaluation of one request -----------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to runtime/Evaluator. The engine behind `evaluateCandidates`: the
+// candidates in flight and one method per phase of their evaluation.
+// Evaluator.cpp drives the phases and holds compilation and validation;
+// EvaluatorTiming.cpp holds timing and the checks made on the times.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_RUNTIME_EVALUATOR_ENGINE_H
+#define KOPT_RUNTIME_EVALUATOR_ENGINE_H
+
+#include "runtime/Evaluator/Evaluator.h"
+
+#include "kopt/Runtime/Cuda/Cupti.h"
+#include "kopt/Runtime/Cuda/PlanRunner.h"
+#include "runtime/Evaluator/DeviceChecks.h"
+#include "runtime/Evaluator/Guards.h"
+#include "runtime/Evaluator/InputGenerator.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopt::runtime::engine {
+
+/// Why a run failed its candidate.
+struct Failure {
+  FailedCheck check = FailedCheck::None;
+  json::Value evidence = json::Value::object();
+};
+
+/// How one input set is drawn, and the device checksums of its inputs
+/// (filled by the first draw).
+struct InputSet {
+  InputDistribution distribution = InputDistribution::StandardNormal;
+  uint64_t seed = 0;
+  std::vector<uint64_t> inputSums;
+};
+
+/// One candidate in flight.
+struct Candidate {
+  const KernelPlan *plan = nullptr;
+  EvalReport report;
+  /// The runner of the current set (after validation: of the last set).
+  std::unique_ptr<PlanRunner> runner;
+  /// Device checksums of each output, per set.
+  std::vector<std::vector<uint64_t>> outputSums;
+  /// Device copies of the outputs of the last set (the baseline's only),
+  /// for the check after timing.
+  std::vector<DeviceBuffer> lastOutputs;
+  /// Largest relative error against the baseline over all sets.
+  double maxRelativeError = 0;
+  std::vector<double> times;
+  /// The kernels of the traced run (point 6), for the timing cross-check.
+  std::optional<std::vector<KernelActivity>> traced;
+  double clockSum = 0, temperatureSum = 0;
+  unsigned clockCount = 0, temperatureCount = 0;
+
+  bool isValid() const { return report.failedCheck == FailedCheck::None; }
+};
+
+/// A failure of check `check` with evidence `{"message": message}`.
+Failure makeFailure(FailedCheck check, const std::string &message);
+
+/// Fails `candidate` with `failure`, unless it failed already; frees its
+/// runner.
+void fail(Candidate &candidate, Failure failure);
+
+/// The number of elements of `tensor` (0 when the count overflows).
+inline uint64_t getElementCount(const TensorSpec &tensor) {
+  return uint64_t(tensor.getNumElements().value_or(0));
+}
+
+/// The size of `tensor` in bytes (0 when it overflows).
+inline uint64_t getByteCount(const TensorSpec &tensor) {
+  return uint64_t(tensor.getBytes().value_or(0));
+}
+
+/// The evaluation of one request.
+class Engine {
+public:
+  Engine(const CudaContext &context, const KernelTask &task,
+         const EvaluatorOptions &options)
+      : context(context), api(context.getDriver()), task(task),
+        options(options) {}
+
+  /// Evaluates `plans` (the baseline first), one report each, in order.
+  Result<std::vector<EvalReport>> run(const std::vector<KernelPlan> &plans);
+
+private:
+  // The phases, in the order `run` calls them. Those that return a bool
+  // return false when the evaluation ends there: the baseline failed (and
+  // everyone with it) or the device context was lost.
+
+  /// Checks the request and sets up the candidates and the device checks.
+  Status prepare(const std::vector<KernelPlan> &plans);
+  /// 1. Compiles every candidate before anything runs.
+  bool compileCandidates();
+  /// 2. Validates input set by input set, the baseline first.
+  bool validateSets();
+  /// 3. Checks input dependence and interleaving, then records the sets.
+  bool checkAcrossSets();
+  /// 4. Warms up and times the valid candidates on the interleaved schedule.
+  bool timeCandidates();
+  /// 5. Compares the outputs of the last timed run with the baseline's.
+  bool compareAfterTiming();
+  /// Summarises the times of every candidate timed.
+  void summarizeTimings();
+  /// 6. Cross-checks the event times against CUPTI's kernel durations.
+  void crossCheckWithCupti();
+  /// 7. Fails candidates faster than the physical floor.
+  void checkPhysicalFloor();
+  /// 8. Re-measures suspicious speedups and sets every speedup.
+  void remeasureSpeedups();
+  /// The reports, each marked valid or not.
+  std::vector<EvalReport> finish();
+
+  // What the phases share.
+  PlanRunnerOptions runnerOptions() const {
+    PlanRunnerOptions runner;
+    runner.warningsAsErrors = options.warningsAsErrors;
+    runner.redzoneBytes = kDefaultRedzoneBytes;
+    return runner;
+  }
+  std::vector<std::string> guardedTensors(const KernelPlan &plan) const;
+  Status fillRedzones(PlanRunner &runner, const KernelPlan &plan);
+  std::optional<Failure> checkRedzones(PlanRunner &runner,
+                                       const KernelPlan &plan);
+  Status loadInputs(PlanRunner &runner, InputSet &set);
+  std::optional<Failure> runChecked(Candidate &candidate, InputSet &set,
+                                    unsigned variant, bool trace,
+                                    std::vector<uint64_t> &outputSums);
+  std::optional<Failure> checkTwoRuns(Candidate &candidate,
+                                      const std::vector<DeviceBuffer> &first,
+                                      const std::vector<uint64_t> &firstSums,
+                                      const std::vector<uint64_t> &secondSums);
+  std::optional<Failure> validateSet(Candidate &candidate, size_t setIndex,
+                                     InputSet &set);
+  std::optional<Failure> compareOnDevice(const std::string &output,
+                                         ElementType type, CUdeviceptr actual,
+                                         CUdeviceptr expected,
+                                         uint64_t numElements,
+                                         const Tolerance &tolerance,
+                                         double &relativeError);
+  Tolerance getSetTolerance(std::optional<double> baselineError) const;
+  void compareWithBaseline(Candidate &candidate, size_t setIndex,
+                           const InputSet &set, const Candidate &baseline,
+                           const Tolerance &tolerance,
+                           const ReferenceSet *reference,
+                           std::optional<double> baselineError);
+  std::optional<double> measureReferenceError(Candidate &candidate,
+                                              const ReferenceSet &reference);
+  void checkReference(Candidate &candidate);
+  void checkInputDependence(Candidate &candidate, const Candidate &baseline);
+  void checkInterleaving(Candidate &candidate, InputSet &first, InputSet &last,
+                         size_t lastIndex, bool keepOutputs);
+  Result<std::vector<DeviceBuffer>> copyOutputs(PlanRunner &runner);
+  Status timeRound(const std::vector<Candidate *> &timed, unsigned rounds);
+  std::optional<Failure> poisonBeforeTimedRun(Candidate &candidate,
+                                              uint64_t runSeed);
+  std::optional<Failure> checkTimedRun(Candidate &candidate, size_t runIndex);
+  void failEveryoneAfterBaseline();
+  void markContextLost();
+
+  /// Checks the context after a failed run: a sticky fault (an illegal
+  /// address) leaves it unusable for every later candidate.
+  void noteRunFailure() {
+    if (api.cuCtxSynchronize() != CUDA_SUCCESS)
+      contextLost = true;
+  }
+
+  const CudaContext &context;
+  const CudaDriver &api;
+  const KernelTask &task;
+  const EvaluatorOptions &options;
+  std::unique_ptr<DeviceChecks> device;
+  bool contextLost = false;
+  /// Timed runs so far, over every candidate: seeds each run's poison.
+  uint64_t timedRuns = 0;
+
+  // The state carried from phase to phase.
+  std::vector<Candidate> candidates;
+  unsigned numSets = 1;
+  InputSet firstSet, lastSet;
+  /// The tolerance against the baseline on the last set, for point 7.
+  Tolerance lastSetTolerance;
+  json::Value setsTried = json::Value::array();
+  /// The candidates timed, the baseline first.
+  std::vector<Candidate *> variants;
+  unsigned repetitions = 1;
+};
+
+} // namespace kopt::runtime::engine
+
+#endif // KOPT_RUNTIME_EVALUATOR_ENGINE_H
