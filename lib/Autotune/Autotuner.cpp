@@ -260,8 +260,6 @@ unsigned Autotuner::getWorkerCount() const {
       resolvePoolDevices(options, std::getenv("CUDA_VISIBLE_DEVICES")).size()));
 }
 
-bool Autotuner::startedWorkers() const { return impl->pool != nullptr; }
-
 const rt::DeviceFingerprint *Autotuner::getFingerprint() const {
   return impl->fingerprint ? &*impl->fingerprint : nullptr;
 }

@@ -383,9 +383,6 @@ unsigned ReferenceInterpreter::getNumOutputs() const {
 ArrayRef<int64_t> ReferenceInterpreter::getInputShape(unsigned index) const {
   return impl->inputNodes[index]->shape;
 }
-ArrayRef<int64_t> ReferenceInterpreter::getOutputShape(unsigned index) const {
-  return impl->outputNodes[index]->shape;
-}
 int64_t ReferenceInterpreter::getInputNumElements(unsigned index) const {
   return impl->inputNodes[index]->numElements;
 }

@@ -82,7 +82,6 @@ struct ModuleRunner::Impl {
   DeviceBuffer workspace;
   std::vector<RunStep> steps;
   std::vector<std::string> notes;
-  bool jit = false;
   bool useGraph = false;
   CUgraph graph = nullptr;
   CUgraphExec graphExec = nullptr;
@@ -262,7 +261,6 @@ ModuleRunner::create(const CudaContext &context, RuntimeModule module,
     if (noted.insert(step.plan).second)
       for (const std::string &note : (*bound)->getLoadNotes())
         impl->notes.push_back("@" + plan.function + ": " + note);
-    impl->jit |= (*bound)->getOrigin() != CodeOrigin::Cubin;
     run.plan = std::move(*bound);
     impl->steps.push_back(std::move(run));
   }
@@ -276,7 +274,6 @@ const CudaContext &ModuleRunner::getContext() const { return *impl->context; }
 const std::vector<std::string> &ModuleRunner::getLoadNotes() const {
   return impl->notes;
 }
-bool ModuleRunner::usedJit() const { return impl->jit; }
 
 size_t ModuleRunner::getNumLaunches() const {
   size_t count = 0;
@@ -349,8 +346,6 @@ void ModuleRunner::setUseGraph(bool useGraph) {
   if (!useGraph)
     impl->dropGraph();
 }
-
-bool ModuleRunner::getUseGraph() const { return impl->useGraph; }
 
 Status ModuleRunner::enqueue(CUstream stream) {
   if (!stream)

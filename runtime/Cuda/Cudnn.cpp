@@ -171,10 +171,6 @@ struct CudnnConv::Impl {
 CudnnConv::CudnnConv(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
 CudnnConv::~CudnnConv() = default;
 
-unsigned CudnnConv::getExtraLaunches() const {
-  return impl->transposeFilter ? 1 : 0;
-}
-
 /// Checks that `value` fits cuDNN's `int` dimensions.
 static bool fitsInt(int64_t value) { return value >= 1 && value <= INT32_MAX; }
 

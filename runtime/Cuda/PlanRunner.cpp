@@ -433,29 +433,6 @@ Result<double> PlanRunner::timeRun() {
   return double(ms) * 1e3;
 }
 
-Status PlanRunner::writeTensor(std::string_view name,
-                               const std::vector<uint8_t> &bytes) {
-  auto it = impl->tensors.find(std::string(name));
-  if (it == impl->tensors.end())
-    return invalid("no tensor '" + std::string(name) + "'");
-  for (const TensorSpec &input : impl->task.inputs)
-    if (input.name == name)
-      return setInput(name, bytes);
-  int64_t size = it->second.getBytes().value_or(-1);
-  if (int64_t(bytes.size()) != size)
-    return invalid("tensor '" + std::string(name) + "' takes " +
-                   std::to_string(size) + " bytes, got " +
-                   std::to_string(bytes.size()));
-  if (Status status = impl->context->makeCurrent(); !status.isOk())
-    return status;
-  const CudaDriver &api = impl->driver();
-  if (bytes.empty())
-    return Status::success();
-  return api.check(
-      api.cuMemcpyHtoD(impl->pointer(it->first), bytes.data(), bytes.size()),
-      "cuMemcpyHtoD(" + it->first + ")");
-}
-
 std::optional<TensorAllocation>
 PlanRunner::getAllocation(std::string_view name) const {
   auto it = impl->buffers.find(std::string(name));

@@ -187,8 +187,6 @@ public:
   const ::kopt::runtime::DeviceFingerprint *getFingerprint() const;
   /// A one-line description of the device or the target.
   std::string describeTarget() const;
-  /// Whether any worker was started (any GPU work was done).
-  bool startedWorkers() const;
 
   struct Impl;
 

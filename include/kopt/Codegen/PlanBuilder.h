@@ -55,8 +55,6 @@ public:
   void declareTemporary(TensorSpec tensor) {
     plan.temporaries.push_back(std::move(tensor));
   }
-  /// True if `value` has a plan tensor.
-  bool isMaterialized(Value value) const { return names.count(value); }
   /// The plan tensor already holding `value`'s data: its own, or, through
   /// reshapes, its source's. Empty when no step has written it yet.
   std::string findBuffer(Value value) const;

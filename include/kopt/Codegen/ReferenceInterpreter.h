@@ -58,9 +58,8 @@ public:
   /// Number of function arguments and results.
   unsigned getNumInputs() const;
   unsigned getNumOutputs() const;
-  /// Shape of argument (result) `index`.
+  /// Shape of argument `index`.
   llvm::ArrayRef<int64_t> getInputShape(unsigned index) const;
-  llvm::ArrayRef<int64_t> getOutputShape(unsigned index) const;
   /// Number of elements of argument (result) `index`.
   int64_t getInputNumElements(unsigned index) const;
   int64_t getOutputNumElements(unsigned index) const;

@@ -51,8 +51,6 @@ public:
   const CudaContext &getContext() const;
   /// How each plan's code was loaded: `@function: source: how` lines.
   const std::vector<std::string> &getLoadNotes() const;
-  /// Whether any plan's code was JIT-compiled (PTX or NVRTC) here.
-  bool usedJit() const;
   /// Kernel launches, library calls and copies per run.
   size_t getNumLaunches() const;
 
@@ -72,7 +70,6 @@ public:
   /// Runs through a CUDA graph captured from the steps on the first run
   /// (and after a rebinding) instead of enqueuing each step.
   void setUseGraph(bool useGraph);
-  bool getUseGraph() const;
 
   /// Enqueues one run of every step on `stream` (the context's own when
   /// null) and returns without waiting.

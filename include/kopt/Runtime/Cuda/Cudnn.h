@@ -52,10 +52,6 @@ public:
   /// Enqueues the convolution on `stream`.
   Status run(CUstream stream, const ConvBuffers &buffers) const;
 
-  /// Kernel launches one run makes besides cuDNN's own (1 when an HWCF filter
-  /// is transposed first, else 0).
-  unsigned getExtraLaunches() const;
-
   struct Impl;
 
 private:

@@ -71,8 +71,6 @@ public:
   /// passed; records of kernels that started before `start()` are dropped.
   /// Fails when CUPTI dropped records (the record would be incomplete).
   Result<std::vector<KernelActivity>> stop(size_t minRecords = 0);
-  /// True between `start()` and `stop()`.
-  bool isRecording() const { return recording; }
 
 private:
   LaunchRecorder() = default;

@@ -123,9 +123,6 @@ public:
   /// plans.
   Result<double> timeRun();
 
-  /// Uploads `bytes` (exactly the tensor's size) into tensor `name`, an
-  /// input, output or temporary; for inputs it is `setInput`.
-  Status writeTensor(std::string_view name, const std::vector<uint8_t> &bytes);
   /// Downloads tensor `name` (an input, output or temporary).
   Result<std::vector<uint8_t>> readTensor(std::string_view name) const;
   /// Downloads every task output, in the task's order.
