@@ -59,7 +59,6 @@ struct BoundPlan::Impl {
   /// The steps, through the launch path the evaluator validated them on.
   std::unique_ptr<PreparedPlan> prepared;
   std::vector<std::string> notes;
-  CodeOrigin origin = CodeOrigin::Cubin;
   bool bound = false;
 
   Result<CUmodule> loadSource(const KernelSource &source,
@@ -73,16 +72,15 @@ BoundPlan::Impl::loadSource(const KernelSource &source,
                             const std::vector<SourceBinary> &binaries) {
   std::string arch = context->getDeviceInfo().getArch();
   std::string tried;
-  auto note = [&](CodeOrigin how, const std::string &text) {
+  auto note = [&](const std::string &text) {
     notes.push_back(source.id + ": " + text);
-    origin = std::max(origin, how);
   };
   for (const SourceBinary &binary : binaries)
     if (binary.source == source.id && binary.arch == arch &&
         !binary.cubin.empty()) {
       auto module = context->loadModule(binary.cubin);
       if (module) {
-        note(CodeOrigin::Cubin, "cubin for " + arch);
+        note("cubin for " + arch);
         return module;
       }
       tried += "; the cubin for " + arch + " did not load (" +
@@ -95,8 +93,8 @@ BoundPlan::Impl::loadSource(const KernelSource &source,
       std::string ptx = binary.ptx + '\0';
       auto module = context->loadModule(ptx);
       if (module) {
-        note(CodeOrigin::Ptx, "no cubin for " + arch + "; PTX for " +
-                                  binary.arch + " JIT-compiled by the driver");
+        note("no cubin for " + arch + "; PTX for " + binary.arch +
+             " JIT-compiled by the driver");
         return module;
       }
       tried += "; the PTX for " + binary.arch + " did not load (" +
@@ -114,8 +112,7 @@ BoundPlan::Impl::loadSource(const KernelSource &source,
   if (!module)
     return module.status().withContext("source '" + source.id +
                                        "' compiled by NVRTC");
-  note(CodeOrigin::Nvrtc,
-       "no binary for " + arch + tried + "; compiled from source with NVRTC");
+  note("no binary for " + arch + tried + "; compiled from source with NVRTC");
   return module;
 }
 
@@ -187,7 +184,5 @@ Status BoundPlan::enqueue(CUstream stream) const {
 const std::vector<std::string> &BoundPlan::getLoadNotes() const {
   return impl->notes;
 }
-
-CodeOrigin BoundPlan::getOrigin() const { return impl->origin; }
 
 size_t BoundPlan::getNumSteps() const { return impl->prepared->getNumSteps(); }

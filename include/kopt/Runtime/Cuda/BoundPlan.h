@@ -32,16 +32,6 @@
 
 namespace kopt::runtime {
 
-/// How a plan's sources were loaded.
-enum class CodeOrigin {
-  /// A cubin built for the device's architecture.
-  Cubin,
-  /// PTX, compiled by the driver's JIT.
-  Ptx,
-  /// The source, compiled with NVRTC for the device.
-  Nvrtc,
-};
-
 /// Whether code built for `built` (`sm_80`) runs on `device` (`sm_90`):
 /// PTX of an older or equal architecture does; an arch-specific one
 /// (`sm_90a`) only on its own.
@@ -71,8 +61,6 @@ public:
 
   /// How each source was loaded, as `source: how` lines.
   const std::vector<std::string> &getLoadNotes() const;
-  /// The least direct way any source was loaded (Cubin when all were).
-  CodeOrigin getOrigin() const;
   /// Kernel launches and library calls per enqueue.
   size_t getNumSteps() const;
 
