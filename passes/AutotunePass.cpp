@@ -41,27 +41,17 @@ struct AutotunePass final
     AutotuneOptions options;
     options.databasePath = databasePath;
     options.mode = *mode;
-    options.proposers.clear();
-    llvm::SmallVector<llvm::StringRef> names;
-    llvm::StringRef(proposers).split(names, ',', -1, /*KeepEmpty=*/false);
-    for (llvm::StringRef name : names)
-      options.proposers.push_back(name.trim().str());
+    options.proposers = splitProposerList(proposers);
     // The driver decides who answers (kopt compile reads KOPT_LLM_*); the
     // pass only takes what its options say.
     options.llm.provider = llmProvider;
-    for (const std::string &option : llmOptions) {
-      auto [key, value] = llvm::StringRef(option).split('=');
-      if (key.empty() || !llvm::StringRef(option).contains('=')) {
-        module.emitError("kopt-autotune: llm-option wants key=value");
+    for (const std::string &option : llmOptions)
+      if (llvm::Error error =
+              addProviderOption(options.llm.providerOptions, option)) {
+        module.emitError("kopt-autotune: llm-option ")
+            << llvm::toString(std::move(error));
         return signalPassFailure();
       }
-      if (key == "api-key") {
-        module.emitError("kopt-autotune: the API key comes from "
-                         "KOPT_LLM_API_KEY, never from an option");
-        return signalPassFailure();
-      }
-      options.llm.providerOptions[key.str()] = value.str();
-    }
     if (llvm::is_contained(options.proposers, "llm") &&
         options.llm.provider.empty()) {
       module.emitError("kopt-autotune: proposers=llm needs llm-provider "

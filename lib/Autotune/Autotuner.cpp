@@ -38,6 +38,30 @@ using namespace mlir;
 using namespace mlir::kopt;
 namespace rt = ::kopt::runtime;
 
+std::vector<std::string> mlir::kopt::splitProposerList(llvm::StringRef list) {
+  llvm::SmallVector<llvm::StringRef> names;
+  list.split(names, ',', -1, /*KeepEmpty=*/false);
+  std::vector<std::string> proposers;
+  for (llvm::StringRef name : names)
+    if (!name.trim().empty())
+      proposers.push_back(name.trim().str());
+  return proposers;
+}
+
+llvm::Error mlir::kopt::addProviderOption(ProviderOptions &options,
+                                          llvm::StringRef option) {
+  auto [key, value] = option.split('=');
+  // Echo none of it: a mistyped option may be a secret.
+  if (key.empty() || !option.contains('='))
+    return llvm::createStringError("wants key=value");
+  if (key == "api-key")
+    return llvm::createStringError(
+        "api-key=... would put the key in shell histories and logs; set "
+        "KOPT_LLM_API_KEY");
+  options[key.str()] = value.str();
+  return llvm::Error::success();
+}
+
 std::optional<TuneMode> mlir::kopt::parseTuneMode(llvm::StringRef text) {
   if (text == "never")
     return TuneMode::Never;

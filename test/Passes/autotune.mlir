@@ -26,7 +26,7 @@
 // The pass reads no environment: the driver names the provider.
 // NOLLM: error: kopt-autotune: proposers=llm needs llm-provider (openai, command or replay)
 // LLMOPT: error: kopt-autotune: llm-option wants key=value
-// KEY: error: kopt-autotune: the API key comes from KOPT_LLM_API_KEY, never from an option
+// KEY: error: kopt-autotune: llm-option api-key=... would put the key in shell histories and logs; set KOPT_LLM_API_KEY
 // KEY-NOT: sk-test
 
 func.func @softmax_rows(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {

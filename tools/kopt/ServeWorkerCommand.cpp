@@ -267,11 +267,7 @@ static AutotuneOptions makeTuneOptions(const std::string &url) {
   options.mode = TuneMode::Missing;
   options.replayPath = replay;
   options.precision = precision;
-  options.proposers.clear();
-  llvm::SmallVector<llvm::StringRef> names;
-  llvm::StringRef(proposers).split(names, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef name : names)
-    options.proposers.push_back(name.trim().str());
+  options.proposers = splitProposerList(proposers);
   options.maxCandidates = maxCandidates;
   options.minSpeedup = minSpeedup;
   return options;

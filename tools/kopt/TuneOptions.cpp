@@ -203,16 +203,9 @@ static llvm::Error readLlmOptions(AutotuneOptions &options) {
   llm.provider = llmProvider;
   if (llm.provider.empty() && std::getenv("KOPT_LLM_ENDPOINT"))
     llm.provider = "openai";
-  for (llvm::StringRef option : llmOptions) {
-    auto [key, value] = option.split('=');
-    // Echo none of it: a mistyped option may be a secret.
-    if (key.empty() || !option.contains('='))
-      return makeError("--llm-option wants key=value");
-    if (key == "api-key")
-      return makeError("--llm-option api-key=... would put the key in "
-                       "shell histories and logs; set KOPT_LLM_API_KEY");
-    llm.providerOptions[key.str()] = value.str();
-  }
+  for (llvm::StringRef option : llmOptions)
+    if (llvm::Error error = addProviderOption(llm.providerOptions, option))
+      return makeError("--llm-option " + llvm::toString(std::move(error)));
   if (llmRounds < 1 || llmIdeas < 1 || llmMaxCandidates < 1 || llmParallel < 1)
     return makeError("--llm-rounds, --llm-ideas, --llm-max-candidates and "
                      "--llm-parallel must be at least 1");
@@ -249,11 +242,7 @@ static llvm::Expected<TuneCommandLine> getCommon() {
                      "'" +
                      tuneMode + "'");
   options.mode = *mode;
-  options.proposers.clear();
-  llvm::SmallVector<llvm::StringRef> names;
-  llvm::StringRef(proposers).split(names, ',', -1, /*KeepEmpty=*/false);
-  for (llvm::StringRef name : names)
-    options.proposers.push_back(name.trim().str());
+  options.proposers = splitProposerList(proposers);
   if (llvm::Error error = readLlmOptions(options))
     return std::move(error);
   options.maxCandidates = maxCandidates;

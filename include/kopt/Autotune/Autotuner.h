@@ -66,6 +66,16 @@ toTimingSummary(const ::kopt::runtime::Timing &times);
 /// Parses `never`, `missing`, `always` or `enqueue`.
 std::optional<TuneMode> parseTuneMode(llvm::StringRef text);
 
+/// The proposers named in a comma-separated list, trimmed, empty names
+/// dropped.
+std::vector<std::string> splitProposerList(llvm::StringRef list);
+
+/// Adds one `key=value` provider option to `options`. Fails on anything
+/// else, and on `api-key`: the key only ever comes from KOPT_LLM_API_KEY.
+/// The message names neither the value nor the option; the caller prefixes
+/// the option's name.
+llvm::Error addProviderOption(ProviderOptions &options, llvm::StringRef option);
+
 /// The `llm` proposer's settings (docs/LLM.md).
 struct LlmTuneOptions {
   /// Who answers: `openai`, `command` or `replay` (Provider.h), and the
