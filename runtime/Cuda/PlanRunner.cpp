@@ -15,11 +15,11 @@
 
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 
+#include "kopt/Runtime/Cuda/FlushedTimer.h"
 #include "kopt/Runtime/Cuda/PreparedPlan.h"
 #include "kopt/Runtime/PlanVerifier.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <mutex>
 #include <set>
@@ -51,18 +51,6 @@ PlanTiming kopt::runtime::summarizeTimings(const std::vector<double> &timesUs) {
   return timing;
 }
 
-namespace {
-/// Destroys a CUDA event on scope exit.
-struct EventGuard {
-  const CudaDriver &api;
-  CUevent event = nullptr;
-  ~EventGuard() {
-    if (event)
-      api.cuEventDestroy(event);
-  }
-};
-} // namespace
-
 struct PlanRunner::Impl {
   const CudaContext *context = nullptr;
   KernelTask task;
@@ -72,9 +60,7 @@ struct PlanRunner::Impl {
   /// Offset of each tensor inside its buffer (non-zero with redzones).
   std::map<std::string, size_t> offsets;
   /// Timing state of `timeRun`, made on first use.
-  DeviceBuffer flush;
-  CUevent timingBegin = nullptr, timingEnd = nullptr;
-  unsigned flushRound = 0;
+  std::unique_ptr<FlushedTimer> timer;
   std::map<std::string, CompiledKernel> compiled;
   std::vector<CUmodule> modules;
   /// The steps, through the launch path the runtime uses too.
@@ -82,13 +68,7 @@ struct PlanRunner::Impl {
   DeviceBuffer gemmWorkspace;
   std::set<std::string> inputsSet;
 
-  ~Impl() {
-    if (timingBegin)
-      context->getDriver().cuEventDestroy(timingBegin);
-    if (timingEnd)
-      context->getDriver().cuEventDestroy(timingEnd);
-    // The modules belong to the context (`CudaContext::loadModule`).
-  }
+  // The modules belong to the context (`CudaContext::loadModule`).
 
   const CudaDriver &driver() const { return context->getDriver(); }
 
@@ -103,6 +83,14 @@ struct PlanRunner::Impl {
 
   Status enqueue(bool synchronizeEachStep) {
     return prepared->enqueue(context->getStream(), synchronizeEachStep);
+  }
+  /// One untimed run, waited for.
+  Status runOnce() {
+    if (Status status = enqueue(/*synchronizeEachStep=*/false); !status.isOk())
+      return status;
+    const CudaDriver &api = driver();
+    return api.check(api.cuStreamSynchronize(context->getStream()),
+                     "cuStreamSynchronize");
   }
 };
 
@@ -293,144 +281,37 @@ Result<PlanTiming> PlanRunner::timePlan(unsigned iterations, double warmupMs) {
   // One checked run first: a failing plan fails here with its step named.
   if (Status status = run(); !status.isOk())
     return status;
-  const CudaDriver &api = impl->driver();
-  CUstream stream = impl->context->getStream();
-  int64_t flushBytes =
-      std::max<int64_t>(2 * impl->context->getDeviceInfo().l2Bytes, 1 << 20);
-  auto flush = DeviceBuffer::allocate(*impl->context, flushBytes);
-  if (!flush)
-    return flush.status();
-
-  PlanTiming timing;
-  auto start = std::chrono::steady_clock::now();
-  do {
-    if (Status status = impl->enqueue(/*synchronizeEachStep=*/false);
-        !status.isOk())
-      return status;
-    if (Status status =
-            api.check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
-        !status.isOk())
-      return status;
-    ++timing.warmupRuns;
-  } while (std::chrono::duration<double, std::milli>(
-               std::chrono::steady_clock::now() - start)
-               .count() < warmupMs);
-
-  EventGuard begin{api}, end{api};
-  if (Status status = api.check(
-          api.cuEventCreate(&begin.event, CU_EVENT_DEFAULT), "cuEventCreate");
-      !status.isOk())
-    return status;
-  if (Status status = api.check(api.cuEventCreate(&end.event, CU_EVENT_DEFAULT),
-                                "cuEventCreate");
-      !status.isOk())
-    return status;
-
+  auto warmupRuns = warmUpFor(warmupMs, [&] { return impl->runOnce(); });
+  if (!warmupRuns)
+    return warmupRuns.status();
   std::vector<double> timesUs;
   for (unsigned i = 0; i < iterations; ++i) {
-    // Evict the plan's data from L2, before the start event.
-    if (Status status =
-            api.check(api.cuMemsetD8Async(flush->get(), uint8_t(i),
-                                          size_t(flushBytes), stream),
-                      "cuMemsetD8Async(L2 flush)");
-        !status.isOk())
-      return status;
-    if (Status status =
-            api.check(api.cuEventRecord(begin.event, stream), "cuEventRecord");
-        !status.isOk())
-      return status;
-    if (Status status = impl->enqueue(/*synchronizeEachStep=*/false);
-        !status.isOk())
-      return status;
-    if (Status status =
-            api.check(api.cuEventRecord(end.event, stream), "cuEventRecord");
-        !status.isOk())
-      return status;
-    if (Status status =
-            api.check(api.cuEventSynchronize(end.event), "cuEventSynchronize");
-        !status.isOk())
-      return status;
-    float ms = 0;
-    if (Status status =
-            api.check(api.cuEventElapsedTime(&ms, begin.event, end.event),
-                      "cuEventElapsedTime");
-        !status.isOk())
-      return status;
-    timesUs.push_back(double(ms) * 1e3);
+    auto time = timeRun();
+    if (!time)
+      return time.status();
+    timesUs.push_back(*time);
   }
   PlanTiming summary = summarizeTimings(timesUs);
-  summary.warmupRuns = timing.warmupRuns;
+  summary.warmupRuns = *warmupRuns;
   return summary;
 }
 
 Status PlanRunner::warmUp(double warmupMs) {
   if (Status status = impl->context->makeCurrent(); !status.isOk())
     return status;
-  const CudaDriver &api = impl->driver();
-  auto start = std::chrono::steady_clock::now();
-  do {
-    if (Status status = impl->enqueue(/*synchronizeEachStep=*/false);
-        !status.isOk())
-      return status;
-    if (Status status =
-            api.check(api.cuStreamSynchronize(impl->context->getStream()),
-                      "cuStreamSynchronize");
-        !status.isOk())
-      return status;
-  } while (std::chrono::duration<double, std::milli>(
-               std::chrono::steady_clock::now() - start)
-               .count() < warmupMs);
-  return Status::success();
+  auto runs = warmUpFor(warmupMs, [&] { return impl->runOnce(); });
+  return runs ? Status::success() : runs.status();
 }
 
 Result<double> PlanRunner::timeRun() {
-  if (Status status = impl->context->makeCurrent(); !status.isOk())
-    return status;
-  const CudaDriver &api = impl->driver();
-  CUstream stream = impl->context->getStream();
-  int64_t flushBytes =
-      std::max<int64_t>(2 * impl->context->getDeviceInfo().l2Bytes, 1 << 20);
-  if (!impl->flush.get()) {
-    auto flush = DeviceBuffer::allocate(*impl->context, flushBytes);
-    if (!flush)
-      return flush.status();
-    impl->flush = std::move(*flush);
+  if (!impl->timer) {
+    auto timer = FlushedTimer::create(*impl->context);
+    if (!timer)
+      return timer.status();
+    impl->timer = std::move(*timer);
   }
-  for (CUevent *event : {&impl->timingBegin, &impl->timingEnd})
-    if (!*event)
-      if (Status status = api.check(api.cuEventCreate(event, CU_EVENT_DEFAULT),
-                                    "cuEventCreate");
-          !status.isOk())
-        return status;
-  // Evict the plan's data from L2, before the start event.
-  if (Status status = api.check(api.cuMemsetD8Async(impl->flush.get(),
-                                                    uint8_t(++impl->flushRound),
-                                                    size_t(flushBytes), stream),
-                                "cuMemsetD8Async(L2 flush)");
-      !status.isOk())
-    return status;
-  if (Status status = api.check(api.cuEventRecord(impl->timingBegin, stream),
-                                "cuEventRecord");
-      !status.isOk())
-    return status;
-  if (Status status = impl->enqueue(/*synchronizeEachStep=*/false);
-      !status.isOk())
-    return status;
-  if (Status status = api.check(api.cuEventRecord(impl->timingEnd, stream),
-                                "cuEventRecord");
-      !status.isOk())
-    return status;
-  if (Status status = api.check(api.cuEventSynchronize(impl->timingEnd),
-                                "cuEventSynchronize");
-      !status.isOk())
-    return status;
-  float ms = 0;
-  if (Status status = api.check(
-          api.cuEventElapsedTime(&ms, impl->timingBegin, impl->timingEnd),
-          "cuEventElapsedTime");
-      !status.isOk())
-    return status;
-  return double(ms) * 1e3;
+  return impl->timer->time(
+      [&] { return impl->enqueue(/*synchronizeEachStep=*/false); });
 }
 
 std::optional<TensorAllocation>

@@ -8,6 +8,7 @@
 
 #include "Benchmark.h"
 
+#include "kopt/Runtime/Cuda/FlushedTimer.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 #include "kopt/Runtime/Json.h"
 
@@ -16,84 +17,33 @@
 
 using namespace kopt::runtime;
 
-namespace {
-/// Destroys a CUDA event on scope exit.
-struct Event {
-  const CudaDriver &api;
-  CUevent event = nullptr;
-  ~Event() {
-    if (event)
-      api.cuEventDestroy(event);
-  }
-  Status create() {
-    return api.check(api.cuEventCreate(&event, CU_EVENT_DEFAULT),
-                     "cuEventCreate");
-  }
-};
-} // namespace
-
 Result<PlanTiming> kopt::runtime::benchmarkModule(ModuleRunner &runner,
                                                   const BenchOptions &options) {
   const CudaContext &context = runner.getContext();
-  const CudaDriver &api = context.getDriver();
   CUstream stream = context.getStream();
   unsigned repetitions = std::max(options.repetitions, 20u);
   if (Status status = context.makeCurrent(); !status.isOk())
     return status;
-
-  int64_t flushBytes =
-      std::max<int64_t>(2 * context.getDeviceInfo().l2Bytes, 1 << 20);
-  auto flush = DeviceBuffer::allocate(context, flushBytes);
-  if (!flush)
-    return flush.status();
-
-  unsigned warmupRuns = 0;
-  auto start = std::chrono::steady_clock::now();
-  do {
-    if (Status status = runner.run(stream); !status.isOk())
-      return status;
-    ++warmupRuns;
-  } while (std::chrono::duration<double, std::milli>(
-               std::chrono::steady_clock::now() - start)
-               .count() < options.warmupMs);
-
-  Event begin{api}, end{api};
-  if (Status status = begin.create(); !status.isOk())
-    return status;
-  if (Status status = end.create(); !status.isOk())
-    return status;
+  auto warmupRuns =
+      warmUpFor(options.warmupMs, [&] { return runner.run(stream); });
+  if (!warmupRuns)
+    return warmupRuns.status();
+  // The evaluator's timing: L2 flushed outside the events. A module may
+  // run work beyond the stream (a graph), so the whole context is waited
+  // for.
+  auto timer = FlushedTimer::create(context);
+  if (!timer)
+    return timer.status();
   std::vector<double> timesUs;
   for (unsigned i = 0; i < repetitions; ++i) {
-    // Evict the module's data from L2, before the start event.
-    if (Status status =
-            api.check(api.cuMemsetD8Async(flush->get(), uint8_t(i),
-                                          size_t(flushBytes), stream),
-                      "cuMemsetD8Async(L2 flush)");
-        !status.isOk())
-      return status;
-    if (Status status =
-            api.check(api.cuEventRecord(begin.event, stream), "cuEventRecord");
-        !status.isOk())
-      return status;
-    if (Status status = runner.enqueue(stream); !status.isOk())
-      return status;
-    if (Status status =
-            api.check(api.cuEventRecord(end.event, stream), "cuEventRecord");
-        !status.isOk())
-      return status;
-    if (Status status = api.check(api.cuCtxSynchronize(), "cuCtxSynchronize");
-        !status.isOk())
-      return status;
-    float ms = 0;
-    if (Status status =
-            api.check(api.cuEventElapsedTime(&ms, begin.event, end.event),
-                      "cuEventElapsedTime");
-        !status.isOk())
-      return status;
-    timesUs.push_back(double(ms) * 1e3);
+    auto time = (*timer)->time([&] { return runner.enqueue(stream); },
+                               /*waitForContext=*/true);
+    if (!time)
+      return time.status();
+    timesUs.push_back(*time);
   }
   PlanTiming timing = summarizeTimings(timesUs);
-  timing.warmupRuns = warmupRuns;
+  timing.warmupRuns = *warmupRuns;
   return timing;
 }
 
