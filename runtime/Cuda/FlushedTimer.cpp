@@ -80,10 +80,9 @@ Result<double> FlushedTimer::time(const std::function<Status()> &enqueue,
       !status.isOk())
     return status;
   if (Status status =
-          waitForContext
-              ? api.check(api.cuCtxSynchronize(), "cuCtxSynchronize")
-              : api.check(api.cuEventSynchronize(impl->end),
-                          "cuEventSynchronize");
+          waitForContext ? api.check(api.cuCtxSynchronize(), "cuCtxSynchronize")
+                         : api.check(api.cuEventSynchronize(impl->end),
+                                     "cuEventSynchronize");
       !status.isOk())
     return status;
   float ms = 0;
@@ -95,8 +94,8 @@ Result<double> FlushedTimer::time(const std::function<Status()> &enqueue,
   return double(ms) * 1e3;
 }
 
-Result<unsigned>
-kopt::runtime::warmUpFor(double warmupMs, const std::function<Status()> &run) {
+Result<unsigned> kopt::runtime::warmUpFor(double warmupMs,
+                                          const std::function<Status()> &run) {
   unsigned runs = 0;
   auto start = std::chrono::steady_clock::now();
   do {
