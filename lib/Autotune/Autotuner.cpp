@@ -43,8 +43,7 @@ std::vector<std::string> mlir::kopt::splitProposerList(llvm::StringRef list) {
   list.split(names, ',', -1, /*KeepEmpty=*/false);
   std::vector<std::string> proposers;
   for (llvm::StringRef name : names)
-    if (!name.trim().empty())
-      proposers.push_back(name.trim().str());
+    proposers.push_back(name.trim().str());
   return proposers;
 }
 

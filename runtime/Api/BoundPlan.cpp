@@ -169,8 +169,6 @@ Status BoundPlan::bind(const std::map<std::string, CUdeviceptr> &pointers) {
   for (const auto &[name, pointer] : pointers)
     if (!impl->temporaries.count(name))
       impl->prepared->bind(name, pointer);
-  if (Status status = impl->prepared->checkBound(); !status.isOk())
-    return status;
   impl->bound = true;
   return Status::success();
 }

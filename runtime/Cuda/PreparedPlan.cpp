@@ -13,7 +13,6 @@
 #include "kopt/Runtime/Cuda/LaunchArguments.h"
 #include "kopt/Runtime/PlanVerifier.h"
 
-#include <set>
 #include <vector>
 
 using namespace kopt::runtime;
@@ -81,7 +80,6 @@ struct PreparedPlan::Impl {
   /// Sized once, so the steps' storage never moves.
   std::vector<Step> steps;
   std::vector<PointerSlot> slots;
-  std::set<std::string> bound;
 
   Status prepareLaunch(const LaunchStep &launch,
                        const std::map<std::string, CUmodule> &modules,
@@ -231,14 +229,6 @@ void PreparedPlan::bind(const std::string &name, CUdeviceptr pointer) {
   for (const PointerSlot &slot : impl->slots)
     if (slot.tensor == name)
       slot.set(pointer);
-  impl->bound.insert(name);
-}
-
-Status PreparedPlan::checkBound() const {
-  for (const PointerSlot &slot : impl->slots)
-    if (!impl->bound.count(slot.tensor))
-      return invalid("no device pointer for tensor '" + slot.tensor + "'");
-  return Status::success();
 }
 
 Status PreparedPlan::enqueue(CUstream stream, bool synchronizeEachStep) const {

@@ -50,7 +50,7 @@ std::optional<Failure> Engine::poisonBeforeTimedRun(Candidate &candidate,
   uint64_t index = 0;
   auto poison = [&](const TensorSpec &tensor) -> std::optional<Failure> {
     uint64_t bits = deriveSeed(runSeed, index++);
-    std::vector<uint8_t> element = getPoisonElement(tensor.elementType);
+    std::vector<uint8_t> element(size_t(getElementBytes(tensor.elementType)));
     for (size_t b = 0; b < element.size(); ++b)
       element[b] = uint8_t(bits >> (8 * b));
     Status status = device->fill(runner.getDevicePointer(tensor.name),

@@ -66,8 +66,8 @@ toTimingSummary(const ::kopt::runtime::Timing &times);
 /// Parses `never`, `missing`, `always` or `enqueue`.
 std::optional<TuneMode> parseTuneMode(llvm::StringRef text);
 
-/// The proposers named in a comma-separated list, trimmed, empty names
-/// dropped.
+/// The proposers named in a comma-separated list, each trimmed (an empty
+/// item is dropped; a blank one stays, for the caller to refuse).
 std::vector<std::string> splitProposerList(llvm::StringRef list);
 
 /// Adds one `key=value` provider option to `options`. Fails on anything

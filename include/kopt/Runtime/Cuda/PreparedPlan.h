@@ -48,10 +48,9 @@ public:
   PreparedPlan &operator=(const PreparedPlan &) = delete;
 
   /// Sets the device address of tensor `name` (a task tensor or a
-  /// temporary) in every step that uses it.
+  /// temporary) in every step that uses it. The caller binds every task
+  /// tensor and temporary before enqueuing.
   void bind(const std::string &name, CUdeviceptr pointer);
-  /// Fails, naming the tensor, when a step uses a tensor never bound.
-  Status checkBound() const;
   /// Enqueues every step in order on `stream`, waiting for each when
   /// `synchronizeEachStep` (so a fault names its step). Fails, naming the
   /// step, on a launch or library error.
