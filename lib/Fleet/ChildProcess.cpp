@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChildProcess.h"
+#include "kopt/Fleet/ChildProcess.h"
 
 #include <cerrno>
 #include <chrono>

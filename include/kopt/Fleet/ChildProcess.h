@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef KOPT_TOOLS_KOPT_CHILDPROCESS_H
-#define KOPT_TOOLS_KOPT_CHILDPROCESS_H
+#ifndef KOPT_FLEET_CHILDPROCESS_H
+#define KOPT_FLEET_CHILDPROCESS_H
 
 #include <string>
 #include <vector>
@@ -59,4 +59,4 @@ void dieWithParent();
 
 } // namespace mlir::kopt
 
-#endif // KOPT_TOOLS_KOPT_CHILDPROCESS_H
+#endif // KOPT_FLEET_CHILDPROCESS_H
