@@ -118,8 +118,11 @@ llvm::Error mlir::kopt::writeJobOutcome(llvm::StringRef path,
                                    "': " + code.message());
   out << rt::json::write(result);
   out.close();
-  if (out.has_error())
-    return llvm::createStringError("cannot write '" + path +
-                                   "': " + out.error().message());
+  if (out.has_error()) {
+    std::string message = out.error().message();
+    // An error left on the stream would end the process when it closes.
+    out.clear_error();
+    return llvm::createStringError("cannot write '" + path + "': " + message);
+  }
   return llvm::Error::success();
 }

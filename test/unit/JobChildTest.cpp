@@ -172,4 +172,13 @@ TEST(JobChildTest, BadJobFilesAreErrors) {
       0u);
 }
 
+TEST(JobChildTest, OutcomeWriteErrorIsReturned) {
+  if (!llvm::sys::fs::exists("/dev/full"))
+    GTEST_SKIP() << "no /dev/full here";
+  llvm::Error error = writeJobOutcome("/dev/full", "", "tuned");
+  ASSERT_TRUE(bool(error));
+  EXPECT_EQ(llvm::toString(std::move(error)),
+            "cannot write '/dev/full': No space left on device");
+}
+
 } // namespace
