@@ -28,14 +28,13 @@
 #include "kopt/Autotune/Autotuner.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/InitAll.h"
+#include "kopt/Support/ModelFiles.h"
 #include "kopt/Support/ModelLoader.h"
 #include "passes/Passes.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
@@ -50,52 +49,6 @@
 
 using namespace mlir;
 using namespace mlir::kopt;
-
-/// The .mlir files among `inputs`, folders searched recursively, sorted
-/// within each folder; missing paths are errors. Symbolic links to folders
-/// are followed, but each folder (device and inode) is searched once, so a
-/// link back to an ancestor ends the descent instead of looping.
-static llvm::Expected<std::vector<std::string>>
-collectFiles(const std::vector<std::string> &inputs) {
-  std::vector<std::string> files;
-  std::set<llvm::sys::fs::UniqueID> searched;
-  for (const std::string &input : inputs) {
-    if (!llvm::sys::fs::is_directory(input)) {
-      if (!llvm::sys::fs::exists(input))
-        return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                       "no such file or folder: '" + input +
-                                           "'");
-      files.push_back(input);
-      continue;
-    }
-    llvm::sys::fs::UniqueID root;
-    if (!llvm::sys::fs::getUniqueID(input, root) &&
-        !searched.insert(root).second)
-      continue;
-    std::vector<std::string> found;
-    std::error_code error;
-    for (llvm::sys::fs::recursive_directory_iterator it(input, error), end;
-         it != end && !error; it.increment(error)) {
-      llvm::ErrorOr<llvm::sys::fs::basic_file_status> status = it->status();
-      if (status &&
-          status->type() == llvm::sys::fs::file_type::directory_file) {
-        llvm::sys::fs::UniqueID id;
-        if (llvm::sys::fs::getUniqueID(it->path(), id) ||
-            !searched.insert(id).second)
-          it.no_push();
-        continue;
-      }
-      if (llvm::sys::path::extension(it->path()) == ".mlir")
-        found.push_back(it->path());
-    }
-    if (error)
-      return llvm::createStringError(error, "reading '" + input +
-                                                "': " + error.message());
-    std::sort(found.begin(), found.end());
-    files.insert(files.end(), found.begin(), found.end());
-  }
-  return files;
-}
 
 namespace {
 /// One parsed graph, kept alive while its groups are tuned.
@@ -136,7 +89,7 @@ int mlir::kopt::runWarmCommand() {
         << llvm::toString(line.takeError()) << "\n";
     return 2;
   }
-  auto files = collectFiles(line->inputs);
+  auto files = collectModelFiles(line->inputs);
   if (!files) {
     llvm::WithColor::error(llvm::errs(), "kopt")
         << llvm::toString(files.takeError()) << "\n";
