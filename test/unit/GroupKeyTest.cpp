@@ -10,6 +10,7 @@
 
 #include "kopt/Analysis/GroupKey.h"
 
+#include <algorithm>
 #include <chrono>
 #include <regex>
 
@@ -236,8 +237,15 @@ TEST_F(GroupKeyTest, KeysALongChainInLinearTime) {
   // The canonical schedule once scanned every waiting op at each step:
   // `kopt analyze` took 109 s on a chain of 30,000 ops. Four times the ops
   // must now take well under the sixteen times a quadratic schedule would.
-  double small = timeChainKey(*context, 3000);
-  double large = timeChainKey(*context, 12000);
+  // The fastest of three runs each, so that a busy machine does not decide.
+  auto fastest = [&](int ops) {
+    double best = timeChainKey(*context, ops);
+    for (int i = 0; i < 2; ++i)
+      best = std::min(best, timeChainKey(*context, ops));
+    return best;
+  };
+  double small = fastest(3000);
+  double large = fastest(12000);
   EXPECT_LT(large, 8 * small + 0.05) << small << " s, then " << large << " s";
   EXPECT_LT(timeChainKey(*context, 30000), 10.0);
 }
