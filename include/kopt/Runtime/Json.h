@@ -6,12 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The runtime's JSON (RFC 8259), with no dependency beyond the C++ standard
-// library. The parser is strict: no comments, no trailing commas, no
-// duplicate keys, no lone surrogates, no invalid UTF-8, no NaN or infinity,
-// and it stops hostile input with a nesting depth limit and a size limit.
-// Errors name the line and column (1-based, columns counted in bytes) and
-// what was expected there.
+// The runtime's JSON value, read and written with nlohmann-json (RFC 8259).
+// Parsing is strict: no comments, no trailing commas, no duplicate keys, no
+// lone surrogates, no invalid UTF-8, no NaN or infinity, and a nesting depth
+// limit and a size limit stop hostile input. Errors name the line and column
+// (1-based, columns counted in bytes) and what was wrong there. nlohmann-json
+// stays out of this header.
 //
 // Objects keep their members in insertion order, and the writer prints them
 // in that order, so output is stable. Numbers are doubles; an integer literal
@@ -134,7 +134,7 @@ public:
   bool operator!=(const Value &other) const { return !(*this == other); }
 
 private:
-  friend class Parser;
+  friend class Builder;
 
   Kind valueKind = Kind::Null;
   bool boolean = false;
@@ -157,27 +157,13 @@ struct ParseLimits {
   size_t maxBytes = size_t(64) << 20;
 };
 
-/// Where and why parsing failed.
-struct ParseError {
-  /// 1-based line of the offending byte.
-  size_t line = 0;
-  /// 1-based column of the offending byte, counted in bytes.
-  size_t column = 0;
-  /// 0-based byte offset of the offending byte.
-  size_t offset = 0;
-  /// What was wrong or expected, without the position.
-  std::string message;
-};
-
 /// Parses `text` as one JSON value, with nothing but whitespace after it.
-/// On failure the Status message is `line:column: message`, and `error`,
-/// when not null, receives the parts.
-Result<Value> parse(std::string_view text, const ParseLimits &limits = {},
-                    ParseError *error = nullptr);
+/// On failure the Status message is `line:column: message`.
+Result<Value> parse(std::string_view text, const ParseLimits &limits = {});
 
 /// Writes `value` compactly (no whitespace), members in insertion order.
-/// Invalid UTF-8 in strings is replaced by U+FFFD so the output is always
-/// valid JSON.
+/// Invalid UTF-8 in strings is replaced by U+FFFD (one per maximal ill-formed
+/// subsequence) so the output is always valid JSON.
 std::string write(const Value &value);
 
 /// Appends `value`, written as by `write`, to `out`.

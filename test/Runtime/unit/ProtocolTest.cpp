@@ -209,7 +209,8 @@ TEST(ProtocolTest, RefusesOtherProtocolsAndVersions) {
             "message: missing string 'type'");
   EXPECT_EQ(decodeError("[]"), "message: expected a JSON object");
   EXPECT_EQ(decodeError("{"),
-            "message: 1:2: unexpected end of input; expected a string key");
+            "message: 1:2: syntax error while parsing object key - "
+            "unexpected end of input; expected string literal");
 }
 
 TEST(ProtocolTest, ValidatesLaterReferences) {
@@ -510,7 +511,8 @@ TEST(ProtocolTest, ReportsAFrameThatIsNotAMessage) {
   Result<Message> message = readMessage(channel.reader());
   ASSERT_FALSE(message.isOk());
   EXPECT_EQ(message.status().message(),
-            "message: 1:13: unexpected end of input; expected a value");
+            "message: 1:13: syntax error while parsing value - unexpected "
+            "end of input; expected '[', '{', or a literal");
 }
 
 //===----------------------------------------------------------------------===//
