@@ -239,6 +239,36 @@ KOPT_EXPORT KoptStatus koptModuleSetGraphCapture(KoptModule *module,
  *  stream other than the legacy default stream. */
 KOPT_EXPORT KoptStatus koptModuleRun(KoptModule *module, void *stream);
 
+/*===----------------------------------------------------------------------===*\
+|* Module files                                                               *|
+\*===----------------------------------------------------------------------===*/
+
+/** A runtime module read from its file and verified, but not loaded on any
+ *  device: it describes the module's inputs and outputs on a machine
+ *  without a GPU. Free with koptModuleFileClose. */
+typedef struct KoptModuleFile KoptModuleFile;
+
+/** Reads and verifies the module at `path` as koptModuleLoad does, with no
+ *  device and no database. Fails with KOPT_IO_ERROR when the file cannot
+ *  be read, KOPT_UNSUPPORTED for another schema and KOPT_INVALID_ARGUMENT
+ *  for a damaged or inconsistent module. */
+KOPT_EXPORT KoptStatus koptModuleFileOpen(const char *path,
+                                          KoptModuleFile **outFile);
+KOPT_EXPORT void koptModuleFileClose(KoptModuleFile *file);
+
+KOPT_EXPORT KoptStatus koptModuleFileGetNumInputs(const KoptModuleFile *file,
+                                                  size_t *outCount);
+KOPT_EXPORT KoptStatus koptModuleFileGetNumOutputs(const KoptModuleFile *file,
+                                                   size_t *outCount);
+/** Describes input (output) `index`, as koptModuleGetInputInfo does; the
+ *  name belongs to `file`. */
+KOPT_EXPORT KoptStatus koptModuleFileGetInputInfo(const KoptModuleFile *file,
+                                                  size_t index,
+                                                  KoptTensorInfo *outInfo);
+KOPT_EXPORT KoptStatus koptModuleFileGetOutputInfo(const KoptModuleFile *file,
+                                                   size_t index,
+                                                   KoptTensorInfo *outInfo);
+
 #ifdef __cplusplus
 }
 #endif

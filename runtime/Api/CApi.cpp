@@ -51,6 +51,10 @@ struct KoptModule {
   /// Names of inputs and outputs, kept for KoptTensorInfo::name.
 };
 
+struct KoptModuleFile {
+  RuntimeModule module;
+};
+
 static thread_local std::string lastError;
 
 static KoptStatus toCode(StatusCode code) {
@@ -439,9 +443,8 @@ KoptStatus koptModuleGetNumOutputs(const KoptModule *module, size_t *outCount) {
   });
 }
 
-static KoptStatus describe(const KoptModule *module, bool input, size_t index,
+static KoptStatus describe(const RuntimeModule &mod, bool input, size_t index,
                            KoptTensorInfo *outInfo) {
-  const RuntimeModule &mod = module->runner->getModule();
   const std::vector<std::string> &names = input ? mod.inputs : mod.outputs;
   if (index >= names.size())
     return fail(KOPT_OUT_OF_RANGE, std::string("the module has ") +
@@ -469,7 +472,7 @@ KoptStatus koptModuleGetInputInfo(const KoptModule *module, size_t index,
   return guarded([&]() -> KoptStatus {
     KOPT_REQUIRE(module);
     KOPT_REQUIRE(outInfo);
-    return describe(module, true, index, outInfo);
+    return describe(module->runner->getModule(), true, index, outInfo);
   });
 }
 
@@ -478,7 +481,7 @@ KoptStatus koptModuleGetOutputInfo(const KoptModule *module, size_t index,
   return guarded([&]() -> KoptStatus {
     KOPT_REQUIRE(module);
     KOPT_REQUIRE(outInfo);
-    return describe(module, false, index, outInfo);
+    return describe(module->runner->getModule(), false, index, outInfo);
   });
 }
 
@@ -534,5 +537,63 @@ KoptStatus koptModuleRun(KoptModule *module, void *stream) {
   return guarded([&]() -> KoptStatus {
     KOPT_REQUIRE(module);
     return report(module->runner->enqueue(static_cast<CUstream>(stream)));
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Module files
+//===----------------------------------------------------------------------===//
+
+KoptStatus koptModuleFileOpen(const char *path, KoptModuleFile **outFile) {
+  return guarded([&]() -> KoptStatus {
+    KOPT_REQUIRE(path);
+    KOPT_REQUIRE(outFile);
+    auto loaded = loadRuntimeModule(path);
+    if (!loaded)
+      return report(loaded.status());
+    auto file = std::make_unique<KoptModuleFile>();
+    file->module = std::move(*loaded);
+    *outFile = file.release();
+    return KOPT_OK;
+  });
+}
+
+void koptModuleFileClose(KoptModuleFile *file) { delete file; }
+
+KoptStatus koptModuleFileGetNumInputs(const KoptModuleFile *file,
+                                      size_t *outCount) {
+  return guarded([&]() -> KoptStatus {
+    KOPT_REQUIRE(file);
+    KOPT_REQUIRE(outCount);
+    *outCount = file->module.inputs.size();
+    return KOPT_OK;
+  });
+}
+
+KoptStatus koptModuleFileGetNumOutputs(const KoptModuleFile *file,
+                                       size_t *outCount) {
+  return guarded([&]() -> KoptStatus {
+    KOPT_REQUIRE(file);
+    KOPT_REQUIRE(outCount);
+    *outCount = file->module.outputs.size();
+    return KOPT_OK;
+  });
+}
+
+KoptStatus koptModuleFileGetInputInfo(const KoptModuleFile *file, size_t index,
+                                      KoptTensorInfo *outInfo) {
+  return guarded([&]() -> KoptStatus {
+    KOPT_REQUIRE(file);
+    KOPT_REQUIRE(outInfo);
+    return describe(file->module, true, index, outInfo);
+  });
+}
+
+KoptStatus koptModuleFileGetOutputInfo(const KoptModuleFile *file, size_t index,
+                                       KoptTensorInfo *outInfo) {
+  return guarded([&]() -> KoptStatus {
+    KOPT_REQUIRE(file);
+    KOPT_REQUIRE(outInfo);
+    return describe(file->module, false, index, outInfo);
   });
 }

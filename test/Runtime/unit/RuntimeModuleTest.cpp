@@ -7,16 +7,18 @@
 //===----------------------------------------------------------------------===//
 //
 // Runtime modules written and read back, damaged and inconsistent modules
-// refused with their reason, and .npy files parsed, checked against tensors
-// and written. No GPU needed.
+// refused with their reason, described through the C API's module files,
+// and .npy files parsed, checked against tensors and written. No GPU needed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Runtime/RuntimeModule.h"
+#include "kopt-c/Runtime.h"
 #include "kopt/Runtime/Npy.h"
 
 #include "gtest/gtest.h"
 
+#include <cstdio>
 #include <cstring>
 
 using namespace kopt::runtime;
@@ -162,6 +164,44 @@ TEST(RuntimeModuleTest, VerifyNamesTheProblem) {
   module = makeModule();
   module.plans[0].plan.reset();
   expectProblem(module, "needs either an inline plan or a reference");
+}
+
+TEST(RuntimeModuleTest, CApiDescribesAFileWithoutADevice) {
+  std::string path = ::testing::TempDir() + "describe-without-device.kmod";
+  ASSERT_TRUE(saveRuntimeModule(makeModule(), path).isOk());
+  KoptModuleFile *file = nullptr;
+  ASSERT_EQ(koptModuleFileOpen(path.c_str(), &file), KOPT_OK)
+      << koptGetLastError();
+  size_t inputs = 0, outputs = 0;
+  ASSERT_EQ(koptModuleFileGetNumInputs(file, &inputs), KOPT_OK);
+  ASSERT_EQ(koptModuleFileGetNumOutputs(file, &outputs), KOPT_OK);
+  EXPECT_EQ(inputs, 1u);
+  EXPECT_EQ(outputs, 2u);
+  KoptTensorInfo info;
+  ASSERT_EQ(koptModuleFileGetInputInfo(file, 0, &info), KOPT_OK);
+  EXPECT_STREQ(info.name, "x");
+  EXPECT_EQ(info.elementType, KOPT_F32);
+  ASSERT_EQ(info.rank, 2);
+  EXPECT_EQ(info.shape[0], 2);
+  EXPECT_EQ(info.shape[1], 4);
+  EXPECT_EQ(info.bytes, 32u);
+  ASSERT_EQ(koptModuleFileGetOutputInfo(file, 1, &info), KOPT_OK);
+  EXPECT_STREQ(info.name, "flat");
+  EXPECT_EQ(info.rank, 1);
+  EXPECT_EQ(koptModuleFileGetOutputInfo(file, 2, &info), KOPT_OUT_OF_RANGE);
+  EXPECT_STREQ(koptGetLastError(), "the module has 2 outputs, not 3");
+  EXPECT_EQ(koptModuleFileGetInputInfo(nullptr, 0, &info),
+            KOPT_INVALID_ARGUMENT);
+  koptModuleFileClose(file);
+  koptModuleFileClose(nullptr);
+
+  KoptModuleFile *missing = nullptr;
+  EXPECT_EQ(koptModuleFileOpen((path + ".missing").c_str(), &missing),
+            KOPT_IO_ERROR);
+  EXPECT_EQ(missing, nullptr);
+  EXPECT_NE(std::string(koptGetLastError()).find(".missing"), std::string::npos)
+      << koptGetLastError();
+  std::remove(path.c_str());
 }
 
 TEST(NpyTest, ReadsWhatItWrites) {
