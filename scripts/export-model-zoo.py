@@ -26,7 +26,13 @@
 #
 # Weights, biases and batch-norm statistics are function arguments, not
 # constants (torch.func.functional_call binds them), so the files stay small:
-# the weights' shapes are in the signature, their values are not.
+# the weights' shapes are in the signature, their values are not. Beside
+# each NAME.mlir, NAME.json lists the function's arguments in order (each
+# input's or weight's name, shape and dtype) and its results, so that a
+# runner can bind the PyTorch model's own tensors to a kopt module.
+#
+# The architectures live in scripts/model_zoo.py, which bench/zoo/run_zoo.py
+# shares to run the same models on the GPU.
 #
 # How to run (in a fresh virtualenv outside the source tree; Python 3.11):
 #
@@ -42,19 +48,20 @@
 
 import argparse
 import importlib.metadata
-import math
+import inspect
+import json
 import os
 import re
 import sys
-from functools import partial
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
-import torchvision
 from torch.export import Dim
 from torch_mlir import fx
-from torchvision.models.vision_transformer import EncoderBlock
+
+from model_zoo import EXPORTS, MODELS, weight_names
+
+MANIFEST_SCHEMA = "kopt.zoo.arguments/1"
 
 
 class WeightsAsArgs(nn.Module):
@@ -73,231 +80,8 @@ class WeightsAsArgs(nn.Module):
         return torch.func.functional_call(self.model, weights, inputs)
 
 
-def weight_names(model):
-    """Parameters and floating-point buffers (batch-norm statistics); the
-    integer batch counters are unused in eval mode and left out."""
-    names = [n for n, _ in model.named_parameters()]
-    names += [n for n, b in model.named_buffers() if b.is_floating_point()]
-    return names
-
-
-class VitPatchBlock(nn.Module):
-    """ViT-B/16 front: 16x16 patch embedding, class token, position
-    embedding and one encoder block (torchvision's VisionTransformer)."""
-
-    def __init__(self, image=224, patch=16, dim=768, heads=12, mlp=3072):
-        super().__init__()
-        self.conv_proj = nn.Conv2d(3, dim, kernel_size=patch, stride=patch)
-        self.class_token = nn.Parameter(torch.zeros(1, 1, dim))
-        seq = (image // patch)**2 + 1
-        self.pos_embedding = nn.Parameter(torch.empty(1, seq, dim))
-        self.block = EncoderBlock(heads, dim, mlp, 0.0, 0.0,
-                                  partial(nn.LayerNorm, eps=1e-6))
-
-    def forward(self, x):
-        n = x.shape[0]
-        x = self.conv_proj(x).flatten(2).transpose(1, 2)
-        x = torch.cat([self.class_token.expand(n, -1, -1), x], dim=1)
-        return self.block(x + self.pos_embedding)
-
-
-class BertBaseLayer(nn.Module):
-    """BERT-base embeddings (word, position, token type, LayerNorm) and one
-    encoder layer: self-attention with the additive padding mask, GELU
-    feed-forward, post-LayerNorm residuals."""
-
-    def __init__(self, vocab=30522, max_pos=512, types=2, dim=768, heads=12,
-                 ffn=3072, eps=1e-12):
-        super().__init__()
-        self.heads = heads
-        self.word_embeddings = nn.Embedding(vocab, dim)
-        self.position_embeddings = nn.Embedding(max_pos, dim)
-        self.token_type_embeddings = nn.Embedding(types, dim)
-        self.emb_norm = nn.LayerNorm(dim, eps=eps)
-        self.query = nn.Linear(dim, dim)
-        self.key = nn.Linear(dim, dim)
-        self.value = nn.Linear(dim, dim)
-        self.attn_out = nn.Linear(dim, dim)
-        self.attn_norm = nn.LayerNorm(dim, eps=eps)
-        self.intermediate = nn.Linear(dim, ffn)
-        self.output = nn.Linear(ffn, dim)
-        self.out_norm = nn.LayerNorm(dim, eps=eps)
-
-    def split(self, x):
-        b, s, d = x.shape
-        return x.view(b, s, self.heads, d // self.heads).transpose(1, 2)
-
-    def forward(self, input_ids, token_type_ids, attention_mask):
-        b, s = input_ids.shape
-        pos = torch.arange(s, dtype=torch.int64).unsqueeze(0)
-        x = (self.word_embeddings(input_ids) + self.position_embeddings(pos) +
-             self.token_type_embeddings(token_type_ids))
-        x = self.emb_norm(x)
-        mask = (1.0 - attention_mask[:, None, None, :].to(x.dtype))
-        mask = mask * torch.finfo(x.dtype).min
-        q, k, v = (self.split(f(x)) for f in (self.query, self.key,
-                                                self.value))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])
-        probs = torch.softmax(scores + mask, dim=-1)
-        ctx = (probs @ v).transpose(1, 2).reshape(b, s, -1)
-        x = self.attn_norm(self.attn_out(ctx) + x)
-        h = F.gelu(self.intermediate(x))
-        return self.out_norm(self.output(h) + x)
-
-
-class Gpt2Block(nn.Module):
-    """One GPT-2 block: pre-LayerNorm, fused QKV projection (Conv1D, i.e.
-    addmm with a [in, out] weight), causal mask, tanh GELU MLP."""
-
-    def __init__(self, dim=768, heads=12, eps=1e-5):
-        super().__init__()
-        self.heads = heads
-        self.ln_1 = nn.LayerNorm(dim, eps=eps)
-        self.c_attn_w = nn.Parameter(torch.empty(dim, 3 * dim))
-        self.c_attn_b = nn.Parameter(torch.empty(3 * dim))
-        self.c_proj_w = nn.Parameter(torch.empty(dim, dim))
-        self.c_proj_b = nn.Parameter(torch.empty(dim))
-        self.ln_2 = nn.LayerNorm(dim, eps=eps)
-        self.c_fc_w = nn.Parameter(torch.empty(dim, 4 * dim))
-        self.c_fc_b = nn.Parameter(torch.empty(4 * dim))
-        self.mlp_proj_w = nn.Parameter(torch.empty(4 * dim, dim))
-        self.mlp_proj_b = nn.Parameter(torch.empty(dim))
-
-    @staticmethod
-    def conv1d(x, w, b):
-        return torch.addmm(b, x.reshape(-1, x.shape[-1]), w).view(
-            *x.shape[:-1], w.shape[-1])
-
-    def forward(self, x):
-        b, s, d = x.shape
-        h = self.conv1d(self.ln_1(x), self.c_attn_w, self.c_attn_b)
-        q, k, v = (t.view(b, s, self.heads, d // self.heads).transpose(1, 2)
-                   for t in h.split(d, dim=2))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(v.shape[-1])
-        causal = torch.ones(s, s, dtype=torch.bool).tril()
-        scores = torch.where(causal, scores,
-                             torch.tensor(torch.finfo(x.dtype).min))
-        ctx = (torch.softmax(scores, dim=-1) @ v).transpose(1, 2)
-        x = x + self.conv1d(ctx.reshape(b, s, d), self.c_proj_w,
-                            self.c_proj_b)
-        m = F.gelu(self.conv1d(self.ln_2(x), self.c_fc_w, self.c_fc_b),
-                   approximate="tanh")
-        return x + self.conv1d(m, self.mlp_proj_w, self.mlp_proj_b)
-
-
-class RMSNorm(nn.Module):
-
-    def __init__(self, dim, eps=1e-5):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(dim))
-        self.eps = eps
-
-    def forward(self, x):
-        var = x.pow(2).mean(-1, keepdim=True)
-        return self.weight * (x * torch.rsqrt(var + self.eps))
-
-
-def rotate_half(x):
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
-
-
-class LlamaBlock(nn.Module):
-    """One LLaMA-style decoder block (TinyLlama-1.1B sizes): RMSNorm,
-    rotary position embeddings computed from the positions, grouped-query
-    causal attention (scaled_dot_product_attention), SwiGLU MLP."""
-
-    def __init__(self, dim=2048, heads=32, kv_heads=4, ffn=5632,
-                 theta=10000.0):
-        super().__init__()
-        self.heads, self.kv_heads = heads, kv_heads
-        self.head_dim = dim // heads
-        self.theta = theta
-        self.input_norm = RMSNorm(dim)
-        self.q_proj = nn.Linear(dim, heads * self.head_dim, bias=False)
-        self.k_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
-        self.v_proj = nn.Linear(dim, kv_heads * self.head_dim, bias=False)
-        self.o_proj = nn.Linear(heads * self.head_dim, dim, bias=False)
-        self.post_norm = RMSNorm(dim)
-        self.gate_proj = nn.Linear(dim, ffn, bias=False)
-        self.up_proj = nn.Linear(dim, ffn, bias=False)
-        self.down_proj = nn.Linear(ffn, dim, bias=False)
-
-    def rotary(self, s):
-        inv_freq = 1.0 / (self.theta**(torch.arange(
-            0, self.head_dim, 2, dtype=torch.float32) / self.head_dim))
-        pos = torch.arange(s, dtype=torch.float32)
-        emb = torch.outer(pos, inv_freq)
-        emb = torch.cat((emb, emb), dim=-1)
-        return emb.cos()[None, None], emb.sin()[None, None]
-
-    def forward(self, x):
-        b, s, _ = x.shape
-        h = self.input_norm(x)
-        q = self.q_proj(h).view(b, s, self.heads, -1).transpose(1, 2)
-        k = self.k_proj(h).view(b, s, self.kv_heads, -1).transpose(1, 2)
-        v = self.v_proj(h).view(b, s, self.kv_heads, -1).transpose(1, 2)
-        cos, sin = self.rotary(s)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        groups = self.heads // self.kv_heads
-        k = k.repeat_interleave(groups, dim=1)
-        v = v.repeat_interleave(groups, dim=1)
-        ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.o_proj(ctx.transpose(1, 2).reshape(b, s, -1))
-        h = self.post_norm(x)
-        return x + self.down_proj(
-            F.silu(self.gate_proj(h)) * self.up_proj(h))
-
-
-def image(batch=1):
-    return (torch.randn(batch, 3, 224, 224),)
-
-
-def bert_inputs(batch=2, seq=128):
-    ids = torch.randint(0, 30522, (batch, seq), dtype=torch.int64)
-    types = torch.zeros(batch, seq, dtype=torch.int64)
-    mask = torch.ones(batch, seq, dtype=torch.int64)
-    mask[:, seq - 16:] = 0
-    return (ids, types, mask)
-
-
 # The largest dense constant an export may hold, in bytes.
 MAX_CONSTANT_BYTES = 4096
-
-# name -> (model builder, example inputs, description)
-MODELS = {
-    "resnet18": (lambda: torchvision.models.resnet18(weights=None), image,
-                 "torchvision resnet18, x: [1,3,224,224]"),
-    "resnet50": (lambda: torchvision.models.resnet50(weights=None), image,
-                 "torchvision resnet50, x: [1,3,224,224]"),
-    "mobilenet_v2":
-        (lambda: torchvision.models.mobilenet_v2(weights=None), image,
-         "torchvision mobilenet_v2, x: [1,3,224,224]"),
-    "vit_b16_block": (VitPatchBlock, image,
-                      "ViT-B/16 patch embedding + class token + position "
-                      "embedding + one encoder block, x: [1,3,224,224]"),
-    "bert_base_layer": (BertBaseLayer, bert_inputs,
-                        "BERT-base embeddings + one encoder layer, "
-                        "input_ids/token_type_ids/attention_mask: [2,128] "
-                        "i64"),
-    "gpt2_block": (Gpt2Block,
-                   lambda batch=1: (torch.randn(batch, 128, 768),),
-                   "one GPT-2 block (causal, tanh GELU), x: [1,128,768]"),
-    "llama_block": (LlamaBlock,
-                    lambda batch=1: (torch.randn(batch, 128, 2048),),
-                    "one LLaMA-style decoder block (RMSNorm, RoPE, GQA "
-                    "32/4 heads, SwiGLU), x: [1,128,2048]"),
-}
-
-# (file stem, model, output type, batch dimension dynamic)
-EXPORTS = [(name, name, "linalg-on-tensors", False) for name in MODELS] + [
-    ("resnet18_tosa", "resnet18", "tosa", False),
-    ("gpt2_block_tosa", "gpt2_block", "tosa", False),
-    ("resnet18_dynbatch", "resnet18", "linalg-on-tensors", True),
-    ("bert_base_layer_dynbatch", "bert_base_layer", "linalg-on-tensors",
-     True),
-]
 
 
 def export(model_name, output_type, dynamic_batch):
@@ -322,7 +106,63 @@ def export(model_name, output_type, dynamic_batch):
                                       output_type=output_type,
                                       dynamic_shapes=dynamic_shapes,
                                       func_name="forward")
-    return str(module), description, len(weights)
+        results = model(*inputs)
+    arguments = describe_arguments(model, inputs, names, weights,
+                                   dynamic_batch)
+    results = [tensor_entry(None, None, t, dynamic_batch)
+               for t in (results if isinstance(results, tuple) else
+                         (results,))]
+    return str(module), description, arguments, results
+
+
+def tensor_entry(name, kind, tensor, dynamic_batch):
+    """One argument or result of the manifest; a dynamic batch is null."""
+    shape = list(tensor.shape)
+    if dynamic_batch:
+        shape[0] = None
+    entry = {"name": name, "kind": kind} if name else {}
+    entry.update(shape=shape, dtype=str(tensor.dtype).split(".")[-1])
+    return entry
+
+
+def describe_arguments(model, inputs, names, weights, dynamic_batch):
+    """The exported function's arguments in order: the model's inputs
+    (named after its forward's parameters), then its parameters and
+    floating-point buffers by state-dict name."""
+    input_names = list(inspect.signature(model.forward).parameters)
+    parameters = {n for n, _ in model.named_parameters()}
+    return ([
+        tensor_entry(name, "input", tensor, dynamic_batch)
+        for name, tensor in zip(input_names, inputs)
+    ] + [
+        tensor_entry(name, "parameter" if name in parameters else "buffer",
+                     tensor, False) for name, tensor in zip(names, weights)
+    ])
+
+
+def write_manifest(path, stem, model_name, output_type, dynamic_batch,
+                   arguments, results):
+    """NAME.json: one argument or result a line, so diffs stay readable."""
+    head = {
+        "schema": MANIFEST_SCHEMA,
+        "file": f"{stem}.mlir",
+        "model": model_name,
+        "output_type": output_type,
+        "dynamic_batch": dynamic_batch,
+    }
+    lines = ["{"] + [f" {json.dumps(k)}: {json.dumps(v)}," for k, v in
+                     head.items()]
+    for key, entries, last in (("arguments", arguments, False),
+                               ("results", results, True)):
+        lines.append(f" {json.dumps(key)}: [")
+        lines += [
+            "  " + json.dumps(e) + ("," if i + 1 < len(entries) else "")
+            for i, e in enumerate(entries)
+        ]
+        lines.append(" ]" + ("" if last else ","))
+    lines.append("}")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
 
 
 def main():
@@ -347,8 +187,9 @@ def main():
         if args.only and stem not in args.only:
             continue
         torch.manual_seed(0)
-        text, description, num_weights = export(model_name, output_type,
-                                                dynamic_batch)
+        text, description, arguments, results = export(
+            model_name, output_type, dynamic_batch)
+        num_weights = sum(a["kind"] != "input" for a in arguments)
         # Weights are arguments: a large dense constant means a model
         # captured a tensor it should have computed or taken as argument.
         # (Small ones, such as TOSA's index tables, are fine.)
@@ -367,6 +208,9 @@ def main():
             f.write(text)
         print(f"wrote {path} ({os.path.getsize(path)} bytes)",
               file=sys.stderr)
+        write_manifest(os.path.join(args.out_dir, f"{stem}.json"), stem,
+                       model_name, output_type, dynamic_batch, arguments,
+                       results)
 
 
 if __name__ == "__main__":
