@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import unittest
+import weakref
 
 import kopt.runtime as rt
 from kopt.runtime import _buffers, _capi, _objects
@@ -358,12 +359,40 @@ class ModuleRunTest(unittest.TestCase):
                       str(caught.exception))
         with self.assertRaises(rt.Error) as caught:
             module.run({"a": a, "c": a}, [a])
-        self.assertIn("unknown 'c'; missing 'b'", str(caught.exception))
+        self.assertIn("the module has no input or output 'c' (it has a, b, "
+                      "y)", str(caught.exception))
+        with self.assertRaises(rt.Error) as caught:
+            module.run({"a": a}, [a])
+        self.assertIn("input 'b' is not passed, nor bound by bind()",
+                      str(caught.exception))
         with self.assertRaises(rt.Error) as caught:
             module.run([a, CudaArray((3, 3))], [a])
         self.assertIn("input 'b' has shape [3, 3]", str(caught.exception))
         self.assertEqual(self.calls("bind"), [])
         self.assertEqual(self.calls("run"), [])
+
+    def test_bound_values_stay_bound_and_alive(self):
+        module = rt.Module("m.kmod")
+        weight = CudaArray((2, 3), pointer=0x2000)
+        alive = weakref.ref(weight)
+        module.bind({"b": weight})
+        del weight
+        self.assertIsNotNone(alive())
+        with self.assertRaises(rt.Error) as caught:
+            module.run([], [CudaArray((2, 3))])
+        self.assertIn("the module takes 1 inputs (a; 1 more bound by "
+                      "bind()), not 0", str(caught.exception))
+        y = CudaArray((2, 3), pointer=0x3000)
+        for pointer in (0x1000, 0x1000, 0x4000):
+            module.run([CudaArray((2, 3), pointer=pointer)], [y])
+        self.assertEqual(self.calls("bind"), [("bind", b"b", 0x2000),
+                                              ("bind", b"a", 0x1000),
+                                              ("bind", b"y", 0x3000),
+                                              ("bind", b"a", 0x4000)])
+        self.assertEqual(len(self.calls("run")), 3)
+        with self.assertRaises(rt.Error) as caught:
+            module.bind([y])
+        self.assertIn("takes a mapping", str(caught.exception))
 
     def test_a_failed_run_raises_the_librarys_message(self):
         module = rt.Module("m.kmod")

@@ -174,27 +174,6 @@ def describe(path):
         lib.koptModuleFileClose(handle)
 
 
-def _arrange(values, infos, role):
-    """`values` (a sequence in order, or a mapping by name) as a list in
-    the order of `infos`."""
-    names = [info.name for info in infos]
-    if isinstance(values, Mapping):
-        unknown = sorted(set(values) - set(names))
-        missing = [name for name in names if name not in values]
-        if unknown or missing:
-            raise Error(f"{role}s: " + "; ".join(
-                ([f"unknown {', '.join(map(repr, unknown))}"]
-                 if unknown else []) +
-                ([f"missing {', '.join(map(repr, missing))}"]
-                 if missing else [])) + f" (the module's: {', '.join(names)})")
-        return [values[name] for name in names]
-    values = list(values)
-    if len(values) != len(infos):
-        raise Error(f"the module takes {len(infos)} {role}s "
-                    f"({', '.join(names)}), not {len(values)}")
-    return values
-
-
 class Module(_Handle):
     """A runtime module (`kopt compile --emit-module`) loaded on a device.
 
@@ -229,9 +208,17 @@ class Module(_Handle):
         self.outputs = _describe(self._lib, self._handle,
                                  self._lib.koptModuleGetNumOutputs,
                                  self._lib.koptModuleGetOutputInfo)
-        # Pointers bound now, by name: binding again only on a change keeps
-        # a captured graph.
-        self._bound = {}
+        self._roles = {info.name: (info, "input") for info in self.inputs}
+        self._roles.update(
+            {info.name: (info, "output") for info in self.outputs})
+        # By name: the value bound now (held, so its memory outlives the
+        # binding), its pointer (bound again only on a change, which keeps
+        # a captured graph), whether it came through torch; and the names
+        # bound by bind(), which runs need not pass.
+        self._held = {}
+        self._pointers = {}
+        self._through_torch = {}
+        self._pinned = set()
         self._graph = False
         if graph:
             self.set_graph_capture(True)
@@ -268,46 +255,104 @@ class Module(_Handle):
             for info in self.outputs
         ]
 
-    def _bind(self, name, pointer):
-        if self._bound.get(name) == pointer:
-            return
-        self._lib.check(
-            self._lib.koptModuleBindBuffer(self._require_open(),
-                                           name.encode(), pointer))
-        self._bound[name] = pointer
+    def _by_name(self, values):
+        unknown = [name for name in values if name not in self._roles]
+        if unknown:
+            raise Error(f"the module has no input or output "
+                        f"{', '.join(map(repr, unknown))} (it has "
+                        f"{', '.join(self._roles)})")
+        return dict(values)
 
-    def run(self, inputs, outputs=None, stream=None):
-        """Enqueues one run of the module on `stream` and returns `outputs`
-        as a list, without waiting. `inputs` and `outputs` are sequences in
-        the module's order or mappings by name, of CUDA tensors (torch,
-        __cuda_array_interface__, DLPack) of exactly the module's shapes and
-        dtypes, contiguous: their memory is used in place, nothing is
-        copied. `outputs=None` allocates torch tensors. `stream` (see
-        `_buffers.stream_handle`): by default torch's current stream when
-        torch tensors are passed."""
-        handle = self._require_open()
-        inputs = _arrange(inputs, self.inputs, "input")
-        if outputs is None:
-            outputs = self.new_outputs()
-        outputs = _arrange(outputs, self.outputs, "output")
+    def _in_order(self, values, infos, role):
+        """A sequence of values for those of `infos` that bind() did not
+        bind, by name."""
+        names = [info.name for info in infos if info.name not in self._pinned]
+        values = list(values)
+        if len(values) != len(names):
+            pinned = len(infos) - len(names)
+            raise Error(f"the module takes {len(names)} {role}s "
+                        f"({', '.join(names)}" +
+                        (f"; {pinned} more bound by bind()" if pinned else "")
+                        + f"), not {len(values)}")
+        return dict(zip(names, values))
+
+    def _bind_all(self, values):
+        """Checks every value of `values` (by name), then binds them."""
         ordinal = self.device.ordinal
-        pointers = []
-        used_torch = False
-        for infos, values, role in ((self.inputs, inputs, "input"),
-                                    (self.outputs, outputs, "output")):
-            for info, value in zip(infos, values):
-                pointer, through_torch = _buffers.device_pointer(
-                    value, info, role, ordinal, writable=role == "output")
-                used_torch = used_torch or through_torch
-                pointers.append((info.name, pointer))
-        stream = _buffers.stream_handle(stream, used_torch, ordinal)
-        for name, pointer in pointers:
-            self._bind(name, pointer)
+        checked = []
+        for name, value in values.items():
+            info, role = self._roles[name]
+            pointer, through_torch = _buffers.device_pointer(
+                value, info, role, ordinal, writable=role == "output")
+            checked.append((name, value, pointer, through_torch))
+        handle = self._require_open()
+        for name, value, pointer, through_torch in checked:
+            if self._pointers.get(name) != pointer:
+                self._lib.check(
+                    self._lib.koptModuleBindBuffer(handle, name.encode(),
+                                                   pointer))
+                self._pointers[name] = pointer
+            self._held[name] = value
+            self._through_torch[name] = through_torch
+
+    def bind(self, values):
+        """Binds `values`, a mapping by input or output name, for this and
+        every later run until bound again: weights, say, bound once, so that
+        each run passes (and checks) only what changes. The module holds
+        the values, so their memory stays valid."""
+        if not isinstance(values, Mapping):
+            raise Error("bind() takes a mapping by input or output name")
+        values = self._by_name(values)
+        self._bind_all(values)
+        self._pinned.update(values)
+
+    def run(self, inputs=(), outputs=None, stream=None):
+        """Enqueues one run of the module on `stream` and returns its
+        outputs as a list, without waiting.
+
+        `inputs` is a sequence of the inputs that bind() did not bind (all
+        of them, without bind()), in the module's order, or a mapping by
+        name. `outputs` likewise, or None for fresh torch tensors. Each is a
+        CUDA tensor (torch, __cuda_array_interface__, DLPack) of exactly
+        the module's shape and dtype, contiguous: its memory is used in
+        place, nothing is copied. `stream` (see `_buffers.stream_handle`):
+        by default torch's current stream when torch tensors are bound."""
+        self._require_open()
+        values = (self._by_name(inputs) if isinstance(inputs, Mapping) else
+                  self._in_order(inputs, self.inputs, "input"))
+        missing = [
+            info.name for info in self.inputs
+            if info.name not in values and info.name not in self._pinned
+        ]
+        if missing:
+            raise Error(f"input {', '.join(map(repr, missing))} is not "
+                        "passed, nor bound by bind()")
+        if outputs is None:
+            fresh = self.new_outputs()
+            outputs = {
+                info.name: tensor
+                for info, tensor in zip(self.outputs, fresh)
+                if info.name not in self._pinned
+            }
+        values.update(
+            self._by_name(outputs) if isinstance(outputs, Mapping) else self.
+            _in_order(outputs, self.outputs, "output"))
+        missing = [
+            info.name for info in self.outputs
+            if info.name not in values and info.name not in self._pinned
+        ]
+        if missing:
+            raise Error(f"output {', '.join(map(repr, missing))} is not "
+                        "passed, nor bound by bind()")
+        self._bind_all(values)
+        stream = _buffers.stream_handle(stream,
+                                        any(self._through_torch.values()),
+                                        self.device.ordinal)
         self._lib.check(
-            self._lib.koptModuleRun(handle,
+            self._lib.koptModuleRun(self._require_open(),
                                     ctypes.c_void_p(stream) if stream else
                                     None))
-        return outputs
+        return [self._held[info.name] for info in self.outputs]
 
     def __call__(self, *inputs, outputs=None, stream=None):
         """run(inputs): the output, or a tuple of outputs."""
@@ -315,7 +360,8 @@ class Module(_Handle):
         return results[0] if len(results) == 1 else tuple(results)
 
     def close(self):
-        self._bound = {}
+        self._held = {}
+        self._pointers = {}
         super().close()
 
     def __repr__(self):
