@@ -102,7 +102,9 @@ def mlir_signature(path):
 
 
 def check_signature(name, spec):
-    """Problems with the table entry of `name` against its MLIR file."""
+    """Problems with the table entry of `name` against its MLIR file. The
+    MLIR's argument names are the table's, or arg0..argN as the torch-mlir
+    importer names them."""
     path = os.path.join(ROOT, spec["mlir"])
     if not os.path.exists(path):
         return ["missing MLIR file %s" % spec["mlir"]]
@@ -110,18 +112,48 @@ def check_signature(name, spec):
     _, args, results = mlir_signature(path)
     want = [(n, list(s), t) for n, s, t, _ in spec["inputs"]]
     got = [(n, list(s), t) for n, s, t in args]
+    if [n for n, _, _ in got] == ["arg%d" % i for i in range(len(got))]:
+        got = [(w[0],) + g[1:] for w, g in zip(want, got)] + got[len(want):]
     if want != got:
         errors.append("inputs %s in the table, %s in the MLIR" % (want, got))
     want_out = [(list(s), t) for s, t in spec["outputs"]]
     got_out = [(list(s), t) for s, t in results]
     if want_out != got_out:
         errors.append("outputs %s in the table, %s in the MLIR" % (want_out, got_out))
-    fn = getattr(P, spec["twin"], None)
+    fn = P.twin(name)
     if not callable(fn):
-        errors.append("no PyTorch twin %s in problems.py" % spec["twin"])
-    elif fn.__code__.co_argcount != len(spec["inputs"]):
-        errors.append("twin %s takes %d arguments, the MLIR %d" %
-                      (spec["twin"], fn.__code__.co_argcount, len(spec["inputs"])))
+        errors.append("no PyTorch twin %s" % spec["twin"])
+    else:
+        params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
+        if params != [n for n, _, _, _ in spec["inputs"]]:
+            errors.append("twin %s takes (%s), the table's inputs are (%s)" % (
+                spec["twin"], ", ".join(params),
+                ", ".join(n for n, _, _, _ in spec["inputs"])))
+    return errors + check_file(name, spec, path)
+
+
+# The real set's files must stay small: weights are arguments, never
+# constants (export_real.py refuses constants above 4 KB).
+MAX_MLIR_BYTES = 128 << 10
+
+
+def check_file(name, spec, path):
+    """Problems with the MLIR file itself: its size, and for a file exported
+    by export_real.py, that it was exported from the twin and signature the
+    table has now (the `twin-sha256:` line, problems.twin_hash)."""
+    errors = []
+    size = os.path.getsize(path)
+    if size > MAX_MLIR_BYTES:
+        errors.append("%s has %d bytes, more than %d" % (spec["mlir"], size, MAX_MLIR_BYTES))
+    with open(path) as f:
+        head = f.read(2048)
+    if "bench/suite/export_real.py" in head.split("\n", 1)[0]:
+        m = re.search(r"^// twin-sha256: (\w+)$", head, re.M)
+        want = P.twin_hash(name)
+        if not m or m.group(1) != want:
+            errors.append("%s is stale: exported from twin %s, the twin and signature are "
+                          "now %s (run bench/suite/export_real.py --only %s)" % (
+                              spec["mlir"], m.group(1) if m else "(none)", want, name))
     return errors
 
 
@@ -485,13 +517,14 @@ def run_kopt(row, key, kopt, name, spec, work, db, tune, paths, refs, args):
 # --- the run -----------------------------------------------------------------
 
 def selected(args):
-    names = list(P.PROBLEMS)
+    """The problems of --set, or those --only names (of any set)."""
+    names = [n for n in P.PROBLEMS if args.set == "all" or P.PROBLEMS[n]["set"] == args.set]
     if args.only:
         want = [n.strip() for n in args.only.split(",") if n.strip()]
         unknown = [n for n in want if n not in P.PROBLEMS]
         if unknown:
             sys.exit("unknown problem(s): %s; known: %s" % (", ".join(unknown),
-                                                             ", ".join(names)))
+                                                             ", ".join(P.PROBLEMS)))
         names = want
     return names
 
@@ -524,8 +557,9 @@ def dry_run(args):
             failures += 1
             log("FAIL %s: %s" % (name, "; ".join(errors)))
         else:
-            log("ok   %-26s %-8s %d inputs  groups: %s" % (
-                name, spec["kind"], len(spec["inputs"]), groups or "(kopt not run)"))
+            log("ok   %-26s %-5s %-8s %d inputs  groups: %s" % (
+                name, spec["set"], spec["kind"], len(spec["inputs"]),
+                groups or "(kopt not run)"))
     if not have_kopt:
         log("note: no kopt at %s: kopt analyze not run" % kopt.kopt)
     log("dry run: %d problems, %d ok" % (len(names), len(names) - failures))
@@ -538,7 +572,9 @@ def main():
     ap.add_argument("--kopt-bin", default=os.path.join(ROOT, "dist", "bin"),
                     help="folder of kopt and kopt-run (default dist/bin)")
     ap.add_argument("--kopt", help="the kopt binary (default KOPT_BIN/kopt)")
-    ap.add_argument("--only", help="comma-separated problem names")
+    ap.add_argument("--set", choices=("small", "real", "all"), default="all",
+                    help="the small problems, the real-sized ones, or both (default)")
+    ap.add_argument("--only", help="comma-separated problem names (of any set)")
     ap.add_argument("--reps", type=int, default=30, help="timed repetitions (>= 20)")
     ap.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     ap.add_argument("--work", help="folder for inputs, outputs, modules and the "

@@ -7,13 +7,16 @@
 #
 # ===----------------------------------------------------------------------===#
 #
-# Writes bench/suite/<name>.mlir for every problem of the benchmark suite:
-# KernelBench-style single ops and fused chains as linalg on tensors, in the
-# form torch-mlir and IREE importers emit (named ops, linalg.generic with
-# affine maps, fills of constants, linalg.softmax), with static fp32 shapes
-# sized like real model layers. The PyTorch twins and the signature table are
-# in problems.py beside this file; `run_suite.py --dry-run` checks that the
-# two agree.
+# Writes the benchmark suite's hand-written MLIR. bench/suite/<name>.mlir for
+# every problem of the small set: KernelBench-style single ops and fused
+# chains as linalg on tensors, in the form torch-mlir and IREE importers emit
+# (named ops, linalg.generic with affine maps, fills of constants,
+# linalg.softmax), with static fp32 shapes sized like real model layers. And
+# bench/suite/real/<name>.mlir for the real-set problems that no importer
+# writes (export_real.py exports the rest of the real set from the PyTorch
+# twins). The twins and the signature table are in problems.py and
+# problems_real.py beside this file; `run_suite.py --dry-run` checks that
+# they agree.
 #
 # Usage: python3 bench/suite/gen_suite.py [--check]
 #   --check: write nothing, exit 1 when a file differs from what it would be.
@@ -176,6 +179,21 @@ def matmul(f, name, a, ashape, b, bshape):
     name = f.val(name)
     f.add("%s = linalg.matmul ins(%s, %s : %s, %s) outs(%s : %s) -> %s"
           % (name, a, b, T(ashape), T(bshape), acc, T([m, n]), T([m, n])))
+    return name
+
+
+def matmul_bt_maps(f, name, a, ashape, b, bshape):
+    """a @ b^T with b [N, K]: the transpose in linalg.matmul's indexing_maps."""
+    m, k = ashape
+    n = bshape[0]
+    acc = f.fill(name, "0.000000e+00", [m, n])
+    maps = ", ".join(f.map(t) for t in ("(d0, d1, d2) -> (d0, d2)",
+                                        "(d0, d1, d2) -> (d1, d2)",
+                                        "(d0, d1, d2) -> (d0, d1)"))
+    name = f.val(name)
+    f.add("%s = linalg.matmul indexing_maps = [%s]" % (name, maps))
+    f.add("    ins(%s, %s : %s, %s) outs(%s : %s) -> %s"
+          % (a, b, T(ashape), T(bshape), acc, T([m, n]), T([m, n])))
     return name
 
 
@@ -626,6 +644,17 @@ def p_bias_gelu_residual():
     return f
 
 
+def p_l1_matmul_bt_maps():
+    m, k, n = 1024, 8192, 8192
+    f = Func("GEMM with B transposed, as nn.Linear computes it: a @ b^T with b [N, K],\n"
+             "the transpose written in linalg.matmul's indexing_maps (no\n"
+             "linalg.transpose); 1024x8192 @ (8192x8192)^T. The real set's\n"
+             "l1_matmul_bt is the same product as the torch-mlir importer writes it.",
+             [("a", [m, k]), ("b", [n, k])], [[m, n]])
+    f.ret(matmul_bt_maps(f, "%y", "%a", [m, k], "%b", [n, k]))
+    return f
+
+
 PROBLEMS = {
     "softmax": p_softmax,
     "softmax_decomposed": p_softmax_decomposed,
@@ -657,11 +686,18 @@ PROBLEMS = {
 }
 
 
+# Problems of the real set (bench/suite/real/) that no importer writes.
+REAL = {
+    "l1_matmul_bt_maps": p_l1_matmul_bt_maps,
+}
+
+
 def main():
     check = "--check" in sys.argv[1:]
     stale = []
-    for name, build in PROBLEMS.items():
-        path = os.path.join(HERE, name + ".mlir")
+    files = [(n, b, os.path.join(HERE, n + ".mlir")) for n, b in PROBLEMS.items()]
+    files += [(n, b, os.path.join(HERE, "real", n + ".mlir")) for n, b in REAL.items()]
+    for name, build, path in files:
         text = build().text()
         old = open(path).read() if os.path.exists(path) else None
         if old == text:

@@ -6,11 +6,15 @@
 #
 # ===----------------------------------------------------------------------===#
 #
-# One entry per benchmark problem: its MLIR file, its inputs (name, shape,
-# element type and how to draw them) in the order of the MLIR function's
-# arguments, its outputs, and its PyTorch twin: a function taking the inputs
-# as tensors, in the same order, and computing the same thing the way a
-# PyTorch model writes it (KernelBench style).
+# One entry per benchmark problem: its set, its MLIR file, its inputs (name,
+# shape, element type and how to draw them) in the order of the MLIR
+# function's arguments, its outputs, and its PyTorch twin: a function taking
+# the inputs as tensors, in the same order, and computing the same thing the
+# way a PyTorch model writes it (KernelBench style).
+#
+# Two sets: "small" (this file: the first suite, tensors of 64 MB at most,
+# and the bundled examples) and "real" (problems_real.py: KernelBench's
+# level-1 and level-2 problems at KernelBench's sizes).
 #
 # The table needs no torch: `run_suite.py --dry-run` checks it against the
 # MLIR signatures on machines without torch. The twins use the module-level
@@ -18,7 +22,12 @@
 #
 # ===----------------------------------------------------------------------===#
 
+import hashlib
+import inspect
 import math
+import sys
+
+import problems_real
 
 torch = None
 F = None
@@ -31,6 +40,8 @@ def load_torch():
     import torch.nn.functional as _functional
     torch = _torch
     F = _functional
+    problems_real.torch = _torch
+    problems_real.F = _functional
     return torch
 
 
@@ -182,7 +193,7 @@ def _w(k):
 
 
 def _p(kind, mlir, inputs, outputs, twin, desc):
-    return {"kind": kind, "mlir": mlir, "inputs": inputs, "outputs": outputs,
+    return {"kind": kind, "set": "small", "mlir": mlir, "inputs": inputs, "outputs": outputs,
             "twin": twin, "desc": desc}
 
 
@@ -299,9 +310,38 @@ PROBLEMS = dict([
 ])
 
 
+SMALL = dict(PROBLEMS)
+PROBLEMS.update(problems_real.PROBLEMS)
+SETS = {"small": list(SMALL), "real": list(problems_real.PROBLEMS)}
+
+
 def twin(name):
-    """The PyTorch twin of problem `name` (call load_torch() first)."""
-    return globals()[PROBLEMS[name]["twin"]]
+    """The PyTorch twin of problem `name`, or None (call load_torch()
+    before calling it)."""
+    spec = PROBLEMS[name]
+    module = problems_real if spec["set"] == "real" else sys.modules[__name__]
+    return getattr(module, spec["twin"], None)
+
+
+def twin_hash(name):
+    """A digest of the twin's source and the problem's signature: what an
+    exported MLIR file depends on. bench/suite/export_real.py writes it into
+    each file it exports; `run_suite.py --dry-run` recomputes it, so a twin
+    or signature changed without a new export is caught without torch."""
+    spec = PROBLEMS[name]
+    text = inspect.getsource(twin(name)) + repr(
+        [(n, s, t) for n, s, t, _ in spec["inputs"]]) + repr(spec["outputs"])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def tensor_bytes(shape, dtype):
+    return math.prod(shape) * {"f32": 4, "f16": 2, "bf16": 2, "f64": 8}[dtype]
+
+
+def compulsory_bytes(spec):
+    """Each input read once and each output written once."""
+    return (sum(tensor_bytes(s, t) for _, s, t, _ in spec["inputs"]) +
+            sum(tensor_bytes(s, t) for s, t in spec["outputs"]))
 
 
 def make_input(spec, generator, device):
