@@ -43,7 +43,6 @@ import ast
 import ctypes
 import datetime
 import json
-import math
 import os
 import re
 import shlex
@@ -58,8 +57,9 @@ import zlib
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench", "suite"))
 import problems as P  # noqa: E402
-from suite_report import (fmt_ms, speedups, summarize, svg_chart,  # noqa: E402
-                          table)
+from suite_floor import count_flops, floor, measure_limits, time_limits  # noqa: E402
+from suite_report import (floor_fractions, fmt_ms, markdown, speedups,  # noqa: E402
+                          summarize, svg_chart)
 
 torch = None
 
@@ -67,6 +67,9 @@ torch = None
 # atol = rtol * rms(ref) (a floor near cancellation, scaled to the output),
 # and the relative L2 error at most rtol / 10.
 RTOL = {"f32": 1e-4, "f16": 1e-2, "bf16": 2e-2, "f64": 1e-9}
+# Inputs and fp64 references kept on the GPU between the first pass and the
+# max-autotune pass, at most; the others are drawn again.
+HOLD_BYTES = 32 << 30
 # The issue's targets are for the built-in proposer alone, in fp32.
 TUNING = ["--proposers=builtin", "--precision=fp32"]
 
@@ -450,19 +453,28 @@ def seed_of(name):
     return zlib.crc32(name.encode()) & 0x7FFFFFFF
 
 
-def prepare(name, spec, work):
-    """Inputs (drawn once, saved as .npy) and the fp64 reference."""
+def draw(name, spec):
+    """The inputs (seeded from the problem's name) and the fp64 reference."""
     gen = torch.Generator(device="cuda")
     gen.manual_seed(seed_of(name))
     inputs = [P.make_input(s, gen, "cuda").contiguous() for s in spec["inputs"]]
+    with torch.no_grad():
+        refs = as_tuple(P.twin(name)(*[t.double() for t in inputs]))
+    return inputs, [r.contiguous() for r in refs]
+
+
+def save_inputs(spec, inputs, work):
+    """The inputs as .npy files for kopt-run; returns their paths."""
     paths = []
     for s, t in zip(spec["inputs"], inputs):
         pth = os.path.join(work, "in_%s.npy" % s[0])
         write_npy(pth, t)
         paths.append(pth)
-    with torch.no_grad():
-        refs = as_tuple(P.twin(name)(*[t.double() for t in inputs]))
-    return inputs, paths, [r.contiguous() for r in refs]
+    return paths
+
+
+def held_bytes(tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
 
 
 def run_torch(row, key, fn, inputs, refs, spec, timer, reps):
@@ -491,8 +503,9 @@ def run_kopt(row, key, kopt, name, spec, work, db, tune, paths, refs, args):
     kmod = os.path.join(work, key + ".kmod")
     try:
         t0 = time.time()
+        limits = row["time_limits"]
         report, cmd = kopt.compile(os.path.join(ROOT, spec["mlir"]), db, kmod, tune,
-                                   args.tune_budget, timeout=args.kopt_timeout)
+                                   args.tune_budget, timeout=limits["kopt_compile_s"])
         res["compile_s"] = round(time.time() - t0, 3)
         res["compile_command"] = shlex.join(cmd)
         if report:
@@ -505,7 +518,7 @@ def run_kopt(row, key, kopt, name, spec, work, db, tune, paths, refs, args):
                 for i in range(len(spec["outputs"]))]
         bench_json = os.path.join(work, key + ".bench.json")
         timing, _ = kopt.run(kmod, [s[0] for s in spec["inputs"]], paths, outs, bench_json,
-                             args.reps, args.kopt_graph, timeout=args.kopt_timeout)
+                             args.reps, args.kopt_graph, timeout=limits["kopt_run_s"])
         res.update({k: timing.get(k) for k in ("median_ms", "min_ms", "p10_ms", "p90_ms",
                                                 "reps")})
         res["check"] = compare_all([read_npy(o) for o in outs], refs, spec["outputs"])
@@ -527,6 +540,22 @@ def selected(args):
                                                              ", ".join(P.PROBLEMS)))
         names = want
     return names
+
+
+def list_problems(args):
+    """The selected problems as a Markdown table: set, inputs, outputs and
+    compulsory bytes (each input read once, each output written once)."""
+    shape = lambda s: "x".join(str(d) for d in s)
+    log("| problem | set | kind | computes | inputs | outputs | MB |")
+    log("|---|---|---|---|---|---|---:|")
+    for name in selected(args):
+        spec = P.PROBLEMS[name]
+        log("| %s | %s | %s | %s | %s | %s | %.0f |" % (
+            name, spec["set"], spec["kind"], spec["desc"],
+            ", ".join("%s %s" % (n, shape(s)) for n, s, _, _ in spec["inputs"]),
+            ", ".join(shape(s) for s, _ in spec["outputs"]),
+            P.compulsory_bytes(spec) / 1e6))
+    return 0
 
 
 def dry_run(args):
@@ -581,15 +610,21 @@ def main():
                     "kernel database (default: a temporary folder, removed)")
     ap.add_argument("--db", help="tuned kernel database to use (default: a fresh "
                     "one in the work folder; a warm one makes tuned groups hits)")
-    ap.add_argument("--budget", type=float, default=450,
+    ap.add_argument("--budget", type=float,
                     help="seconds for the whole run; max-autotune gets what the "
-                    "first pass leaves (default 450)")
+                    "first pass leaves (default: 15 per small problem, 150 per "
+                    "real-sized one)")
     ap.add_argument("--tune-budget", type=float, default=60,
                     help="kopt warm/compile tuning budget in seconds (per call)")
-    ap.add_argument("--kopt-timeout", type=float, default=300)
+    ap.add_argument("--kopt-timeout", type=float, default=300,
+                    help="seconds for one kopt call, plus what the problem's floor "
+                    "adds (default 300)")
+    ap.add_argument("--fp32-peak", type=float, help="fp32 TFLOP/s for the floor of "
+                    "compute-bound problems (default: the datasheet's for H100 and "
+                    "H200, 67, else cuBLAS's fp32 rate measured in the run)")
     ap.add_argument("--no-warm", action="store_true",
                     help="tune per problem in `kopt compile` only, without one "
-                    "`kopt warm` over the whole suite first")
+                    "`kopt warm` over the small problems first")
     ap.add_argument("--no-max-autotune", action="store_true")
     ap.add_argument("--kopt-graph", action="store_true",
                     help="kopt-run --graph (CUDA graph); off by default, as "
@@ -598,15 +633,24 @@ def main():
     ap.add_argument("--inductor-cache", help="TORCHINDUCTOR_CACHE_DIR for this run: "
                     "a folder kept from an earlier run makes torch.compile's "
                     "compilation and max-autotune's choices cache hits")
+    ap.add_argument("--list", action="store_true",
+                    help="no GPU, no torch: list the problems, shapes and bytes")
     ap.add_argument("--dry-run", action="store_true",
                     help="no GPU, no torch: check twins, signatures, kopt analyze")
     args = ap.parse_args()
+    if args.list:
+        return list_problems(args)
     if args.dry_run:
         return dry_run(args)
     if args.reps < 20:
         sys.exit("--reps must be at least 20")
     start = time.time()
     names = selected(args)
+    n_real = sum(1 for n in names if P.PROBLEMS[n]["set"] == "real")
+    # The whole run: 15 s per small problem, 150 s per real-sized one (whose
+    # max-autotune tunes GEMMs at full size).
+    if args.budget is None:
+        args.budget = 15.0 * (len(names) - n_real) + 150.0 * n_real
 
     if args.inductor_cache:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.abspath(args.inductor_cache)
@@ -620,6 +664,10 @@ def main():
     tag = args.tag or re.sub(r"[^a-z0-9]+", "-",
                              device.lower().replace("nvidia", "")).strip("-")
     timer = Timer()
+    limits = measure_limits(torch, timer, args.fp32_peak)
+    log("copy bandwidth %.2f TB/s; cuBLAS fp32 %.1f TFLOP/s; floors use %.1f TFLOP/s (%s)" % (
+        limits["copy_bytes_per_s"] / 1e12, limits["cublas_fp32_flops_per_s"] / 1e12,
+        limits["fp32_peak_flops_per_s"] / 1e12, limits["fp32_peak_source"]))
     kopt = Kopt(args.kopt_bin, args.kopt)
     kopt.setup_libraries()
     kopt_missing = kopt.missing()
@@ -629,54 +677,68 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     db = args.db or os.path.join(work, "tuned.db")
     empty_db = os.path.join(work, "empty.db")
-    report = {"schema": "kopt.suite/1", "date": now.isoformat(timespec="seconds"),
+    report = {"schema": "kopt.suite/2", "date": now.isoformat(timespec="seconds"),
               "device": device, "torch": torch.__version__,
               "triton": _version("triton"), "cuda": torch.version.cuda,
               "command": "python3 bench/run_suite.py " + shlex.join(sys.argv[1:]),
               "settings": {"reps": args.reps, "tf32": False, "dtype": "f32",
                            "matmul_precision": "highest", "kopt_graph": args.kopt_graph,
-                           "budget_s": args.budget, "tune_budget_s": args.tune_budget,
+                           "set": args.set, "budget_s": args.budget,
+                           "tune_budget_s": args.tune_budget,
+                           "kopt_timeout_s": args.kopt_timeout,
                            "rtol": RTOL, "db": "given" if args.db else "fresh"},
-              "kopt": {"missing": kopt_missing}, "rows": []}
+              "limits": limits, "kopt": {"missing": kopt_missing}, "rows": []}
     log("device %s, torch %s; %d problems; work folder %s" % (
         device, torch.__version__, len(names), work))
     if kopt_missing:
         log("kopt side skipped: " + kopt_missing)
 
-    # One `kopt warm` over every problem tunes each distinct group once, in
-    # one process with one worker; `kopt compile --tune=missing` then finds
-    # hits (and tunes anything warm left).
-    if not kopt_missing and not args.no_warm:
-        files = sorted({os.path.join(ROOT, P.PROBLEMS[n]["mlir"]) for n in names})
+    # One `kopt warm` over the small problems tunes each distinct group once,
+    # in one process with one worker; `kopt compile --tune=missing` then
+    # finds hits (and tunes anything warm left). The real-sized problems are
+    # tuned by their own `kopt compile`, each under its problem's time limit,
+    # so that one slow group costs its own problem's kopt results only.
+    warm_files = sorted({os.path.join(ROOT, P.PROBLEMS[n]["mlir"]) for n in names
+                         if P.PROBLEMS[n]["set"] != "real"})
+    if not kopt_missing and not args.no_warm and warm_files:
         t0 = time.time()
         try:
-            p, cmd = kopt.warm(files, db, args.tune_budget * 3, args.kopt_timeout * 2)
+            p, cmd = kopt.warm(warm_files, db, args.tune_budget * 3, args.kopt_timeout * 2)
             report["kopt"]["warm"] = {"seconds": round(time.time() - t0, 1),
-                                      "exit": p.returncode,
+                                      "exit": p.returncode, "files": len(warm_files),
                                       "summary": p.stdout[-4000:]}
             log("kopt warm: %.0f s, exit %d" % (time.time() - t0, p.returncode))
         except Exception as e:
             report["kopt"]["warm"] = {"error": str(e)[-2000:]}
             log("kopt warm failed: %s" % e)
 
+    # The inputs and references are kept for the max-autotune pass up to
+    # HOLD_BYTES in all; the rest are drawn again then.
     state = {}
+    held = 0
     for i, name in enumerate(names):
         spec = P.PROBLEMS[name]
-        row = {"name": name, "kind": spec["kind"], "mlir": spec["mlir"],
+        row = {"name": name, "set": spec["set"], "kind": spec["kind"], "mlir": spec["mlir"],
                "desc": spec["desc"], "twin": spec["twin"],
                "inputs": [{"name": n, "shape": s, "dtype": t, "init": d}
                           for n, s, t, d in spec["inputs"]]}
         report["rows"].append(row)
-        log("[%d/%d] %s (%.0f s)" % (i + 1, len(names), name, time.time() - start))
+        fn = P.twin(name)
+        row["floor"] = floor(P.compulsory_bytes(spec), count_flops(torch, fn, spec), limits)
+        row["time_limits"] = time_limits(row["floor"]["ms"], args.reps, args.kopt_timeout)
+        log("[%d/%d] %s: %.0f MB, floor %.3f ms (%s) (%.0f s)" % (
+            i + 1, len(names), name, row["floor"]["bytes"] / 1e6, row["floor"]["ms"],
+            row["floor"]["bound"], time.time() - start))
         pwork = os.path.join(work, name)
         os.makedirs(pwork, exist_ok=True)
         try:
-            inputs, paths, refs = prepare(name, spec, pwork)
+            inputs, refs = draw(name, spec)
+            paths = save_inputs(spec, inputs, pwork) if not kopt_missing else []
         except Exception as e:
             row["error"] = "inputs or reference: %s: %s" % (type(e).__name__, e)
             log("    " + row["error"])
+            torch.cuda.empty_cache()
             continue
-        fn = P.twin(name)
         run_torch(row, "eager", fn, inputs, refs, spec, timer, args.reps)
         if kopt_missing:
             row["kopt_base"] = {"skipped": kopt_missing}
@@ -691,7 +753,11 @@ def main():
         log("    eager %s  compile %s  kopt base %s  tuned %s" % (
             fmt_ms(row.get("eager")), fmt_ms(row.get("compile")),
             fmt_ms(row.get("kopt_base")), fmt_ms(row.get("kopt_tuned"))))
-        state[name] = (inputs, refs)
+        size = held_bytes(inputs) + held_bytes(refs)
+        state[name] = (inputs, refs) if held + size <= HOLD_BYTES else None
+        held += size if state[name] else 0
+        del inputs, refs
+        torch.cuda.empty_cache()
         if not args.work:
             shutil.rmtree(pwork, ignore_errors=True)
 
@@ -704,6 +770,7 @@ def main():
             return any(op in f.read() for op in ("matmul", "conv_2d"))
     for name in sorted(names, key=heavy):
         row = next(r for r in report["rows"] if r["name"] == name)
+        spec = P.PROBLEMS[name]
         if name not in state:
             continue
         if args.no_max_autotune:
@@ -711,24 +778,29 @@ def main():
             continue
         left = args.budget - (time.time() - start) - 10
         first = (row.get("compile") or {}).get("first_call_s", 5.0)
-        estimate = (60.0 if heavy(name) else 0.0) + 2.0 * first
+        tuning = 150.0 if spec["set"] == "real" else 60.0
+        estimate = (tuning if heavy(name) else 0.0) + 2.0 * first
         if estimate > left:
             row["max_autotune"] = {"skipped": "time budget (%.0f s left, about %.0f s "
                                    "needed)" % (max(left, 0), estimate)}
             log("max-autotune %s: skipped (budget)" % name)
             continue
-        inputs, refs = state[name]
+        inputs, refs = state.pop(name) or draw(name, spec)
         torch._dynamo.reset()
         log("max-autotune %s (%.0f s)" % (name, time.time() - start))
         run_torch(row, "max_autotune", torch.compile(P.twin(name),
                                                      mode="max-autotune-no-cudagraphs"),
-                  inputs, refs, P.PROBLEMS[name], timer, args.reps)
+                  inputs, refs, spec, timer, args.reps)
+        del inputs, refs
+        torch.cuda.empty_cache()
     state.clear()
 
     for row in report["rows"]:
         row["speedup"] = speedups(row)
-    summary = summarize(report["rows"])
-    report["summary"] = summary
+        row["floor_fraction"] = floor_fractions(row)
+    sets = [k for k in ("small", "real") if any(r["set"] == k for r in report["rows"])]
+    report["summary"] = {k: summarize([r for r in report["rows"] if r["set"] == k])
+                         for k in sets}
     report["seconds"] = round(time.time() - start, 1)
     base = os.path.join(args.out, "%s-%s-suite" % (now.strftime("%Y-%m-%d"), tag))
     # The results name no folder of this machine: the work folder reads
@@ -736,41 +808,20 @@ def main():
     scrub = lambda text: text.replace(work, "$WORK").replace(ROOT + "/", "")
     with open(base + ".json", "w") as f:
         f.write(scrub(json.dumps(report, indent=1)) + "\n")
-    md = scrub(table(report["rows"], summary))
+    md = scrub(markdown(report))
     with open(base + ".md", "w") as f:
-        f.write("# kopt against PyTorch on the benchmark suite\n\n"
-                "- date: %s\n- device: %s; torch %s, triton %s, CUDA %s\n"
-                "- command: `%s`\n- fp32, TF32 off; median of %d runs, CUDA events, "
-                "L2 flushed between runs; %.0f s in all\n"
-                "- kopt: built-in proposer only (no LLM); kopt-run %s; %s\n\n"
-                "Times in ms; `!` marks an output that failed the check against the "
-                "fp64 reference. Speedups are kopt tuned's over each column; "
-                "fast_p is the share of all %d problems where kopt tuned is correct "
-                "and faster than the reference by more than p "
-                "(docs/Benchmark.md).\n\n%s\n"
-                % (report["date"], device, torch.__version__, report["triton"],
-                   report["cuda"], report["command"], args.reps, report["seconds"],
-                   "with --graph" if args.kopt_graph else "without CUDA graphs",
-                   kopt_note(report["kopt"]), len(report["rows"]), md))
-    with open(base + ".svg", "w") as f:
-        f.write(svg_chart(report["rows"], "kopt tuned speedup per problem, %s, %s"
-                          % (device, now.strftime("%Y-%m-%d")), summary))
+        f.write(md)
+    for k in sets:
+        with open("%s-%s.svg" % (base, k), "w") as f:
+            f.write(svg_chart([r for r in report["rows"] if r["set"] == k],
+                              "kopt tuned speedup per problem, %s set, %s, %s"
+                              % (k, device, now.strftime("%Y-%m-%d")), report["summary"][k]))
     log("\n" + md)
-    log("\nwrote %s.json, .md, .svg (%.0f s)" % (base, time.time() - start))
+    log("\nwrote %s.json, .md, %s (%.0f s)" % (
+        base, ", ".join("-%s.svg" % k for k in sets), time.time() - start))
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     return 0
-
-
-def kopt_note(info):
-    if info.get("missing"):
-        return "not run: " + info["missing"]
-    warm = info.get("warm")
-    if not warm:
-        return "no kopt warm"
-    if "error" in warm:
-        return "kopt warm failed: " + warm["error"].splitlines()[0][:200]
-    return "kopt warm over the suite took %.0f s (exit %d)" % (warm["seconds"], warm["exit"])
 
 
 def _version(module):

@@ -36,19 +36,35 @@ def best_compile(row):
     return min(cands, key=lambda r: r["median_ms"]) if cands else None
 
 
+# The sides a problem is measured on; best_compile is the faster of the two
+# torch.compile modes' correct results.
+SIDES = ("eager", "compile", "max_autotune", "best_compile", "kopt_base", "kopt_tuned")
+
+
+def side(row, key):
+    return best_compile(row) if key == "best_compile" else row.get(key)
+
+
 def speedups(row):
     """kopt tuned's speedup over each reference, where both are valid."""
     tuned = row.get("kopt_tuned")
     out = {}
     if not good(tuned):
         return out
-    refs = {"eager": row.get("eager"), "compile": row.get("compile"),
-            "max_autotune": row.get("max_autotune"), "best_compile": best_compile(row),
-            "kopt_base": row.get("kopt_base")}
-    for k, r in refs.items():
-        if r and "median_ms" in r and r.get("check", {}).get("ok", False):
+    for k in SIDES[:-1]:
+        r = side(row, k)
+        if good(r):
             out[k] = r["median_ms"] / tuned["median_ms"]
     return out
+
+
+def floor_fractions(row):
+    """The share of the problem's physical floor each correct side reached:
+    the floor's time over the side's median."""
+    floor_ms = (row.get("floor") or {}).get("ms")
+    if not floor_ms:
+        return {}
+    return {k: floor_ms / side(row, k)["median_ms"] for k in SIDES if good(side(row, k))}
 
 
 def geomean(values):
@@ -58,8 +74,8 @@ def geomean(values):
 
 def summarize(rows):
     n = len(rows)
-    s = {"problems": n, "geomean": {}, "fast_p": {}}
-    for ref in ("eager", "compile", "max_autotune", "best_compile", "kopt_base"):
+    s = {"problems": n, "geomean": {}, "fast_p": {}, "floor_fraction": {}}
+    for ref in SIDES[:-1]:
         vals = [r["speedup"][ref] for r in rows if ref in r["speedup"]]
         s["geomean"][ref] = {"value": geomean(vals), "over": len(vals)}
         # fast_p: share of all problems where kopt tuned is correct and
@@ -69,6 +85,9 @@ def summarize(rows):
                                                if r["speedup"].get(ref, 0) > p) / n
                                            if n else 0.0)
                             for p in P_VALUES}
+    for k in SIDES:
+        vals = [r["floor_fraction"][k] for r in rows if k in r.get("floor_fraction", {})]
+        s["floor_fraction"][k] = {"value": geomean(vals), "over": len(vals)}
     s["kopt_tuned_correct"] = sum(1 for r in rows if good(r.get("kopt_tuned")))
     # For context: how much torch.compile itself gains over eager.
     for mode in MODES:
@@ -78,32 +97,56 @@ def summarize(rows):
     return s
 
 
+def pct(v):
+    return "%.0f%%" % (100 * v) if v else "-"
+
+
+def fmt_floor(floor):
+    if not floor or not floor.get("ms"):
+        return "-"
+    return "%.3f %s" % (floor["ms"], "mem" if floor["bound"] == "memory" else "fp32")
+
+
+def notes(r):
+    out = []
+    if r.get("error"):
+        out.append(r["error"].splitlines()[0][:120])
+    for k in ("eager", "compile", "max_autotune", "kopt_base", "kopt_tuned"):
+        res = r.get(k) or {}
+        if res.get("error"):
+            out.append("%s: %s" % (k, res["error"].splitlines()[0][:80]))
+        elif res.get("skipped"):
+            out.append("%s skipped: %s" % (k, res["skipped"]))
+        elif "check" in res and not res["check"]["ok"]:
+            out.append("%s INCORRECT" % k)
+    return out
+
+
 def table(rows, summary):
     def sp(r, k):
         v = r["speedup"].get(k)
         return "%.2fx" % v if v else "-"
-    lines = ["| problem | kind | eager ms | compile ms | max-autotune ms | kopt base ms "
-             "| kopt tuned ms | tuned/eager | tuned/compile | tuned/max-at | tuned/base "
-             "| kopt groups (chosen plans) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    lines = ["| problem | kind | MB | floor ms | eager ms | compile ms | max-autotune ms "
+             "| best compile ms | kopt base ms | kopt tuned ms "
+             "| floor reached: eager / best compile / base / tuned "
+             "| tuned/eager | tuned/best compile | tuned/base | kopt groups (chosen plans) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
         plans = "; ".join("%s %s/%s" % (g.get("kind"), g.get("proposer"), g.get("variant"))
                           for g in (r.get("kopt_tuned") or {}).get("groups", []) or [])
-        notes = []
-        for k in ("eager", "compile", "max_autotune", "kopt_base", "kopt_tuned"):
-            res = r.get(k) or {}
-            if res.get("error"):
-                notes.append("%s: %s" % (k, res["error"].splitlines()[0][:80]))
-            elif res.get("skipped"):
-                notes.append("%s skipped: %s" % (k, res["skipped"]))
-            elif "check" in res and not res["check"]["ok"]:
-                notes.append("%s INCORRECT" % k)
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            r["name"], r["kind"], fmt_ms(r.get("eager")), fmt_ms(r.get("compile")),
-            fmt_ms(r.get("max_autotune")), fmt_ms(r.get("kopt_base")),
-            fmt_ms(r.get("kopt_tuned")), sp(r, "eager"), sp(r, "compile"),
-            sp(r, "max_autotune"), sp(r, "kopt_base"),
-            (plans or "-") + ("; " + "; ".join(notes) if notes else "")))
+        ff = r.get("floor_fraction", {})
+        floor = r.get("floor") or {}
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s "
+                     "| %s |" % (
+                         r["name"], r["kind"],
+                         "%.0f" % (floor["bytes"] / 1e6) if floor.get("bytes") else "-",
+                         fmt_floor(floor), fmt_ms(r.get("eager")), fmt_ms(r.get("compile")),
+                         fmt_ms(r.get("max_autotune")), fmt_ms(best_compile(r)),
+                         fmt_ms(r.get("kopt_base")), fmt_ms(r.get("kopt_tuned")),
+                         " / ".join(pct(ff.get(k)) for k in ("eager", "best_compile",
+                                                             "kopt_base", "kopt_tuned")),
+                         sp(r, "eager"), sp(r, "best_compile"), sp(r, "kopt_base"),
+                         "; ".join([plans or "-"] + notes(r))))
     g = summary["geomean"]
     lines.append("")
     lines.append("| kopt tuned over | geometric mean | problems | fast_1.0 | fast_1.2 | fast_1.5 |")
@@ -117,6 +160,15 @@ def table(rows, summary):
         lines.append("| %s | %s | %d | %.0f%% | %.0f%% | %.0f%% |" % (
             label, "%.3fx" % v if v else "-", g[ref]["over"],
             100 * fp["1.0"], 100 * fp["1.2"], 100 * fp["1.5"]))
+    lines.append("")
+    lines.append("| side | floor reached (geometric mean) | problems |")
+    lines.append("|---|---:|---:|")
+    for k, label in (("eager", "PyTorch eager"), ("compile", "torch.compile default"),
+                     ("max_autotune", "torch.compile max-autotune-no-cudagraphs"),
+                     ("best_compile", "torch.compile, better of the two modes"),
+                     ("kopt_base", "kopt baseline plans"), ("kopt_tuned", "kopt tuned")):
+        v = summary["floor_fraction"][k]
+        lines.append("| %s | %s | %d |" % (label, pct(v["value"]), v["over"]))
     for mode, label in (("compile", "torch.compile default"),
                         ("max_autotune", "torch.compile max-autotune-no-cudagraphs")):
         v = summary["%s_over_eager" % mode]
@@ -178,3 +230,55 @@ def svg_chart(rows, title, summary):
 
 def escape(s):
     return (str(s).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"))
+
+
+def kopt_note(info):
+    if info.get("missing"):
+        return "not run: " + info["missing"]
+    warm = info.get("warm")
+    if not warm:
+        return "no kopt warm"
+    if "error" in warm:
+        return "kopt warm failed: " + warm["error"].splitlines()[0][:200]
+    return "kopt warm over the %d small problems' files took %.0f s (exit %d)" % (
+        warm.get("files", 0), warm["seconds"], warm["exit"])
+
+
+SET_TITLES = {"small": "The small set", "real": "The real-sized set"}
+
+
+def markdown(report):
+    """The whole results document: the run's settings and limits, then per
+    set its table and summaries."""
+    lim = report["limits"]
+    st = report["settings"]
+    out = ["# kopt against PyTorch on the benchmark suite", "",
+           "- date: %s" % report["date"],
+           "- device: %s; torch %s, triton %s, CUDA %s" % (
+               report["device"], report["torch"], report["triton"], report["cuda"]),
+           "- command: `%s`" % report["command"],
+           "- fp32, TF32 off; median of %d runs, CUDA events, L2 flushed between runs; "
+           "%.0f s in all" % (st["reps"], report["seconds"]),
+           "- kopt: built-in proposer only (no LLM); kopt-run %s; %s" % (
+               "with --graph" if st["kopt_graph"] else "without CUDA graphs",
+               kopt_note(report["kopt"])),
+           "- limits measured in this run: copy bandwidth %.2f TB/s (device-to-device "
+           "copy of %.0f MiB, read plus written); cuBLAS fp32 %.1f TFLOP/s (%s); floors "
+           "of compute-bound problems at %.1f TFLOP/s fp32 (%s)" % (
+               lim["copy_bytes_per_s"] / 1e12, lim["copy_bytes"] / 2 / 2**20,
+               lim["cublas_fp32_flops_per_s"] / 1e12, lim["cublas_fp32_gemm"],
+               lim["fp32_peak_flops_per_s"] / 1e12, lim["fp32_peak_source"]),
+           "",
+           "Times in ms; `!` marks an output that failed the check against the fp64 "
+           "reference. MB: compulsory bytes (each input read once, each output "
+           "written once). Floor: the larger of those bytes over the copy bandwidth "
+           "(mem) and the matrix FLOPs over the fp32 peak (fp32); floor reached is the "
+           "floor over the side's time. Best compile: the faster of torch.compile's "
+           "two modes. Speedups are kopt tuned's over each column; fast_p is the share "
+           "of the set's problems where kopt tuned is correct and faster than the "
+           "reference by more than p (docs/Benchmark.md).", ""]
+    for k, summary in report["summary"].items():
+        rows = [r for r in report["rows"] if r["set"] == k]
+        out += ["## %s (%d problems)" % (SET_TITLES.get(k, k), len(rows)), "",
+                table(rows, summary), ""]
+    return "\n".join(out)
