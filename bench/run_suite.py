@@ -360,9 +360,11 @@ class Kopt:
 
 
 def last_line(text):
-    """The last non-empty line of a tool's output: usually its error."""
+    """The line of a tool's output that says why it failed: the last one
+    with "error", else the last non-empty one."""
     lines = [l for l in text.strip().splitlines() if l.strip()]
-    return lines[-1][:300] if lines else "(no output)"
+    errors = [l for l in lines if "error" in l.lower()]
+    return (errors or lines or ["(no output)"])[-1][:300]
 
 
 def find_json(text):
@@ -522,6 +524,11 @@ def run_kopt(row, key, kopt, name, spec, work, db, tune, paths, refs, args):
         res.update({k: timing.get(k) for k in ("median_ms", "min_ms", "p10_ms", "p90_ms",
                                                 "reps")})
         res["check"] = compare_all([read_npy(o) for o in outs], refs, spec["outputs"])
+    except subprocess.TimeoutExpired as e:
+        what = os.path.basename(e.cmd[0]) + (" compile" if e.cmd[1:2] == ["compile"] else "")
+        res["error"] = "timeout: %s ran past its %.0f s limit" % (what, e.timeout)
+        res["timed_out"] = True
+        log("    %s failed: %s" % (key, res["error"]))
     except Exception as e:
         res["error"] = "%s: %s" % (type(e).__name__, str(e)[-3000:])
         log("    %s failed: %s" % (key, res["error"].splitlines()[0][:200]))
@@ -785,7 +792,13 @@ def main():
                                    "needed)" % (max(left, 0), estimate)}
             log("max-autotune %s: skipped (budget)" % name)
             continue
-        inputs, refs = state.pop(name) or draw(name, spec)
+        try:
+            inputs, refs = state.pop(name) or draw(name, spec)
+        except Exception as e:
+            row["max_autotune"] = {"error": "inputs or reference: %s: %s" % (
+                type(e).__name__, str(e)[-2000:])}
+            torch.cuda.empty_cache()
+            continue
         torch._dynamo.reset()
         log("max-autotune %s (%.0f s)" % (name, time.time() - start))
         run_torch(row, "max_autotune", torch.compile(P.twin(name),
