@@ -118,14 +118,15 @@ struct Exchange {
   std::string error;
 };
 
-class Search {
+} // namespace
+
+class mlir::kopt::LlmSearch::Impl {
 public:
-  Search(const KernelTask &task, const KernelPlan &baseline,
-         const rt::EvalReport &baselineReport, SearchSeed seed,
-         LlmProvider &provider, const SearchEvaluator &evaluate,
-         const LlmSearchOptions &options, const SearchLog &log)
-      : task(task), baseline(baseline), provider(provider), evaluate(evaluate),
-        options(options), log(log), start(Clock::now()) {
+  Impl(const KernelTask &task, const KernelPlan &baseline,
+       const rt::EvalReport &baselineReport, SearchSeed seed,
+       LlmProvider &provider, const LlmSearchOptions &options, SearchLog log)
+      : task(task), baseline(baseline), provider(provider), options(options),
+        log(std::move(log)), start(Clock::now()) {
     result.best = std::move(seed);
     if (baselineReport.times)
       baselineUs = baselineReport.times->medianUs;
@@ -134,7 +135,15 @@ public:
     seen.insert(hashSources(result.best.plan));
   }
 
-  llvm::Expected<SearchResult> run();
+  std::vector<const KernelPlan *> propose();
+  llvm::Error notify(const std::vector<rt::EvalReport> &reports);
+
+  /// Whether the search has stopped.
+  bool done = false;
+  /// The current round (from 1), and its first attempt.
+  unsigned round = 0;
+  size_t firstOfRound = 0;
+  SearchResult result;
 
 private:
   std::string hashSources(const KernelPlan &plan) const;
@@ -156,19 +165,22 @@ private:
   const KernelTask &task;
   const KernelPlan &baseline;
   LlmProvider &provider;
-  const SearchEvaluator &evaluate;
   const LlmSearchOptions &options;
-  const SearchLog &log;
+  SearchLog log;
   Clock::time_point start;
   double baselineUs = 0;
   std::set<std::string> seen;
   unsigned candidates = 0;
-  SearchResult result;
+  unsigned roundsWithoutGain = 0;
+  /// The round's answers, the attempts with a plan to evaluate, and whether
+  /// the seed goes before them; `awaiting` until `notify` takes the round.
+  size_t answers = 0;
+  std::vector<size_t> toEvaluate;
+  bool seedEvaluated = false;
+  bool awaiting = false;
 };
 
-} // namespace
-
-std::string Search::hashSources(const KernelPlan &plan) const {
+std::string LlmSearch::Impl::hashSources(const KernelPlan &plan) const {
   llvm::SHA256 sha;
   for (const KernelSource &source : plan.sources) {
     sha.update(source.code);
@@ -177,13 +189,14 @@ std::string Search::hashSources(const KernelPlan &plan) const {
   return llvm::toHex(sha.final(), /*LowerCase=*/true);
 }
 
-std::string Search::replayName(unsigned round, llvm::StringRef role) const {
+std::string LlmSearch::Impl::replayName(unsigned round,
+                                        llvm::StringRef role) const {
   return (llvm::StringRef(task.key).take_front(16) + "-r" +
           std::to_string(round) + "-" + role)
       .str();
 }
 
-std::string Search::budgetSpent() const {
+std::string LlmSearch::Impl::budgetSpent() const {
   const SearchBudget &budget = options.budget;
   if (candidates >= budget.maxCandidates)
     return "the candidate budget is spent (" +
@@ -198,7 +211,7 @@ std::string Search::budgetSpent() const {
   return "";
 }
 
-SearchState Search::makeState(unsigned round) const {
+SearchState LlmSearch::Impl::makeState(unsigned round) const {
   SearchState state;
   state.round = round;
   state.baselineUs = baselineUs;
@@ -221,7 +234,7 @@ SearchState Search::makeState(unsigned round) const {
   return state;
 }
 
-void Search::ask(std::vector<Exchange> &exchanges) {
+void LlmSearch::Impl::ask(std::vector<Exchange> &exchanges) {
   // A few threads take the requests in turn; providers are thread-safe.
   std::atomic<size_t> next{0};
   auto work = [&] {
@@ -253,9 +266,10 @@ static std::string toJsonText(llvm::StringRef text) {
   return llvm::json::isUTF8(text) ? text.str() : llvm::json::fixUTF8(text);
 }
 
-rt::json::Value Search::record(const Exchange &exchange, llvm::StringRef role,
-                               unsigned round, unsigned index,
-                               llvm::StringRef idea) const {
+rt::json::Value LlmSearch::Impl::record(const Exchange &exchange,
+                                        llvm::StringRef role, unsigned round,
+                                        unsigned index,
+                                        llvm::StringRef idea) const {
   rt::json::Value value = rt::json::Value::object();
   value.set("role", std::string(role));
   value.set("round", int64_t(round));
@@ -288,159 +302,203 @@ rt::json::Value Search::record(const Exchange &exchange, llvm::StringRef role,
   return value;
 }
 
-llvm::Expected<SearchResult> Search::run() {
+std::vector<const KernelPlan *> LlmSearch::Impl::propose() {
   const SearchBudget &budget = options.budget;
-  unsigned roundsWithoutGain = 0;
-  for (unsigned round = 1; round <= budget.rounds; ++round) {
-    if (std::string spent = budgetSpent(); !spent.empty()) {
-      result.stopReason = spent;
-      return std::move(result);
-    }
-    result.rounds = round;
-    SearchState state = makeState(round);
+  toEvaluate.clear();
+  seedEvaluated = false;
+  awaiting = false;
+  if (done)
+    return {};
+  if (std::string spent = budgetSpent(); !spent.empty()) {
+    result.stopReason = spent;
+    done = true;
+    return {};
+  }
+  result.rounds = ++round;
+  awaiting = true;
+  SearchState state = makeState(round);
 
-    // Ideas first, in plain language.
-    std::vector<Exchange> ideasExchange(1);
-    LlmPrompt ideasPrompt = buildIdeasPrompt(task, &baseline, options.prompt,
-                                             state, budget.ideasPerRound);
-    ideasExchange[0].request = {ideasPrompt.system, ideasPrompt.user,
-                                options.maxAnswerTokens, options.temperature,
-                                replayName(round, "ideas")};
-    ask(ideasExchange);
-    std::vector<std::string> ideas;
-    if (ideasExchange[0].response)
-      ideas = parseIdeas(ideasExchange[0].response->text, budget.ideasPerRound);
-    const std::string &ideasError = ideasExchange[0].error;
-    rt::json::Value ideasRecord =
-        record(ideasExchange[0], "ideas", round, 0, "");
-    say(llvm::formatv("round {0}: {1} idea(s){2}", round, ideas.size(),
-                      ideasError.empty() ? "" : " (" + ideasError + ")")
-            .str());
-    // Without ideas the model still gets to write kernels of its own.
-    while (ideas.size() < budget.ideasPerRound)
-      ideas.push_back("");
-    unsigned room = budget.maxCandidates - candidates;
-    if (ideas.size() > room)
-      ideas.resize(room);
+  // Ideas first, in plain language.
+  std::vector<Exchange> ideasExchange(1);
+  LlmPrompt ideasPrompt = buildIdeasPrompt(task, &baseline, options.prompt,
+                                           state, budget.ideasPerRound);
+  ideasExchange[0].request = {ideasPrompt.system, ideasPrompt.user,
+                              options.maxAnswerTokens, options.temperature,
+                              replayName(round, "ideas")};
+  ask(ideasExchange);
+  std::vector<std::string> ideas;
+  if (ideasExchange[0].response)
+    ideas = parseIdeas(ideasExchange[0].response->text, budget.ideasPerRound);
+  const std::string &ideasError = ideasExchange[0].error;
+  rt::json::Value ideasRecord = record(ideasExchange[0], "ideas", round, 0, "");
+  say(llvm::formatv("round {0}: {1} idea(s){2}", round, ideas.size(),
+                    ideasError.empty() ? "" : " (" + ideasError + ")")
+          .str());
+  // Without ideas the model still gets to write kernels of its own.
+  while (ideas.size() < budget.ideasPerRound)
+    ideas.push_back("");
+  unsigned room = budget.maxCandidates - candidates;
+  if (ideas.size() > room)
+    ideas.resize(room);
 
-    // Then one implementation per idea, in parallel.
-    std::vector<Exchange> exchanges(ideas.size());
-    for (size_t i = 0; i < ideas.size(); ++i) {
-      LlmPrompt prompt = buildImplementationPrompt(
-          task, &baseline, options.prompt, state, ideas[i]);
-      exchanges[i].request = {
-          prompt.system, prompt.user, options.maxAnswerTokens,
-          options.temperature,
-          replayName(round, "kernel" + std::to_string(i + 1))};
-    }
-    ask(exchanges);
+  // Then one implementation per idea, in parallel.
+  std::vector<Exchange> exchanges(ideas.size());
+  for (size_t i = 0; i < ideas.size(); ++i) {
+    LlmPrompt prompt = buildImplementationPrompt(
+        task, &baseline, options.prompt, state, ideas[i]);
+    exchanges[i].request = {
+        prompt.system, prompt.user, options.maxAnswerTokens,
+        options.temperature,
+        replayName(round, "kernel" + std::to_string(i + 1))};
+  }
+  ask(exchanges);
+  answers = exchanges.size();
 
-    size_t firstOfRound = result.attempts.size();
-    std::vector<size_t> toEvaluate;
-    for (size_t i = 0; i < exchanges.size(); ++i) {
-      SearchAttempt attempt;
-      attempt.round = round;
-      attempt.index = unsigned(i + 1);
-      attempt.idea = ideas[i];
-      attempt.exchange =
-          record(exchanges[i], "kernel", round, attempt.index, ideas[i]);
-      attempt.exchange.set("ideas", ideasRecord);
-      if (!exchanges[i].response) {
-        attempt.failure = "the model gave no answer: " + exchanges[i].error;
+  firstOfRound = result.attempts.size();
+  for (size_t i = 0; i < exchanges.size(); ++i) {
+    SearchAttempt attempt;
+    attempt.round = round;
+    attempt.index = unsigned(i + 1);
+    attempt.idea = ideas[i];
+    attempt.exchange =
+        record(exchanges[i], "kernel", round, attempt.index, ideas[i]);
+    attempt.exchange.set("ideas", ideasRecord);
+    if (!exchanges[i].response) {
+      attempt.failure = "the model gave no answer: " + exchanges[i].error;
+    } else {
+      auto plan =
+          parseAnswer(exchanges[i].response->text, task, options.answer);
+      if (!plan) {
+        attempt.failure =
+            "the answer was refused: " + llvm::toString(plan.takeError());
       } else {
-        auto plan =
-            parseAnswer(exchanges[i].response->text, task, options.answer);
-        if (!plan) {
-          attempt.failure =
-              "the answer was refused: " + llvm::toString(plan.takeError());
+        std::string hash = hashSources(*plan);
+        if (!seen.insert(hash).second) {
+          attempt.failure = "the same source as an earlier candidate "
+                            "(evaluated once)";
         } else {
-          std::string hash = hashSources(*plan);
-          if (!seen.insert(hash).second) {
-            attempt.failure = "the same source as an earlier candidate "
-                              "(evaluated once)";
-          } else {
-            ++candidates;
-            attempt.plan = std::move(*plan);
-            toEvaluate.push_back(result.attempts.size());
-          }
+          ++candidates;
+          attempt.plan = std::move(*plan);
+          toEvaluate.push_back(result.attempts.size());
         }
       }
-      result.attempts.push_back(std::move(attempt));
     }
+    result.attempts.push_back(std::move(attempt));
+  }
 
-    // Evaluate the new candidates beside the baseline and the seed.
-    bool gained = false;
-    if (!toEvaluate.empty()) {
-      std::vector<const KernelPlan *> plans = {&baseline};
-      if (!seedIsBaseline())
-        plans.push_back(&result.best.plan);
-      size_t firstNew = plans.size();
-      for (size_t index : toEvaluate)
-        plans.push_back(&*result.attempts[index].plan);
-      auto reports = evaluate(plans);
-      if (!reports)
-        return reports.takeError();
-      if (reports->size() != plans.size())
-        return llvm::createStringError(
-            "the evaluator returned " + std::to_string(reports->size()) +
-            " reports for " + std::to_string(plans.size()) + " candidates");
-      if ((*reports)[0].times)
-        baselineUs = (*reports)[0].times->medianUs;
-      // The seed as measured now, beside the new candidates.
-      double seedSpeedup = 1.0;
-      result.best.baselineReport = (*reports)[0];
-      if (!seedIsBaseline()) {
-        result.best.report = (*reports)[1];
-        seedSpeedup = result.best.report.valid && result.best.report.speedup
-                          ? *result.best.report.speedup
-                          : 0.0;
-      } else {
-        result.best.report = (*reports)[0];
-      }
-      std::optional<size_t> winner;
-      double winnerSpeedup = seedSpeedup * budget.minGain;
-      for (size_t k = 0; k < toEvaluate.size(); ++k) {
-        SearchAttempt &attempt = result.attempts[toEvaluate[k]];
-        attempt.report = (*reports)[firstNew + k];
-        const rt::EvalReport &report = *attempt.report;
-        if (report.valid && !report.suspicious && report.speedup &&
-            *report.speedup > winnerSpeedup) {
-          winner = toEvaluate[k];
-          winnerSpeedup = *report.speedup;
-        }
-      }
-      if (winner) {
-        gained = true;
-        result.best.plan = *result.attempts[*winner].plan;
-        result.best.report = *result.attempts[*winner].report;
-        result.best.baselineReport = (*reports)[0];
-        result.bestAttempt = *winner;
+  // The new candidates go beside the baseline and the seed.
+  std::vector<const KernelPlan *> plans;
+  if (toEvaluate.empty())
+    return plans;
+  seedEvaluated = !seedIsBaseline();
+  if (seedEvaluated)
+    plans.push_back(&result.best.plan);
+  for (size_t index : toEvaluate)
+    plans.push_back(&*result.attempts[index].plan);
+  return plans;
+}
+
+llvm::Error
+LlmSearch::Impl::notify(const std::vector<rt::EvalReport> &reports) {
+  const SearchBudget &budget = options.budget;
+  if (!awaiting)
+    return llvm::Error::success();
+  size_t firstNew = seedEvaluated ? 2 : 1;
+  size_t expected = toEvaluate.empty() ? 0 : firstNew + toEvaluate.size();
+  if (reports.size() != expected)
+    return llvm::createStringError(
+        "the evaluator returned " + std::to_string(reports.size()) +
+        " reports for " + std::to_string(expected) + " candidates");
+  awaiting = false;
+  bool gained = false;
+  if (!toEvaluate.empty()) {
+    if (reports[0].times)
+      baselineUs = reports[0].times->medianUs;
+    // The seed as measured now, beside the new candidates.
+    double seedSpeedup = 1.0;
+    result.best.baselineReport = reports[0];
+    if (seedEvaluated) {
+      result.best.report = reports[1];
+      seedSpeedup = result.best.report.valid && result.best.report.speedup
+                        ? *result.best.report.speedup
+                        : 0.0;
+    } else {
+      result.best.report = reports[0];
+    }
+    std::optional<size_t> winner;
+    double winnerSpeedup = seedSpeedup * budget.minGain;
+    for (size_t k = 0; k < toEvaluate.size(); ++k) {
+      SearchAttempt &attempt = result.attempts[toEvaluate[k]];
+      attempt.report = reports[firstNew + k];
+      const rt::EvalReport &report = *attempt.report;
+      if (report.valid && !report.suspicious && report.speedup &&
+          *report.speedup > winnerSpeedup) {
+        winner = toEvaluate[k];
+        winnerSpeedup = *report.speedup;
       }
     }
-    unsigned valid = 0;
-    for (size_t i = firstOfRound; i < result.attempts.size(); ++i)
-      if (result.attempts[i].report && result.attempts[i].report->valid)
-        ++valid;
-    say(llvm::formatv(
-            "round {0}: {1} answer(s), {2} evaluated, {3} valid; "
-            "best {4}{5}",
-            round, exchanges.size(), toEvaluate.size(), valid,
-            result.best.plan.proposer + "/" + result.best.plan.variant,
-            result.best.report.speedup
-                ? llvm::formatv(" at {0:F2}x", *result.best.report.speedup)
-                      .str()
-                : std::string())
-            .str());
-    roundsWithoutGain = gained ? 0 : roundsWithoutGain + 1;
-    if (roundsWithoutGain >= std::max(1u, budget.patience)) {
-      result.stopReason = "round " + std::to_string(round) + " brought no gain";
-      return std::move(result);
+    if (winner) {
+      gained = true;
+      result.best.plan = *result.attempts[*winner].plan;
+      result.best.report = *result.attempts[*winner].report;
+      result.best.baselineReport = reports[0];
+      result.bestAttempt = *winner;
     }
   }
-  result.stopReason =
-      "all " + std::to_string(budget.rounds) + " round(s) were run";
-  return std::move(result);
+  unsigned valid = 0;
+  for (size_t i = firstOfRound; i < result.attempts.size(); ++i)
+    if (result.attempts[i].report && result.attempts[i].report->valid)
+      ++valid;
+  say(llvm::formatv(
+          "round {0}: {1} answer(s), {2} evaluated, {3} valid; "
+          "best {4}{5}",
+          round, answers, toEvaluate.size(), valid,
+          result.best.plan.proposer + "/" + result.best.plan.variant,
+          result.best.report.speedup
+              ? llvm::formatv(" at {0:F2}x", *result.best.report.speedup).str()
+              : std::string())
+          .str());
+  roundsWithoutGain = gained ? 0 : roundsWithoutGain + 1;
+  if (roundsWithoutGain >= std::max(1u, budget.patience)) {
+    result.stopReason = "round " + std::to_string(round) + " brought no gain";
+    done = true;
+  } else if (round >= budget.rounds) {
+    result.stopReason =
+        "all " + std::to_string(budget.rounds) + " round(s) were run";
+    done = true;
+  }
+  return llvm::Error::success();
 }
+
+LlmSearch::LlmSearch(std::unique_ptr<Impl> impl) : impl(std::move(impl)) {}
+LlmSearch::~LlmSearch() = default;
+
+llvm::Expected<std::unique_ptr<LlmSearch>>
+LlmSearch::create(const KernelTask &task, const KernelPlan &baseline,
+                  const rt::EvalReport &baselineReport, SearchSeed seed,
+                  LlmProvider &provider, const LlmSearchOptions &options,
+                  SearchLog log) {
+  if (options.budget.rounds == 0 || options.budget.ideasPerRound == 0 ||
+      options.budget.maxCandidates == 0)
+    return llvm::createStringError(
+        "the LLM search needs at least one round, one idea per round and "
+        "one candidate");
+  return std::unique_ptr<LlmSearch>(new LlmSearch(
+      std::make_unique<Impl>(task, baseline, baselineReport, std::move(seed),
+                             provider, options, std::move(log))));
+}
+
+std::vector<const KernelPlan *> LlmSearch::propose() { return impl->propose(); }
+
+llvm::Error LlmSearch::notify(const std::vector<rt::EvalReport> &reports) {
+  return impl->notify(reports);
+}
+
+bool LlmSearch::isDone() const { return impl->done; }
+
+const SearchResult &LlmSearch::getResult() const { return impl->result; }
+
+size_t LlmSearch::getRoundBegin() const { return impl->firstOfRound; }
 
 llvm::Expected<SearchResult>
 mlir::kopt::runLlmSearch(const KernelTask &task, const KernelPlan &baseline,
@@ -448,12 +506,26 @@ mlir::kopt::runLlmSearch(const KernelTask &task, const KernelPlan &baseline,
                          LlmProvider &provider, const SearchEvaluator &evaluate,
                          const LlmSearchOptions &options,
                          const SearchLog &log) {
-  if (options.budget.rounds == 0 || options.budget.ideasPerRound == 0 ||
-      options.budget.maxCandidates == 0)
-    return llvm::createStringError(
-        "the LLM search needs at least one round, one idea per round and "
-        "one candidate");
-  Search search(task, baseline, baselineReport, std::move(seed), provider,
-                evaluate, options, log);
-  return search.run();
+  auto search = LlmSearch::create(task, baseline, baselineReport,
+                                  std::move(seed), provider, options, log);
+  if (!search)
+    return search.takeError();
+  while (true) {
+    std::vector<const KernelPlan *> plans = (*search)->propose();
+    if ((*search)->isDone())
+      break;
+    std::vector<rt::EvalReport> reports;
+    if (!plans.empty()) {
+      plans.insert(plans.begin(), &baseline);
+      auto evaluated = evaluate(plans);
+      if (!evaluated)
+        return evaluated.takeError();
+      reports = std::move(*evaluated);
+    }
+    if (llvm::Error error = (*search)->notify(reports))
+      return std::move(error);
+    if ((*search)->isDone())
+      break;
+  }
+  return (*search)->getResult();
 }

@@ -260,6 +260,45 @@ TEST(LlmSearchTest, CompileErrorIsFixedInRoundTwoWithFeedback) {
   EXPECT_EQ(result->promptTokens, 8u * 100u);
 }
 
+TEST(LlmSearchTest, RoundsAtATimeOfferTheSeedThenTheNewCandidates) {
+  Harness h;
+  std::string prefix = std::string(16, 'b');
+  h.model.answers[prefix + "-r1-kernel1"] = kernelAnswer("fast1", "a");
+  h.model.answers[prefix + "-r1-kernel2"] = "no code at all";
+  h.model.answers[prefix + "-r2-kernel1"] = kernelAnswer("fast2", "b");
+  rt::EvalReport baselineReport = judge(h.baseline, 0);
+  auto search = LlmSearch::create(h.task, h.baseline, baselineReport,
+                                  {h.baseline, baselineReport, baselineReport},
+                                  h.model, h.options);
+  ASSERT_TRUE(static_cast<bool>(search)) << llvm::toString(search.takeError());
+
+  // Round 1: the seed is the baseline, so only the new candidate goes.
+  std::vector<const KernelPlan *> plans = (*search)->propose();
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ((*search)->getRoundBegin(), 0u);
+  EXPECT_EQ((*search)->getResult().attempts.size(), 3u);
+  // The wrong number of reports is refused, and the round stays open.
+  llvm::Error wrong = (*search)->notify({baselineReport});
+  EXPECT_THAT(llvm::toString(std::move(wrong)),
+              HasSubstr("returned 1 reports for 2 candidates"));
+  llvm::Error taken = (*search)->notify({baselineReport, judge(*plans[0], 1)});
+  ASSERT_FALSE(static_cast<bool>(taken)) << llvm::toString(std::move(taken));
+  EXPECT_FALSE((*search)->isDone());
+
+  // Round 2: round 1's winner is the seed, measured again first.
+  plans = (*search)->propose();
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ((*search)->getRoundBegin(), 3u);
+  EXPECT_THAT(plans[0]->sources[0].code, HasSubstr("fast1 a"));
+  EXPECT_THAT(plans[1]->sources[0].code, HasSubstr("fast2 b"));
+  llvm::Error second = (*search)->notify(
+      {baselineReport, judge(*plans[0], 1), judge(*plans[1], 2)});
+  ASSERT_FALSE(static_cast<bool>(second)) << llvm::toString(std::move(second));
+  EXPECT_TRUE((*search)->isDone());
+  EXPECT_EQ((*search)->getResult().stopReason, "all 2 round(s) were run");
+  EXPECT_TRUE((*search)->propose().empty());
+}
+
 TEST(LlmSearchTest, StopsAfterARoundWithoutGain) {
   Harness h;
   h.options.budget.rounds = 3;

@@ -30,6 +30,7 @@
 #include "kopt/Runtime/Protocol.h"
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -128,10 +129,53 @@ struct SearchResult {
   std::string stopReason;
 };
 
+/// The search a round at a time, for a caller that evaluates on its own
+/// schedule (the autotuner's `llm` proposer): `propose` asks the model for
+/// a round's candidates, the caller evaluates them after the baseline in one
+/// request, and `notify` takes the reports. runLlmSearch drives it with an
+/// evaluator.
+class LlmSearch {
+public:
+  /// Starts the search for `task` from `seed` (the fastest valid candidate
+  /// so far; its report's speedup is against `baseline`). `task`,
+  /// `baseline`, `provider` and `options` must outlive the search. Fails on
+  /// options that allow no round, idea or candidate.
+  static llvm::Expected<std::unique_ptr<LlmSearch>>
+  create(const KernelTask &task, const KernelPlan &baseline,
+         const ::kopt::runtime::EvalReport &baselineReport, SearchSeed seed,
+         LlmProvider &provider, const LlmSearchOptions &options,
+         SearchLog log = {});
+  ~LlmSearch();
+
+  /// Runs the next round's requests to the model and returns the plans to
+  /// evaluate after the baseline: the seed unless it is the baseline, then
+  /// the round's new candidates; none when no answer gave a new plan. Stops
+  /// the search (`isDone`), returning none, when a budget is spent.
+  std::vector<const KernelPlan *> propose();
+  /// Takes the reports on the baseline and on what the last `propose`
+  /// returned, in that order (none when it returned none), and decides
+  /// whether another round follows. Does nothing after a `propose` that
+  /// stopped the search. Fails, the round still open, when the number of
+  /// reports is wrong.
+  llvm::Error notify(const std::vector<::kopt::runtime::EvalReport> &reports);
+  /// Whether the search has stopped (`getResult().stopReason` says why).
+  bool isDone() const;
+  /// The search so far.
+  const SearchResult &getResult() const;
+  /// The index in `getResult().attempts` of the last round's first attempt.
+  size_t getRoundBegin() const;
+
+  class Impl;
+
+private:
+  explicit LlmSearch(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl;
+};
+
 /// Runs the search for `task` from `seed` (the fastest valid candidate so
-/// far; its report's speedup is against `baseline`). Fails only when the
-/// evaluator fails as a whole; a provider error, an unparsable answer or a
-/// failed candidate is an attempt with its reason.
+/// far; its report's speedup is against `baseline`) with `evaluate`. Fails
+/// only when the evaluator fails as a whole; a provider error, an
+/// unparsable answer or a failed candidate is an attempt with its reason.
 llvm::Expected<SearchResult>
 runLlmSearch(const KernelTask &task, const KernelPlan &baseline,
              const ::kopt::runtime::EvalReport &baselineReport, SearchSeed seed,
