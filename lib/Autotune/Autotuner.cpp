@@ -8,9 +8,8 @@
 
 #include "kopt/Autotune/Autotuner.h"
 
-#include "LlmTuning.h"
-
 #include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Autotune/Proposer.h"
 #include "kopt/Autotune/Replay.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
@@ -143,8 +142,8 @@ struct Autotuner::Impl {
   int deviceCount = 0;
   /// Seconds spent tuning so far (for `tuningBudgetSeconds`).
   double tuningSeconds = 0;
-  /// The LLM proposer, when `options.proposers` names it and a GPU is here.
-  std::unique_ptr<LlmTuner> llm;
+  /// The proposers, one factory per name; the baseline's first.
+  std::vector<std::unique_ptr<ProposerFactory>> proposers;
   /// Held by `processGroup` except around evaluations.
   std::mutex mutex;
 
@@ -213,21 +212,31 @@ Autotuner::create(const AutotuneOptions &options) {
       options.precision != "bf16")
     return makeError("precision must be fp32, tf32 or bf16, not '" +
                      options.precision + "'");
-  for (const std::string &proposer : options.proposers)
-    if (proposer != "baseline" && proposer != "builtin" && proposer != "llm")
-      return makeError("unknown proposer '" + proposer +
-                       "' (available: baseline, builtin, llm)");
+  // The baseline always runs, and first: its plan is candidate 0 of every
+  // evaluation, the one every speedup is measured against.
+  ProposerRegistry registry = createProposerRegistry();
+  std::vector<std::string> names = {"baseline"};
+  std::vector<const ProposerRegistry::Maker *> makers;
+  for (const std::string &name : options.proposers)
+    if (!llvm::is_contained(names, name))
+      names.push_back(name);
+  for (const std::string &name : names) {
+    auto maker = registry.lookup(name);
+    if (!maker)
+      return maker.takeError();
+    makers.push_back(*maker);
+  }
   if (options.maxCandidates < 1)
     return makeError("at least one candidate (the baseline) per task");
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  // The LLM provider is set up before anything is opened or written, even
-  // without a GPU, so its errors show at once.
-  if (llvm::is_contained(options.proposers, "llm")) {
-    auto llm = LlmTuner::create(options.llm, "sm_90");
-    if (!llm)
-      return llm.takeError();
-    impl->llm = std::move(*llm);
+  // The proposers (the LLM's provider) are set up before anything is opened
+  // or written, even without a GPU, so their errors show at once.
+  for (const ProposerRegistry::Maker *maker : makers) {
+    auto factory = (*maker)(options);
+    if (!factory)
+      return factory.takeError();
+    impl->proposers.push_back(std::move(*factory));
   }
   // Never tuning and never writing: a read-only database is fine.
   auto database = rt::openKernelDatabase(options.databasePath);
@@ -263,8 +272,9 @@ Autotuner::create(const AutotuneOptions &options) {
   if (!impl->device)
     if (llvm::Error error = impl->chooseTarget())
       return std::move(error);
-  if (impl->llm && impl->fingerprint)
-    impl->llm->setArch(impl->fingerprint->computeCapability);
+  if (impl->fingerprint)
+    for (const auto &factory : impl->proposers)
+      factory->setArch(impl->fingerprint->computeCapability);
   return std::unique_ptr<Autotuner>(new Autotuner(std::move(impl)));
 }
 
@@ -462,15 +472,6 @@ static rt::json::Value planJson(const KernelPlan &plan) {
   return rt::toJson(plan);
 }
 
-/// Pointers to `plans`, in order.
-static std::vector<const KernelPlan *>
-toPointers(const std::vector<KernelPlan> &plans) {
-  std::vector<const KernelPlan *> pointers;
-  for (const KernelPlan &plan : plans)
-    pointers.push_back(&plan);
-  return pointers;
-}
-
 rt::EvaluateMessage
 Autotuner::Impl::makeRequest(func::FuncOp group, const KernelTask &task,
                              const std::vector<const KernelPlan *> &plans,
@@ -599,49 +600,44 @@ llvm::Expected<GroupOutcome>
 Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
                       GroupOutcome outcome,
                       std::unique_lock<std::mutex> &lock) {
-  auto baseline = proposeBaseline(group, task);
-  if (!baseline)
-    return baseline.takeError();
-  if (llvm::Error error = toLlvmError(verifyPlan(*baseline, task)))
-    return makeError("the baseline plan of @" + outcome.function +
-                     " is invalid: " + llvm::toString(std::move(error)));
-  std::vector<KernelPlan> plans = {*baseline};
-  for (const std::string &proposer : options.proposers)
-    if (proposer == "builtin")
-      for (KernelPlan &plan : proposeBuiltin(group, task).plans)
-        if (plans.size() < options.maxCandidates)
-          plans.push_back(std::move(plan));
-
-  rt::EvaluateMessage request =
-      makeRequest(group, task, toPointers(plans), outcome.note);
-  auto reports = evaluateRequest(request, outcome.function, outcome.note, lock);
-  if (!reports)
-    return reports.takeError();
-
+  std::vector<std::unique_ptr<Proposer>> owned;
+  std::vector<Proposer *> peers;
+  for (const auto &factory : proposers) {
+    auto proposer = factory->create(group, task);
+    if (!proposer)
+      return proposer.takeError();
+    peers.push_back(proposer->get());
+    owned.push_back(std::move(*proposer));
+  }
+  RoundEvaluator evaluate = [&](const std::vector<const KernelPlan *> &plans) {
+    rt::EvaluateMessage request = makeRequest(group, task, plans, outcome.note);
+    return evaluateRequest(request, outcome.function, outcome.note, lock);
+  };
   // Every attempt is kept, with its report as the proposer's feedback.
-  for (size_t i = 0; i < plans.size() && i < reports->size(); ++i)
-    if (llvm::Error error = storeAttempt(task, &plans[i], plans[i].proposer,
-                                         &(*reports)[i], "", rt::json::Value()))
-      return std::move(error);
-  outcome.evaluatedCandidates = unsigned(reports->size());
-  const rt::EvalReport &baselineReport = reports->front();
-  if (!baselineReport.valid || !baselineReport.times)
-    return makeError("the baseline of @" + outcome.function +
-                     " failed its own evaluation (" +
-                     rt::stringifyFailedCheck(baselineReport.failedCheck) +
-                     "): " + rt::json::write(baselineReport.evidence));
+  AttemptSink keep = [&](const ProposerAttempt &attempt) {
+    const Candidate &candidate = *attempt.candidate;
+    return storeAttempt(task, candidate.plan ? &*candidate.plan : nullptr,
+                        attempt.proposer, attempt.report, candidate.failure,
+                        candidate.exchange);
+  };
+  auto rounds = runProposerRounds(outcome.function, peers, evaluate, keep,
+                                  options.maxCandidates);
+  if (!rounds)
+    return rounds.takeError();
+  outcome.evaluatedCandidates = rounds->evaluated;
+  outcome.validCandidates = rounds->valid;
+  const std::vector<KernelPlan> &plans = rounds->firstPlans;
+  const std::vector<rt::EvalReport> &reports = rounds->firstReports;
+  const rt::EvalReport &baselineReport = reports.front();
 
-  // The valid, unsuspicious candidate with the largest speedup over the
-  // baseline (both timed interleaved in one request), when that clears the
-  // margin; the baseline otherwise.
+  // The valid, unsuspicious candidate of round 0 with the largest speedup
+  // over the baseline (both timed interleaved in one request), when that
+  // clears the margin; the baseline otherwise.
   size_t winner = 0;
   double bestSpeedup = 0;
-  for (size_t i = 0; i < reports->size(); ++i) {
-    const rt::EvalReport &report = (*reports)[i];
-    if (!report.valid || !report.times)
-      continue;
-    ++outcome.validCandidates;
-    if (i == 0 || report.suspicious || !report.speedup)
+  for (size_t i = 1; i < reports.size(); ++i) {
+    const rt::EvalReport &report = reports[i];
+    if (!report.valid || !report.times || report.suspicious || !report.speedup)
       continue;
     if (*report.speedup >= options.minSpeedup &&
         *report.speedup > bestSpeedup) {
@@ -650,52 +646,25 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     }
   }
   const KernelPlan *chosenPlan = &plans[winner];
-  const rt::EvalReport *chosenReport = &(*reports)[winner];
+  const rt::EvalReport *chosenReport = &reports[winner];
   const rt::EvalReport *chosenBaseline = &baselineReport;
   rt::Provenance provenance;
 
-  // The LLM rounds start from the fastest valid candidate so far; their
-  // best wins when it clears the margin (it was measured beside the seed,
-  // so it also beats every earlier candidate).
-  std::optional<SearchResult> search;
-  if (llm) {
-    SearchEvaluator evaluateLlm =
-        [&](const std::vector<const KernelPlan *> &candidates)
-        -> llvm::Expected<std::vector<rt::EvalReport>> {
-      rt::EvaluateMessage llmRequest =
-          makeRequest(group, task, candidates, outcome.note);
-      return evaluateRequest(llmRequest, outcome.function, outcome.note, lock);
-    };
-    auto storeLlmAttempt = [&](const SearchAttempt &attempt) {
-      const rt::EvalReport *report =
-          attempt.report ? &*attempt.report : nullptr;
-      const KernelPlan *plan = attempt.plan ? &*attempt.plan : nullptr;
-      return storeAttempt(task, plan, "llm", report, attempt.failure,
-                          attempt.exchange);
-    };
-    auto result =
-        llm->run(task, plans, *reports, evaluateLlm, storeLlmAttempt, outcome);
-    if (!result)
-      return makeError("the llm search for @" + outcome.function + ": " +
-                       llvm::toString(result.takeError()));
-    search = std::move(*result);
-    const SearchSeed &best = search->best;
-    if (search->bestAttempt && best.report.valid && best.report.speedup &&
-        *best.report.speedup >= options.minSpeedup) {
-      const SearchAttempt &attempt = search->attempts[*search->bestAttempt];
-      chosenPlan = &best.plan;
-      chosenReport = &best.report;
-      chosenBaseline = &best.baselineReport;
-      winner = plans.size(); // not a round-0 candidate
-      auto text = [&](std::string_view key) -> std::string {
-        const rt::json::Value *value = attempt.exchange.find(key);
-        const std::string *string = value ? value->getString() : nullptr;
-        return string ? *string : "";
-      };
-      provenance.model = text("model");
-      provenance.promptHash = text("prompt_hash");
-      provenance.round = int64_t(attempt.round);
-    }
+  // A proposer's choice after rounds of its own (the LLM's) was measured
+  // beside the fastest valid candidate before it, so it beats every earlier
+  // candidate: it wins when it clears the margin.
+  bool choiceWon = false;
+  for (Proposer *proposer : peers) {
+    proposer->summarize(outcome);
+    std::optional<ProposerChoice> choice = proposer->getChoice();
+    if (!choice || !choice->report->valid || !choice->report->speedup ||
+        *choice->report->speedup < options.minSpeedup)
+      continue;
+    chosenPlan = choice->plan;
+    chosenReport = choice->report;
+    chosenBaseline = choice->baselineReport;
+    provenance = choice->provenance;
+    choiceWon = true;
   }
 
   const rt::EvalReport &chosen = *chosenReport;
@@ -723,8 +692,8 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   // winner again without the graph: the task and the baseline plan.
   record.validation = rt::json::Value::object();
   record.validation.set("evidence", chosen.evidence);
-  record.validation.set("task", request.task);
-  record.validation.set("baseline_plan", request.candidates.front());
+  record.validation.set("task", rt::toJson(task));
+  record.validation.set("baseline_plan", planJson(plans.front()));
   record.provenance = provenance;
   record.provenance.proposer = runtimePlan.proposer;
   if (rt::Status status = database->merge(record).status(); !status.isOk())
@@ -746,7 +715,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   outcome.variant = keptPlan->variant;
   outcome.winnerUs = (*kept)->winner.medianMs * 1e3;
   outcome.baselineUs = (*kept)->baseline.medianMs * 1e3;
-  if (winner == 0)
+  if (winner == 0 && !choiceWon)
     outcome.note += "no candidate beat the baseline by " +
                     llvm::formatv("{0:F2}", options.minSpeedup).str() + "x";
   tagGroup(group, *keptPlan, &*fingerprint);

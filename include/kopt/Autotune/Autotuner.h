@@ -9,10 +9,11 @@
 // The autotuning loop of docs/Design.md ("kernel database", "rewrite") for one
 // outlined fusion group at a time: build its KernelTask, look its key up in
 // the kernel database for this device, and on a miss (when a GPU is present
-// and tuning is allowed) evaluate the baseline and every proposer's
-// candidates in a kopt-worker, keep the fastest valid plan (the baseline
-// unless a candidate beats it by the margin), store it with every attempt,
-// and tag the group with the chosen plan.
+// and tuning is allowed) run the proposers' rounds (Proposer.h), every
+// round's candidates evaluated beside the baseline in a kopt-worker, keep
+// the fastest valid plan (the baseline unless a candidate beats it by the
+// margin), store it with every attempt, and tag the group with the chosen
+// plan.
 //
 // The device is probed in-process from its attributes only (no context, no
 // GPU work): a full cache hit starts no worker and runs nothing on the GPU.
@@ -94,12 +95,14 @@ struct AutotuneOptions {
   /// postgresql:// URL (see openKernelDatabase).
   std::string databasePath = "kopt.db";
   TuneMode mode = TuneMode::Missing;
-  /// Proposers beyond the baseline, which always runs: `builtin`, `llm`
-  /// (`baseline` may be named too).
+  /// Proposers beyond the baseline, which always runs first: `builtin`,
+  /// `llm` (`baseline` may be named too; a name given twice counts once).
+  /// Proposer.h gives the interface and the registry of names.
   std::vector<std::string> proposers = {"builtin"};
   /// The `llm` proposer, when `proposers` names it.
   LlmTuneOptions llm;
-  /// Candidates per task, the baseline included.
+  /// Candidates in the first round of a task, the baseline included; the
+  /// `llm` proposer's later rounds have the budget in `llm`.
   unsigned maxCandidates = 16;
   /// The precision policy: `fp32`, `tf32` or `bf16`.
   std::string precision = "fp32";

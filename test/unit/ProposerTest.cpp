@@ -1,0 +1,363 @@
+//===- ProposerTest.cpp - Proposers as peers, in rounds ---------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The proposer interface without a GPU: scripted proposers and a fake
+// evaluator drive runProposerRounds, and the registry makes kopt's own
+// proposers by name.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtils.h"
+
+#include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Autotune/Proposer.h"
+#include "passes/Passes.h"
+
+#include "gmock/gmock.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace mlir::kopt;
+namespace rt = ::kopt::runtime;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+namespace {
+
+KernelPlan makePlan(const std::string &proposer, const std::string &variant) {
+  KernelPlan plan;
+  plan.proposer = proposer;
+  plan.variant = variant;
+  return plan;
+}
+
+std::string nameOf(const KernelPlan &plan) {
+  return plan.proposer + "/" + plan.variant;
+}
+
+Candidate offer(KernelPlan plan) {
+  Candidate candidate;
+  candidate.plan = std::move(plan);
+  return candidate;
+}
+
+Candidate remeasure(KernelPlan plan) {
+  Candidate candidate = offer(std::move(plan));
+  candidate.remeasured = true;
+  return candidate;
+}
+
+Candidate refuse(const std::string &why) {
+  Candidate candidate;
+  candidate.failure = why;
+  return candidate;
+}
+
+/// Offers the candidates scripted for each round, records what it is told,
+/// and is done once notified of `lastRound`.
+class ScriptedProposer final : public Proposer {
+public:
+  struct Notice {
+    unsigned round;
+    std::vector<std::string> plans;
+    std::vector<std::optional<size_t>> own;
+  };
+
+  ScriptedProposer(std::string name,
+                   std::map<unsigned, std::vector<Candidate>> script,
+                   unsigned lastRound)
+      : name(std::move(name)), script(std::move(script)), lastRound(lastRound) {
+  }
+
+  llvm::StringRef getName() const override { return name; }
+  llvm::Expected<std::vector<Candidate>> propose(unsigned round) override {
+    proposed.push_back(round);
+    return script[round];
+  }
+  llvm::Error notify(const RoundReports &reports,
+                     llvm::ArrayRef<std::optional<size_t>> own) override {
+    Notice notice{reports.round, {}, own.vec()};
+    for (const KernelPlan *plan : reports.plans)
+      notice.plans.push_back(nameOf(*plan));
+    EXPECT_EQ(reports.plans.size(), reports.reports.size());
+    notices.push_back(std::move(notice));
+    done = reports.round >= lastRound;
+    return llvm::Error::success();
+  }
+  bool isDone() const override { return done; }
+
+  std::vector<unsigned> proposed;
+  std::vector<Notice> notices;
+
+private:
+  std::string name;
+  std::map<unsigned, std::vector<Candidate>> script;
+  unsigned lastRound;
+  bool done = false;
+};
+
+/// Judges each plan by its variant: `wrong` is invalid, `slow-baseline`
+/// fails the baseline, anything else is valid at twice the baseline's
+/// speed. Records every request and every kept attempt.
+struct Harness {
+  std::vector<std::vector<std::string>> requests;
+  std::vector<std::string> kept;
+
+  RoundEvaluator evaluate = [this](const std::vector<const KernelPlan *> &plans)
+      -> llvm::Expected<std::vector<rt::EvalReport>> {
+    std::vector<std::string> names;
+    std::vector<rt::EvalReport> reports;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      names.push_back(nameOf(*plans[i]));
+      rt::EvalReport report;
+      report.candidate = int64_t(i);
+      report.compiled = true;
+      report.valid =
+          plans[i]->variant != "wrong" && plans[i]->variant != "slow-baseline";
+      if (report.valid) {
+        rt::Timing times;
+        times.medianUs = i == 0 ? 10.0 : 5.0;
+        report.times = times;
+        report.speedup = 10.0 / times.medianUs;
+      }
+      reports.push_back(std::move(report));
+    }
+    requests.push_back(std::move(names));
+    return reports;
+  };
+
+  AttemptSink keep = [this](const ProposerAttempt &attempt) {
+    std::string line =
+        attempt.proposer.str() + " r" + std::to_string(attempt.round) + " ";
+    line += attempt.candidate->plan ? attempt.candidate->plan->variant
+                                    : "refused: " + attempt.candidate->failure;
+    if (attempt.report)
+      line += attempt.report->valid ? " valid" : " invalid";
+    kept.push_back(line);
+    return llvm::Error::success();
+  };
+};
+
+TEST(ProposerTest, RoundsGiveEveryProposerTheWholeRound) {
+  ScriptedProposer baseline("baseline",
+                            {{0, {offer(makePlan("baseline", "b"))}}}, 0);
+  ScriptedProposer builtin(
+      "builtin",
+      {{0,
+        {offer(makePlan("builtin", "v1")), offer(makePlan("builtin", "v2"))}}},
+      0);
+  ScriptedProposer searcher(
+      "llm",
+      {{1,
+        {remeasure(makePlan("builtin", "v2")), offer(makePlan("llm", "k1")),
+         refuse("no code")}},
+       {2, {offer(makePlan("llm", "wrong"))}}},
+      2);
+  Harness h;
+  auto result = runProposerRounds("f", {&baseline, &builtin, &searcher},
+                                  h.evaluate, h.keep, /*maxFirstRound=*/16);
+  ASSERT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
+
+  // The baseline is candidate 0 of every request; the seed goes again in
+  // round 1 beside the new candidate.
+  ASSERT_EQ(h.requests.size(), 3u);
+  EXPECT_THAT(h.requests[0],
+              ElementsAre("baseline/b", "builtin/v1", "builtin/v2"));
+  EXPECT_THAT(h.requests[1], ElementsAre("baseline/b", "builtin/v2", "llm/k1"));
+  EXPECT_THAT(h.requests[2], ElementsAre("baseline/b", "llm/wrong"));
+
+  // Every new attempt is kept in order, a refused one without a report;
+  // the remeasured seed is not a new attempt.
+  EXPECT_THAT(h.kept,
+              ElementsAre("baseline r0 b valid", "builtin r0 v1 valid",
+                          "builtin r0 v2 valid", "llm r1 k1 valid",
+                          "llm r1 refused: no code", "llm r2 wrong invalid"));
+  EXPECT_EQ(result->rounds, 3u);
+  EXPECT_EQ(result->evaluated, 5u);
+  EXPECT_EQ(result->valid, 4u);
+  ASSERT_EQ(result->firstPlans.size(), 3u);
+  EXPECT_EQ(nameOf(result->firstPlans[0]), "baseline/b");
+  ASSERT_EQ(result->firstReports.size(), 3u);
+  EXPECT_DOUBLE_EQ(*result->firstReports[2].speedup, 2.0);
+
+  // The one-shot proposers are asked once; the searcher in every round, and
+  // it hears round 0's reports on the others' plans.
+  EXPECT_THAT(baseline.proposed, ElementsAre(0u));
+  EXPECT_THAT(builtin.proposed, ElementsAre(0u));
+  ASSERT_EQ(builtin.notices.size(), 1u);
+  EXPECT_THAT(builtin.notices[0].own, ElementsAre(1u, 2u));
+  EXPECT_THAT(searcher.proposed, ElementsAre(0u, 1u, 2u));
+  ASSERT_EQ(searcher.notices.size(), 3u);
+  EXPECT_EQ(searcher.notices[0].plans.size(), 3u);
+  EXPECT_TRUE(searcher.notices[0].own.empty());
+  EXPECT_THAT(searcher.notices[1].own,
+              ElementsAre(std::optional<size_t>(1), std::optional<size_t>(2),
+                          std::nullopt));
+  EXPECT_THAT(searcher.notices[2].own, ElementsAre(1u));
+}
+
+TEST(ProposerTest, ARoundWithoutPlansEvaluatesNothing) {
+  ScriptedProposer baseline("baseline",
+                            {{0, {offer(makePlan("baseline", "b"))}}}, 0);
+  ScriptedProposer searcher("llm", {{1, {refuse("no answer")}}}, 1);
+  Harness h;
+  auto result = runProposerRounds("f", {&baseline, &searcher}, h.evaluate,
+                                  h.keep, /*maxFirstRound=*/16);
+  ASSERT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
+  EXPECT_EQ(h.requests.size(), 1u);
+  EXPECT_THAT(h.kept,
+              ElementsAre("baseline r0 b valid", "llm r1 refused: no answer"));
+  ASSERT_EQ(searcher.notices.size(), 2u);
+  EXPECT_TRUE(searcher.notices[1].plans.empty());
+  EXPECT_THAT(searcher.notices[1].own, ElementsAre(std::nullopt));
+}
+
+TEST(ProposerTest, FirstRoundIsCappedWithTheBaselineIncluded) {
+  ScriptedProposer baseline("baseline",
+                            {{0, {offer(makePlan("baseline", "b"))}}}, 0);
+  ScriptedProposer builtin(
+      "builtin",
+      {{0,
+        {offer(makePlan("builtin", "v1")), offer(makePlan("builtin", "v2")),
+         offer(makePlan("builtin", "v3"))}}},
+      0);
+  Harness h;
+  auto result = runProposerRounds("f", {&baseline, &builtin}, h.evaluate,
+                                  h.keep, /*maxFirstRound=*/2);
+  ASSERT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
+  ASSERT_EQ(h.requests.size(), 1u);
+  EXPECT_THAT(h.requests[0], ElementsAre("baseline/b", "builtin/v1"));
+  EXPECT_THAT(h.kept,
+              ElementsAre("baseline r0 b valid", "builtin r0 v1 valid"));
+  ASSERT_EQ(builtin.notices.size(), 1u);
+  EXPECT_THAT(builtin.notices[0].own, ElementsAre(std::optional<size_t>(1),
+                                                  std::nullopt, std::nullopt));
+}
+
+TEST(ProposerTest, BaselineMustPassItsFirstEvaluation) {
+  ScriptedProposer baseline(
+      "baseline", {{0, {offer(makePlan("baseline", "slow-baseline"))}}}, 0);
+  ScriptedProposer builtin("builtin", {{0, {offer(makePlan("builtin", "v1"))}}},
+                           0);
+  Harness h;
+  auto result = runProposerRounds("f", {&baseline, &builtin}, h.evaluate,
+                                  h.keep, /*maxFirstRound=*/16);
+  ASSERT_FALSE(static_cast<bool>(result));
+  EXPECT_THAT(llvm::toString(result.takeError()),
+              HasSubstr("the baseline of @f failed its own evaluation"));
+  // The attempts are kept all the same, and no one hears of the round.
+  EXPECT_EQ(h.kept.size(), 2u);
+  EXPECT_TRUE(builtin.notices.empty());
+}
+
+TEST(ProposerTest, FirstProposerMustOfferThePlanToBeat) {
+  ScriptedProposer baseline("baseline", {{0, {refuse("cannot")}}}, 0);
+  Harness h;
+  auto result = runProposerRounds("f", {&baseline}, h.evaluate, h.keep,
+                                  /*maxFirstRound=*/16);
+  ASSERT_FALSE(static_cast<bool>(result));
+  EXPECT_EQ(llvm::toString(result.takeError()),
+            "the baseline proposer gave @f no plan to measure the others "
+            "against");
+  EXPECT_TRUE(h.requests.empty());
+}
+
+TEST(ProposerTest, RegistryRefusesUnknownNamesListingTheKnownOnes) {
+  ProposerRegistry registry = createProposerRegistry();
+  EXPECT_THAT(registry.getNames(), ElementsAre("baseline", "builtin", "llm"));
+  auto unknown = registry.lookup("oracle");
+  ASSERT_FALSE(static_cast<bool>(unknown));
+  EXPECT_EQ(llvm::toString(unknown.takeError()),
+            "unknown proposer 'oracle' (available: baseline, builtin, llm)");
+
+  ProposerRegistry mine;
+  mine.add("scripted",
+           [](const AutotuneOptions &)
+               -> llvm::Expected<std::unique_ptr<ProposerFactory>> {
+             return llvm::createStringError("not here");
+           });
+  auto found = mine.lookup("scripted");
+  ASSERT_TRUE(static_cast<bool>(found)) << llvm::toString(found.takeError());
+  auto made = (**found)(AutotuneOptions());
+  EXPECT_EQ(llvm::toString(made.takeError()), "not here");
+  EXPECT_EQ(llvm::toString(mine.lookup("builtin").takeError()),
+            "unknown proposer 'builtin' (available: scripted)");
+}
+
+TEST(ProposerTest, LlmProposerNeedsAProvider) {
+  auto maker = createProposerRegistry().lookup("llm");
+  ASSERT_TRUE(static_cast<bool>(maker)) << llvm::toString(maker.takeError());
+  auto factory = (**maker)(AutotuneOptions());
+  ASSERT_FALSE(static_cast<bool>(factory));
+  EXPECT_THAT(llvm::toString(factory.takeError()),
+              HasSubstr("the llm proposer needs a provider"));
+}
+
+TEST(ProposerTest, BaselineAndBuiltinProposeOnceInRoundZero) {
+  auto context = mlir::kopt::testing::makeContext();
+  OwningOpRef<ModuleOp> module = mlir::kopt::testing::parse(*context, R"mlir(
+func.func @bias_relu_sum(%x: tensor<64x128xf32>, %b: tensor<128xf32>) -> tensor<64xf32> {
+  %init = tensor.empty() : tensor<64x128xf32>
+  %0 = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<64x128xf32>, tensor<128xf32>) outs(%init : tensor<64x128xf32>) {
+  ^bb0(%in: f32, %bias: f32, %out: f32):
+    %s = arith.addf %in, %bias : f32
+    %zero = arith.constant 0.0 : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  } -> tensor<64x128xf32>
+  %zero = arith.constant 0.0 : f32
+  %acc = tensor.empty() : tensor<64xf32>
+  %filled = linalg.fill ins(%zero : f32) outs(%acc : tensor<64xf32>) -> tensor<64xf32>
+  %sum = linalg.reduce ins(%0 : tensor<64x128xf32>) outs(%filled : tensor<64xf32>) dimensions = [1]
+    (%in: f32, %a: f32) {
+      %t = arith.addf %in, %a : f32
+      linalg.yield %t : f32
+    }
+  return %sum : tensor<64xf32>
+}
+)mlir");
+  ASSERT_TRUE(module);
+  ASSERT_TRUE(succeeded(prepareModelGraph(*module)));
+  func::FuncOp group;
+  for (auto func : module->getOps<func::FuncOp>())
+    if (func->hasAttr(kFusionGroupAttrName))
+      group = func;
+  ASSERT_TRUE(group);
+  auto task = buildKernelTask(group);
+  ASSERT_TRUE(static_cast<bool>(task)) << llvm::toString(task.takeError());
+
+  ProposerRegistry registry = createProposerRegistry();
+  for (llvm::StringRef name : {"baseline", "builtin"}) {
+    auto maker = registry.lookup(name);
+    ASSERT_TRUE(static_cast<bool>(maker)) << llvm::toString(maker.takeError());
+    auto factory = (**maker)(AutotuneOptions());
+    ASSERT_TRUE(static_cast<bool>(factory))
+        << llvm::toString(factory.takeError());
+    EXPECT_EQ((*factory)->getName(), name);
+    auto proposer = (*factory)->create(group, *task);
+    ASSERT_TRUE(static_cast<bool>(proposer))
+        << llvm::toString(proposer.takeError());
+    EXPECT_FALSE((*proposer)->isDone());
+    auto candidates = (*proposer)->propose(0);
+    ASSERT_TRUE(static_cast<bool>(candidates))
+        << llvm::toString(candidates.takeError());
+    ASSERT_FALSE(candidates->empty()) << name.str();
+    if (name == "baseline") {
+      EXPECT_EQ(candidates->size(), 1u);
+    }
+    for (const Candidate &candidate : *candidates) {
+      ASSERT_TRUE(candidate.plan.has_value());
+      EXPECT_EQ(candidate.plan->proposer, name);
+      EXPECT_FALSE(candidate.remeasured);
+    }
+    EXPECT_TRUE((*proposer)->isDone());
+  }
+}
+
+} // namespace
