@@ -18,6 +18,7 @@
 #include "kopt/Autotune/Proposer.h"
 #include "passes/Passes.h"
 
+#include "llvm/Support/MemoryBuffer.h"
 #include "gmock/gmock.h"
 
 #include <map>
@@ -27,6 +28,7 @@ using namespace mlir::kopt;
 namespace rt = ::kopt::runtime;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::StartsWith;
 
 namespace {
 
@@ -358,6 +360,122 @@ func.func @bias_relu_sum(%x: tensor<64x128xf32>, %b: tensor<128xf32>) -> tensor<
     }
     EXPECT_TRUE((*proposer)->isDone());
   }
+}
+
+TEST(ProposerTest, LlmProposerSearchesFromRoundZerosBest) {
+  // attention_block's softmax group, with the answers recorded for it.
+  auto context = mlir::kopt::testing::makeContext();
+  auto text = llvm::MemoryBuffer::getFile(std::string(KOPT_SOURCE_DIR) +
+                                          "/examples/attention_block.mlir");
+  ASSERT_TRUE(static_cast<bool>(text));
+  OwningOpRef<ModuleOp> module =
+      mlir::kopt::testing::parse(*context, (*text)->getBuffer());
+  ASSERT_TRUE(module);
+  ASSERT_TRUE(succeeded(prepareModelGraph(*module)));
+  func::FuncOp group;
+  std::optional<KernelTask> task;
+  for (auto func : module->getOps<func::FuncOp>()) {
+    if (!func->hasAttr(kFusionGroupAttrName))
+      continue;
+    auto built = buildKernelTask(func);
+    ASSERT_TRUE(static_cast<bool>(built)) << llvm::toString(built.takeError());
+    if (llvm::StringRef(built->key).starts_with("cc6c43c59de05ed1")) {
+      group = func;
+      task = std::move(*built);
+    }
+  }
+  ASSERT_TRUE(group);
+
+  AutotuneOptions options;
+  options.llm.provider = "replay";
+  options.llm.providerOptions["dir"] =
+      std::string(KOPT_SOURCE_DIR) + "/test/LLM/Inputs/attention-softmax";
+  options.llm.budget.rounds = 2;
+  options.llm.budget.ideasPerRound = 3;
+  ProposerRegistry registry = createProposerRegistry();
+  std::vector<std::unique_ptr<ProposerFactory>> factories;
+  std::vector<std::unique_ptr<Proposer>> owned;
+  std::vector<Proposer *> peers;
+  for (llvm::StringRef name : {"baseline", "builtin", "llm"}) {
+    auto maker = registry.lookup(name);
+    ASSERT_TRUE(static_cast<bool>(maker)) << llvm::toString(maker.takeError());
+    auto factory = (**maker)(options);
+    ASSERT_TRUE(static_cast<bool>(factory))
+        << llvm::toString(factory.takeError());
+    factories.push_back(std::move(*factory));
+    auto proposer = factories.back()->create(group, *task);
+    ASSERT_TRUE(static_cast<bool>(proposer))
+        << llvm::toString(proposer.takeError());
+    peers.push_back(proposer->get());
+    owned.push_back(std::move(*proposer));
+  }
+
+  // The baseline takes 10 us, a builtin plan 8 us, an LLM plan 5 us.
+  std::vector<std::vector<std::string>> requests;
+  std::vector<std::string> kept;
+  RoundEvaluator evaluate = [&](const std::vector<const KernelPlan *> &plans)
+      -> llvm::Expected<std::vector<rt::EvalReport>> {
+    std::vector<std::string> names;
+    std::vector<rt::EvalReport> reports;
+    for (size_t i = 0; i < plans.size(); ++i) {
+      names.push_back(plans[i]->proposer);
+      rt::EvalReport report;
+      report.candidate = int64_t(i);
+      report.compiled = report.valid = true;
+      rt::Timing times;
+      times.medianUs = plans[i]->proposer == "baseline"  ? 10.0
+                       : plans[i]->proposer == "builtin" ? 8.0
+                                                         : 5.0;
+      report.times = times;
+      report.speedup = 10.0 / times.medianUs;
+      reports.push_back(std::move(report));
+    }
+    requests.push_back(std::move(names));
+    return reports;
+  };
+  AttemptSink keep = [&](const ProposerAttempt &attempt) {
+    kept.push_back(attempt.proposer.str() + " r" +
+                   std::to_string(attempt.round) +
+                   (attempt.report ? " evaluated" : " refused"));
+    if (attempt.proposer == "llm") {
+      EXPECT_NE(attempt.candidate->exchange.find("answer"), nullptr);
+    }
+    return llvm::Error::success();
+  };
+  auto result =
+      runProposerRounds(task->name, peers, evaluate, keep, /*maxFirstRound=*/4);
+  ASSERT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
+
+  // Round 1 measures the fastest builtin plan again beside the model's
+  // three kernels; round 2 the fastest of those beside the two that parse.
+  ASSERT_EQ(requests.size(), 3u);
+  EXPECT_THAT(requests[0],
+              ElementsAre("baseline", "builtin", "builtin", "builtin"));
+  EXPECT_THAT(requests[1],
+              ElementsAre("baseline", "builtin", "llm", "llm", "llm"));
+  EXPECT_THAT(requests[2], ElementsAre("baseline", "llm", "llm", "llm"));
+  EXPECT_EQ(std::count(kept.begin(), kept.end(), "llm r1 evaluated"), 3);
+  EXPECT_EQ(std::count(kept.begin(), kept.end(), "llm r2 evaluated"), 2);
+  EXPECT_EQ(std::count(kept.begin(), kept.end(), "llm r2 refused"), 1);
+  EXPECT_EQ(result->evaluated, 4u + 5u);
+  EXPECT_TRUE(peers[2]->isDone());
+
+  // Round 1's first kernel won; round 2 brought no gain over it.
+  std::optional<ProposerChoice> choice = peers[2]->getChoice();
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(choice->plan->proposer, "llm");
+  EXPECT_DOUBLE_EQ(*choice->report->speedup, 2.0);
+  EXPECT_EQ(choice->provenance.round, 1);
+  EXPECT_FALSE(choice->provenance.promptHash.empty());
+  EXPECT_FALSE(peers[1]->getChoice().has_value());
+  GroupOutcome outcome;
+  for (Proposer *proposer : peers)
+    proposer->summarize(outcome);
+  EXPECT_EQ(outcome.llmAttempts.size(), 6u);
+  EXPECT_THAT(outcome.llmSummary,
+              StartsWith("llm: 2 round(s), 6 answer(s), 5 evaluated, 5 "
+                         "valid"));
+  EXPECT_THAT(outcome.llmSummary, HasSubstr("round 2 brought no gain"));
 }
 
 } // namespace

@@ -105,8 +105,8 @@ public:
 
   /// The name in `--proposers`.
   virtual llvm::StringRef getName() const = 0;
-  /// A proposer for `task`, the task of the outlined group `group`; both
-  /// outlive it.
+  /// A proposer for `task`, the task of the outlined group `group`; they
+  /// and this factory outlive it.
   virtual llvm::Expected<std::unique_ptr<Proposer>>
   create(func::FuncOp group, const KernelTask &task) = 0;
   /// Learns the architecture (`sm_90`) of the device tasks are tuned for.
