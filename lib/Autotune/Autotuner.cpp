@@ -18,6 +18,7 @@
 #include "kopt/Evaluator/WorkerPool.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
+#include "kopt/Runtime/ModuleRunner.h"
 #include "kopt/Runtime/PlanVerifier.h"
 #include "kopt/Runtime/TuningQueue.h"
 
@@ -327,6 +328,25 @@ static void tagGroup(func::FuncOp group, const rt::KernelPlan &plan,
     group->removeAttr(kFingerprintAttrName);
 }
 
+/// Tags `group` with `plan` and gives `outcome` the choice: the plan of
+/// `record`, stored under `fingerprint`, or (`record` null) the baseline of
+/// a miss.
+static void choosePlan(func::FuncOp group, const KernelTask &task,
+                       const rt::KernelPlan &plan,
+                       const rt::KernelRecord *record,
+                       const rt::DeviceFingerprint *fingerprint,
+                       GroupOutcome &outcome) {
+  tagGroup(group, plan, record ? fingerprint : nullptr);
+  ChosenPlan chosen;
+  chosen.task = task;
+  chosen.plan = plan;
+  if (record) {
+    chosen.storedFor = *fingerprint;
+    chosen.binaries = rt::getRecordBinaries(*record, plan);
+  }
+  outcome.chosen = std::move(chosen);
+}
+
 void mlir::kopt::tagCallsOfGroup(ModuleOp module, func::FuncOp group) {
   llvm::StringRef name = group.getSymName();
   module.walk([&](func::CallOp call) {
@@ -420,7 +440,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
         return baseline.takeError();
       outcome.source = GroupOutcome::Source::Baseline;
       outcome.variant = baseline->variant;
-      tagGroup(group, *baseline, nullptr);
+      choosePlan(group, *task, *baseline, nullptr, nullptr, outcome);
       return outcome;
     }
   }
@@ -433,7 +453,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     outcome.variant = plan->variant;
     outcome.winnerUs = stored->winner.medianMs * 1e3;
     outcome.baselineUs = stored->baseline.medianMs * 1e3;
-    tagGroup(group, *plan, &*impl->fingerprint);
+    choosePlan(group, *task, *plan, &*stored, &*impl->fingerprint, outcome);
     return outcome;
   }
   // A miss that is not tuned: the baseline stands.
@@ -454,7 +474,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
                    : *queued == rt::EnqueueOutcome::AlreadyQueued
                        ? "already queued for tuning"
                        : "stored by a worker for another device";
-    tagGroup(group, *baseline, nullptr);
+    choosePlan(group, *task, *baseline, nullptr, nullptr, outcome);
     return outcome;
   }
   outcome.note = overBudget      ? "the tuning budget is spent"
@@ -463,7 +483,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
                  : impl->options.mode == TuneMode::Never
                      ? "tuning is off (--tune=never)"
                      : "";
-  tagGroup(group, *baseline, nullptr);
+  choosePlan(group, *task, *baseline, nullptr, nullptr, outcome);
   return outcome;
 }
 
@@ -718,7 +738,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   if (winner == 0 && !choiceWon)
     outcome.note += "no candidate beat the baseline by " +
                     llvm::formatv("{0:F2}", options.minSpeedup).str() + "x";
-  tagGroup(group, *keptPlan, &*fingerprint);
+  choosePlan(group, task, *keptPlan, &**kept, &*fingerprint, outcome);
   return outcome;
 }
 

@@ -231,6 +231,8 @@ int mlir::kopt::runWarmCommand() {
       else
         llvm::errs() << "kopt warm: " << progress << " (@" << outcome->function
                      << ": " << getSourceName(outcome->source) << ")\n";
+      // The report needs no plans; a warm run may see many groups.
+      outcome->chosen.reset();
       results[index] = ReportRow{task.graph->path, std::move(*outcome)};
     }
   };

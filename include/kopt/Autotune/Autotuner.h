@@ -30,6 +30,7 @@
 #include "kopt/LLM/LlmSearch.h"
 #include "kopt/Runtime/KernelDatabase.h"
 #include "kopt/Runtime/Protocol.h"
+#include "kopt/Runtime/RuntimeModule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Error.h"
@@ -127,6 +128,20 @@ struct AutotuneOptions {
   std::string replayPath;
 };
 
+/// The plan a group was given, as a runtime module takes it
+/// (ModuleEmitter.h).
+struct ChosenPlan {
+  /// The group's task, and the plan the group is tagged with.
+  ::kopt::runtime::KernelTask task;
+  ::kopt::runtime::KernelPlan plan;
+  /// The fingerprint the plan is stored under in the kernel database (a
+  /// hit, a tuned or a replayed group); none for the baseline of a miss.
+  std::optional<::kopt::runtime::DeviceFingerprint> storedFor;
+  /// The stored record's binaries, built for `storedFor`'s architecture;
+  /// empty for none.
+  std::vector<::kopt::runtime::SourceBinary> binaries;
+};
+
 /// What happened to one group.
 struct GroupOutcome {
   enum class Source {
@@ -164,6 +179,9 @@ struct GroupOutcome {
   /// attempt with its verdict.
   std::string llmSummary;
   std::vector<std::string> llmAttempts;
+  /// The task and the plan the group was tagged with (every outcome
+  /// `processGroup` returns has one).
+  std::optional<ChosenPlan> chosen;
 
   std::optional<double> getSpeedup() const;
 };
