@@ -23,9 +23,7 @@
 #include "kopt/Autotune/Autotuner.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
-#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
-#include "kopt/Runtime/ModuleRunner.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/AsmParser/AsmParserState.h"
@@ -145,23 +143,27 @@ namespace {
 /// Builds the module while walking the entry function.
 class Emitter {
 public:
-  Emitter(const ModuleEmitOptions &options, rt::KernelDatabase *database,
-          const rt::DeviceFingerprint *fingerprint, llvm::raw_ostream &notes)
-      : options(options), database(database), fingerprint(fingerprint),
-        notes(notes) {}
+  Emitter(const ModuleEmitOptions &options,
+          llvm::ArrayRef<GroupOutcome> outcomes, llvm::raw_ostream &notes)
+      : options(options), notes(notes) {
+    for (const GroupOutcome &outcome : outcomes)
+      if (outcome.chosen)
+        chosenOf[outcome.function] = &*outcome.chosen;
+  }
 
   llvm::Expected<rt::RuntimeModule> run(ModuleOp module, func::FuncOp entry);
 
 private:
   std::string addBuffer(rt::TensorSpec tensor, rt::ModuleBuffer::Kind kind,
                         std::string aliasOf = "", std::string data = "");
+  llvm::Expected<ChosenPlan> getChosen(func::FuncOp func);
   llvm::Expected<size_t> getPlan(ModuleOp module, StringRef callee);
   llvm::Error addBinaries(rt::ModulePlan &plan);
   llvm::Expected<rt::TensorSpec> specOf(Value value, const std::string &name);
 
   const ModuleEmitOptions &options;
-  rt::KernelDatabase *database;
-  const rt::DeviceFingerprint *fingerprint;
+  /// The autotuner's choices, by group function.
+  std::map<std::string, const ChosenPlan *> chosenOf;
   llvm::raw_ostream &notes;
   rt::RuntimeModule result;
   llvm::DenseMap<Value, std::string> bufferOf;
@@ -219,6 +221,28 @@ llvm::Error Emitter::addBinaries(rt::ModulePlan &plan) {
   return llvm::Error::success();
 }
 
+llvm::Expected<ChosenPlan> Emitter::getChosen(func::FuncOp func) {
+  auto chosen = chosenOf.find(func.getSymName().str());
+  if (chosen != chosenOf.end())
+    return *chosen->second;
+  // A group the autotuner did not see: an op outside the fusion groups.
+  auto planName = func->getAttrOfType<StringAttr>(kPlanAttrName);
+  if (planName && !planName.getValue().starts_with("baseline/"))
+    return makeError("@" + func.getSymName() + " is tagged with plan '" +
+                     planName.getValue() +
+                     "', which no outcome of the autotuner's carries");
+  auto task = buildKernelTask(func);
+  if (!task)
+    return task.takeError();
+  auto baseline = proposeBaseline(func, *task);
+  if (!baseline)
+    return baseline.takeError();
+  ChosenPlan result;
+  result.task = std::move(*task);
+  result.plan = std::move(*baseline);
+  return result;
+}
+
 llvm::Expected<size_t> Emitter::getPlan(ModuleOp module, StringRef callee) {
   auto found = planOf.find(callee.str());
   if (found != planOf.end())
@@ -227,61 +251,26 @@ llvm::Expected<size_t> Emitter::getPlan(ModuleOp module, StringRef callee) {
   if (!func || !func->hasAttr(kFusionGroupAttrName))
     return makeError("call of @" + callee +
                      ", which is not a fusion group of kopt's");
-  auto task = buildKernelTask(func);
-  if (!task)
-    return task.takeError();
+  auto chosen = getChosen(func);
+  if (!chosen)
+    return chosen.takeError();
   rt::ModulePlan plan;
-  plan.key = task->key;
+  plan.key = chosen->task.key;
   plan.function = callee.str();
-  rt::KernelTask runtimeTask = *task;
-  plan.inputs = runtimeTask.inputs;
-  plan.outputs = runtimeTask.outputs;
-  plan.tolerance = runtimeTask.tolerance;
-  auto planName = func->getAttrOfType<StringAttr>(kPlanAttrName);
-  auto planHash = func->getAttrOfType<StringAttr>(kPlanHashAttrName);
-  bool tuned = func->hasAttr(kFingerprintAttrName);
-  if (tuned && database && fingerprint) {
-    auto record = database->lookup(task->key, *fingerprint);
-    if (!record)
-      return toLlvmError(record.status());
-    if (*record) {
-      auto stored = rt::kernelPlanFromJson((*record)->plan);
-      if (!stored)
-        return toLlvmError(stored.status());
-      std::string hash = rt::hashBytes(rt::json::write(rt::toJson(*stored)));
-      if (planHash && planHash.getValue() != hash)
-        return makeError("@" + callee +
-                         ": the database's plan is not the one "
-                         "the graph is tagged with");
-      plan.planHash = hash;
-      plan.planName = stored->proposer + "/" + stored->variant;
-      if (options.byReference) {
-        plan.reference = *fingerprint;
-      } else {
-        plan.plan = std::move(*stored);
-        // The record's binaries, when they are for the target; else build.
-        std::vector<rt::SourceBinary> kept =
-            rt::getRecordBinaries(**record, *plan.plan);
-        if (!kept.empty() && kept.front().arch == options.arch)
-          plan.binaries = std::move(kept);
-        else if (llvm::Error error = addBinaries(plan))
-          return std::move(error);
-      }
-    }
-  }
-  if (!plan.plan && !plan.reference) {
-    if (planName && !planName.getValue().starts_with("baseline/"))
-      return makeError("@" + callee + " is tagged with plan '" +
-                       planName.getValue() +
-                       "', which the kernel database does not hold for "
-                       "this target");
-    auto baseline = proposeBaseline(func, *task);
-    if (!baseline)
-      return baseline.takeError();
-    plan.plan = *baseline;
-    plan.planName = plan.plan->proposer + "/" + plan.plan->variant;
-    plan.planHash = rt::hashBytes(rt::json::write(rt::toJson(*plan.plan)));
-    if (llvm::Error error = addBinaries(plan))
+  plan.inputs = chosen->task.inputs;
+  plan.outputs = chosen->task.outputs;
+  plan.tolerance = chosen->task.tolerance;
+  plan.planName = chosen->plan.proposer + "/" + chosen->plan.variant;
+  plan.planHash = rt::hashBytes(rt::json::write(rt::toJson(chosen->plan)));
+  if (chosen->storedFor && options.byReference) {
+    plan.reference = *chosen->storedFor;
+  } else {
+    plan.plan = std::move(chosen->plan);
+    // The record's binaries, when they are for the target; else build.
+    if (!chosen->binaries.empty() &&
+        chosen->binaries.front().arch == options.arch)
+      plan.binaries = std::move(chosen->binaries);
+    else if (llvm::Error error = addBinaries(plan))
       return std::move(error);
   }
   notes << "  @" << callee << ": " << plan.planName
@@ -443,12 +432,11 @@ llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
 
 llvm::Expected<rt::RuntimeModule>
 mlir::kopt::emitRuntimeModule(ModuleOp module, const ModuleEmitOptions &options,
-                              rt::KernelDatabase *database,
-                              const rt::DeviceFingerprint *fingerprint,
+                              llvm::ArrayRef<GroupOutcome> outcomes,
                               llvm::raw_ostream &notes) {
   auto entry = findEntryFunction(module);
   if (!entry)
     return entry.takeError();
-  Emitter emitter(options, database, fingerprint, notes);
+  Emitter emitter(options, outcomes, notes);
   return emitter.run(module, *entry);
 }

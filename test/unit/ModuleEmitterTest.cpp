@@ -7,14 +7,17 @@
 //===----------------------------------------------------------------------===//
 //
 // The module emitter behind `kopt compile --emit-module`, without a GPU or a
-// database: every group gets its baseline plan, ops outside the groups
-// become groups of one, and the entry's arguments keep their names.
+// database: a group takes the plan of its outcome, the others their
+// baseline plans, ops outside the groups become groups of one, and the
+// entry's arguments keep their names.
 //
 //===----------------------------------------------------------------------===//
 
 #include "TestUtils.h"
 
+#include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Autotune/ModuleEmitter.h"
+#include "kopt/Codegen/Proposers.h"
 #include "passes/Passes.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -46,7 +49,7 @@ func.func @bias_relu_sum(%x: tensor<64x128xf32>, %b: tensor<128xf32>) -> tensor<
 }
 )mlir";
 
-TEST(ModuleEmitterTest, EmitsBaselinePlansWithoutDatabase) {
+TEST(ModuleEmitterTest, EmitsBaselinePlansWithoutOutcomes) {
   auto context = mlir::kopt::testing::makeContext();
   OwningOpRef<ModuleOp> module = mlir::kopt::testing::parse(*context, kGraph);
   ASSERT_TRUE(module);
@@ -60,8 +63,7 @@ TEST(ModuleEmitterTest, EmitsBaselinePlansWithoutDatabase) {
   std::string notes;
   llvm::raw_string_ostream os(notes);
   ModuleEmitOptions options;
-  auto emitted = emitRuntimeModule(*copy, options, /*database=*/nullptr,
-                                   /*fingerprint=*/nullptr, os);
+  auto emitted = emitRuntimeModule(*copy, options, /*outcomes=*/{}, os);
   ASSERT_TRUE(static_cast<bool>(emitted))
       << llvm::toString(emitted.takeError());
   EXPECT_EQ(emitted->name, "bias_relu_sum");
@@ -72,6 +74,104 @@ TEST(ModuleEmitterTest, EmitsBaselinePlansWithoutDatabase) {
     EXPECT_TRUE(plan.binaries.empty()) << "no architecture: sources only";
   }
   EXPECT_NE(notes.find("baseline/"), std::string::npos) << notes;
+}
+
+/// The fused group of `module` (prepared), with an outcome that chose its
+/// first built-in plan, stored for an `sm_90` with binaries of its own.
+GroupOutcome chooseBuiltin(ModuleOp module) {
+  func::FuncOp group;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (func->hasAttr(kFusionGroupAttrName))
+      group = func;
+  EXPECT_TRUE(group);
+  auto task = buildKernelTask(group);
+  EXPECT_TRUE(static_cast<bool>(task)) << llvm::toString(task.takeError());
+  Proposal builtin = proposeBuiltin(group, *task);
+  EXPECT_FALSE(builtin.plans.empty());
+  GroupOutcome outcome;
+  outcome.function = group.getSymName().str();
+  ChosenPlan chosen;
+  chosen.task = *task;
+  chosen.plan = builtin.plans.front();
+  ::kopt::runtime::DeviceFingerprint fingerprint;
+  fingerprint.computeCapability = "sm_90";
+  chosen.storedFor = fingerprint;
+  chosen.binaries = {
+      {chosen.plan.sources.front().id, "sm_90", "stored cubin", "stored ptx"}};
+  outcome.chosen = std::move(chosen);
+  group->setAttr(
+      kPlanAttrName,
+      StringAttr::get(group.getContext(), outcome.chosen->plan.proposer + "/" +
+                                              outcome.chosen->plan.variant));
+  return outcome;
+}
+
+TEST(ModuleEmitterTest, TakesThePlansTheAutotunerChose) {
+  auto context = mlir::kopt::testing::makeContext();
+  OwningOpRef<ModuleOp> module = mlir::kopt::testing::parse(*context, kGraph);
+  ASSERT_TRUE(module);
+  ASSERT_TRUE(succeeded(prepareModelGraph(*module)));
+  GroupOutcome outcome = chooseBuiltin(*module);
+  ASSERT_TRUE(outcome.chosen.has_value());
+  OwningOpRef<ModuleOp> copy(module->clone());
+  llvm::Error prepared = prepareRuntimeModuleGraph(*copy);
+  ASSERT_FALSE(static_cast<bool>(prepared))
+      << llvm::toString(std::move(prepared));
+
+  // Inline, with the stored binaries: they are for the target.
+  std::string notes;
+  llvm::raw_string_ostream os(notes);
+  ModuleEmitOptions options;
+  options.arch = "sm_90";
+  auto emitted = emitRuntimeModule(*copy, options, {outcome}, os);
+  ASSERT_TRUE(static_cast<bool>(emitted))
+      << llvm::toString(emitted.takeError());
+  const ::kopt::runtime::ModulePlan *tuned = nullptr;
+  for (const auto &plan : emitted->plans)
+    if (plan.function == outcome.function)
+      tuned = &plan;
+  ASSERT_NE(tuned, nullptr);
+  EXPECT_EQ(tuned->key, outcome.chosen->task.key);
+  ASSERT_TRUE(tuned->plan.has_value());
+  EXPECT_EQ(tuned->plan->variant, outcome.chosen->plan.variant);
+  ASSERT_EQ(tuned->binaries.size(), 1u);
+  EXPECT_EQ(tuned->binaries.front().cubin, "stored cubin");
+  EXPECT_NE(notes.find("@" + outcome.function + ": builtin/"),
+            std::string::npos)
+      << notes;
+
+  // By reference: the record's key and fingerprint, no plan inline.
+  options.byReference = true;
+  options.arch.clear();
+  emitted = emitRuntimeModule(*copy, options, {outcome}, os);
+  ASSERT_TRUE(static_cast<bool>(emitted))
+      << llvm::toString(emitted.takeError());
+  for (const auto &plan : emitted->plans) {
+    if (plan.function != outcome.function)
+      continue;
+    ASSERT_TRUE(plan.reference.has_value());
+    EXPECT_EQ(plan.reference->computeCapability, "sm_90");
+    EXPECT_FALSE(plan.plan.has_value());
+  }
+}
+
+TEST(ModuleEmitterTest, RefusesATunedGroupWithoutItsOutcome) {
+  auto context = mlir::kopt::testing::makeContext();
+  OwningOpRef<ModuleOp> module = mlir::kopt::testing::parse(*context, kGraph);
+  ASSERT_TRUE(module);
+  ASSERT_TRUE(succeeded(prepareModelGraph(*module)));
+  GroupOutcome outcome = chooseBuiltin(*module);
+  OwningOpRef<ModuleOp> copy(module->clone());
+  llvm::Error prepared = prepareRuntimeModuleGraph(*copy);
+  ASSERT_FALSE(static_cast<bool>(prepared))
+      << llvm::toString(std::move(prepared));
+  std::string notes;
+  llvm::raw_string_ostream os(notes);
+  auto emitted = emitRuntimeModule(*copy, ModuleEmitOptions(), {}, os);
+  ASSERT_FALSE(static_cast<bool>(emitted));
+  EXPECT_NE(llvm::toString(emitted.takeError())
+                .find("which no outcome of the autotuner's carries"),
+            std::string::npos);
 }
 
 TEST(ModuleEmitterTest, RefusesAGraphWithSeveralEntries) {

@@ -41,8 +41,10 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-/// Writes the tuned graph as the runtime module `line.emitModule`.
+/// Writes the tuned graph as the runtime module `line.emitModule`, with the
+/// plans the autotuner chose (`outcomes`).
 static int writeRuntimeModule(ModuleOp module, const Autotuner &tuner,
+                              llvm::ArrayRef<GroupOutcome> outcomes,
                               const TuneCommandLine &line, llvm::StringRef path,
                               const ::kopt::runtime::ProtectedFiles &protect,
                               llvm::raw_ostream &os) {
@@ -56,12 +58,6 @@ static int writeRuntimeModule(ModuleOp module, const Autotuner &tuner,
     options.arch = fingerprint->computeCapability;
   if (options.arch == "none")
     options.arch.clear();
-  // A second, read-only connection: the tuner's stays its own.
-  rt::SqliteOpenOptions openOptions;
-  openOptions.readOnly = true;
-  openOptions.create = false;
-  auto database =
-      rt::SqliteKernelDatabase::open(line.autotune.databasePath, openOptions);
   os << "module: writing '" << line.emitModule << "'"
      << (options.arch.empty() ? " (sources only)"
                               : " (binaries for " + options.arch + ")")
@@ -71,8 +67,7 @@ static int writeRuntimeModule(ModuleOp module, const Autotuner &tuner,
   if (llvm::Error error = prepareRuntimeModuleGraph(*copy))
     return fail("cannot emit a runtime module: " +
                 llvm::toString(std::move(error)));
-  auto emitted = emitRuntimeModule(
-      *copy, options, database ? database->get() : nullptr, fingerprint, os);
+  auto emitted = emitRuntimeModule(*copy, options, outcomes, os);
   if (!emitted)
     return fail("cannot emit a runtime module: " +
                 llvm::toString(emitted.takeError()));
@@ -133,9 +128,9 @@ int mlir::kopt::runCompileCommand() {
   if (!outcomes)
     return fail(llvm::toString(outcomes.takeError()));
   unsigned misses = 0;
-  for (GroupOutcome &outcome : *outcomes) {
+  for (const GroupOutcome &outcome : *outcomes) {
     misses += outcome.source == GroupOutcome::Source::Baseline;
-    rows.push_back({path, std::move(outcome)});
+    rows.push_back({path, outcome});
   }
   double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -154,8 +149,8 @@ int mlir::kopt::runCompileCommand() {
                 "is set; nothing was written");
 
   if (!line->emitModule.empty())
-    if (int status = writeRuntimeModule(**module, **tuner, *line, path, protect,
-                                        reportStream))
+    if (int status = writeRuntimeModule(**module, **tuner, *outcomes, *line,
+                                        path, protect, reportStream))
       return status;
 
   // Standard output may hold the report's lines already.

@@ -7,11 +7,12 @@
 //===----------------------------------------------------------------------===//
 //
 // `kopt compile --emit-module`: turns a graph whose groups the autotuner has
-// tagged into a runtime module (docs/RuntimeModule.md). Ops left outside the
-// fusion groups become groups of one with baseline plans; tuned groups take
-// their plan from the kernel database, the others the baseline; constants
-// go in with their bytes; reshapes become aliases. Inline plans carry their
-// sources compiled with NVRTC for the target architecture.
+// tagged into a runtime module (docs/RuntimeModule.md). Each group takes the
+// plan the autotuner chose for it (GroupOutcome::chosen), with no second
+// look-up; ops left outside the fusion groups become groups of one with
+// baseline plans; constants go in with their bytes; reshapes become aliases.
+// Inline plans carry their sources compiled for the target architecture:
+// the database record's binaries when they are for it, else NVRTC's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,11 +20,12 @@
 #define KOPT_AUTOTUNE_MODULEEMITTER_H
 
 #include "kopt/Analysis/EntryFunction.h"
-#include "kopt/Runtime/KernelDatabase.h"
+#include "kopt/Autotune/Autotuner.h"
 #include "kopt/Runtime/RuntimeModule.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -37,7 +39,7 @@ struct ModuleEmitOptions {
   /// The architecture to build binaries for (`sm_90`); empty: none (the
   /// runtime compiles the sources when it loads the module).
   std::string arch;
-  /// Refer to kernel database records instead of copying tuned plans in.
+  /// Refer to kernel database records instead of copying stored plans in.
   bool byReference = false;
   /// The graph's file, whose argument names become the input names.
   std::string sourcePath;
@@ -57,15 +59,15 @@ SourceNames readSourceNames(llvm::StringRef path, llvm::StringRef function,
                             unsigned numArguments, unsigned numResults,
                             const DialectRegistry &dialects);
 
-/// Builds the runtime module of `module`, a graph the autotuner has tagged
-/// whose every compute op is in an outlined group
-/// (`prepareRuntimeModuleGraph`). `database` and `fingerprint` give tuned
-/// plans (`kopt.fingerprint` groups); either may be null, and then only
-/// baseline plans can be used. Notes on what was done go to `notes`.
+/// Builds the runtime module of `module`, a copy of a graph the autotuner
+/// has tagged in which every compute op is in an outlined group
+/// (`prepareRuntimeModuleGraph`). A group takes the plan of its outcome in
+/// `outcomes` (by function name); a group without one (an op outside the
+/// fusion groups) takes its baseline, and fails when it is tagged with
+/// another plan. Notes on what was done go to `notes`.
 llvm::Expected<::kopt::runtime::RuntimeModule>
 emitRuntimeModule(ModuleOp module, const ModuleEmitOptions &options,
-                  ::kopt::runtime::KernelDatabase *database,
-                  const ::kopt::runtime::DeviceFingerprint *fingerprint,
+                  llvm::ArrayRef<GroupOutcome> outcomes,
                   llvm::raw_ostream &notes);
 
 } // namespace mlir::kopt
