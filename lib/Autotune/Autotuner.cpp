@@ -13,7 +13,6 @@
 #include "kopt/Autotune/Replay.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
-#include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Evaluator/ReferenceBuilder.h"
 #include "kopt/Evaluator/WorkerPool.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
