@@ -10,8 +10,9 @@
 // a group as a group of one and outlines them with the usual pass, then walks
 // the entry function once in order, giving each SSA value a buffer and each
 // call a step. A returned value that a call produced becomes an output
-// buffer in place; any other returned value (an argument, a constant, a
-// reshape, a value returned twice) is copied into its output.
+// buffer in place, and so does a returned view of one (the call's result
+// then views the output); any other returned value (an argument, a
+// constant, a value returned twice) is copied into its output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -160,6 +161,8 @@ private:
   llvm::Expected<size_t> getPlan(ModuleOp module, StringRef callee);
   llvm::Error addBinaries(rt::ModulePlan &plan);
   llvm::Expected<rt::TensorSpec> specOf(Value value, const std::string &name);
+  rt::ModuleBuffer *findBuffer(const std::string &name);
+  bool promoteToOutput(const std::string &name);
 
   const ModuleEmitOptions &options;
   /// The autotuner's choices, by group function.
@@ -182,6 +185,43 @@ std::string Emitter::addBuffer(rt::TensorSpec tensor,
   buffer.data = std::move(data);
   result.buffers.push_back(std::move(buffer));
   return result.buffers.back().tensor.name;
+}
+
+rt::ModuleBuffer *Emitter::findBuffer(const std::string &name) {
+  for (rt::ModuleBuffer &buffer : result.buffers)
+    if (buffer.tensor.name == name)
+      return &buffer;
+  return nullptr;
+}
+
+/// Makes the returned buffer `name` an output without a copy when it can:
+/// a step's own result becomes the output in place; a view of a step's
+/// result becomes the output, and the result (and its other views) views
+/// the output's bytes. Returns false when a copy is needed.
+bool Emitter::promoteToOutput(const std::string &name) {
+  rt::ModuleBuffer *buffer = findBuffer(name);
+  if (!buffer)
+    return false;
+  if (buffer->kind == rt::ModuleBuffer::Kind::Temporary) {
+    buffer->kind = rt::ModuleBuffer::Kind::Output;
+    result.outputs.push_back(name);
+    return true;
+  }
+  if (buffer->kind != rt::ModuleBuffer::Kind::Alias)
+    return false;
+  std::string root = buffer->aliasOf;
+  rt::ModuleBuffer *rootBuffer = findBuffer(root);
+  if (!rootBuffer || rootBuffer->kind != rt::ModuleBuffer::Kind::Temporary)
+    return false;
+  for (rt::ModuleBuffer &other : result.buffers)
+    if (other.kind == rt::ModuleBuffer::Kind::Alias && other.aliasOf == root)
+      other.aliasOf = name;
+  rootBuffer->kind = rt::ModuleBuffer::Kind::Alias;
+  rootBuffer->aliasOf = name;
+  buffer->kind = rt::ModuleBuffer::Kind::Output;
+  buffer->aliasOf.clear();
+  result.outputs.push_back(name);
+  return true;
 }
 
 llvm::Expected<rt::TensorSpec> Emitter::specOf(Value value,
@@ -370,15 +410,7 @@ llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
           return makeError("result " + llvm::Twine(index) +
                            " is not a value the module holds");
         std::string outputName = "out" + std::to_string(index);
-        // A call's own result becomes the output in place.
-        for (rt::ModuleBuffer &buffer : result.buffers)
-          if (buffer.tensor.name == it->second &&
-              buffer.kind == rt::ModuleBuffer::Kind::Temporary) {
-            buffer.kind = rt::ModuleBuffer::Kind::Output;
-            result.outputs.push_back(buffer.tensor.name);
-            break;
-          }
-        if (result.outputs.size() == index + 1)
+        if (promoteToOutput(it->second))
           continue;
         auto spec = specOf(value, outputName);
         if (!spec)
@@ -424,6 +456,7 @@ llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
     for (std::string &name : step.outputs)
       rename(name);
     rename(step.from);
+    rename(step.to);
   }
   if (rt::Status status = result.verify(); !status.isOk())
     return makeError("the module does not verify: " + status.message());

@@ -22,6 +22,8 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::kopt;
 
@@ -172,6 +174,58 @@ TEST(ModuleEmitterTest, RefusesATunedGroupWithoutItsOutcome) {
   EXPECT_NE(llvm::toString(emitted.takeError())
                 .find("which no outcome of the autotuner's carries"),
             std::string::npos);
+}
+
+/// Emits the module of `source` with baseline plans; fails the test on an
+/// error.
+std::optional<::kopt::runtime::RuntimeModule> emitGraph(MLIRContext &context,
+                                                        const char *source) {
+  OwningOpRef<ModuleOp> module = mlir::kopt::testing::parse(context, source);
+  if (!module || failed(prepareModelGraph(*module))) {
+    ADD_FAILURE() << "the graph does not load";
+    return std::nullopt;
+  }
+  if (llvm::Error error = prepareRuntimeModuleGraph(*module)) {
+    ADD_FAILURE() << llvm::toString(std::move(error));
+    return std::nullopt;
+  }
+  std::string notes;
+  llvm::raw_string_ostream os(notes);
+  auto emitted = emitRuntimeModule(*module, ModuleEmitOptions(),
+                                   /*outcomes=*/{}, os);
+  if (!emitted) {
+    ADD_FAILURE() << llvm::toString(emitted.takeError());
+    return std::nullopt;
+  }
+  return std::move(*emitted);
+}
+
+TEST(ModuleEmitterTest, AReturnedViewIsTheOutputWithoutACopy) {
+  auto context = mlir::kopt::testing::makeContext();
+  auto emitted = emitGraph(*context, R"mlir(
+func.func @heads(%a: tensor<8x16x16xf32>, %b: tensor<8x16x8xf32>) -> tensor<2x4x16x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x16x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<8x16x8xf32>) -> tensor<8x16x8xf32>
+  %m = linalg.batch_matmul ins(%a, %b : tensor<8x16x16xf32>, tensor<8x16x8xf32>) outs(%f : tensor<8x16x8xf32>) -> tensor<8x16x8xf32>
+  %r = tensor.expand_shape %m [[0, 1], [2], [3]] output_shape [2, 4, 16, 8] : tensor<8x16x8xf32> into tensor<2x4x16x8xf32>
+  return %r : tensor<2x4x16x8xf32>
+}
+)mlir");
+  ASSERT_TRUE(emitted);
+  ASSERT_EQ(emitted->steps.size(), 1u);
+  const auto &step = emitted->steps.front();
+  ASSERT_EQ(step.kind, ::kopt::runtime::ModuleStep::Kind::Plan);
+  ASSERT_EQ(emitted->outputs, std::vector<std::string>{"out0"});
+  const auto *output = emitted->findBuffer("out0");
+  ASSERT_TRUE(output);
+  EXPECT_EQ(output->kind, ::kopt::runtime::ModuleBuffer::Kind::Output);
+  EXPECT_EQ(output->tensor.shape, (std::vector<int64_t>{2, 4, 16, 8}));
+  // The batch matmul writes the output's bytes through a view of them.
+  const auto *written = emitted->findBuffer(step.outputs.front());
+  ASSERT_TRUE(written);
+  EXPECT_EQ(written->kind, ::kopt::runtime::ModuleBuffer::Kind::Alias);
+  EXPECT_EQ(written->aliasOf, "out0");
 }
 
 TEST(ModuleEmitterTest, RefusesAGraphWithSeveralEntries) {
