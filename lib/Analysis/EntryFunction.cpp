@@ -12,6 +12,7 @@
 #include "kopt/Analysis/OpClassification.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 
 using namespace mlir;
@@ -42,7 +43,17 @@ llvm::Expected<func::FuncOp> mlir::kopt::findEntryFunction(ModuleOp module) {
 llvm::Expected<bool> mlir::kopt::tagSingletonGroups(func::FuncOp entry) {
   int64_t next = 1000;
   for (Operation &op : entry.getBody().front()) {
-    if (!isa<linalg::LinalgOp>(op) || op.use_empty())
+    if (op.use_empty())
+      continue;
+    if (isa<tensor::PadOp, tensor::ExtractSliceOp, tensor::InsertSliceOp,
+            tensor::ConcatOp>(op)) {
+      // Moves elements: a group of one whose baseline is a copy kernel.
+      Builder builder(op.getContext());
+      op.setAttr(kGroupIdAttrName, builder.getI64IntegerAttr(next++));
+      op.setAttr(kGroupKindAttrName, builder.getStringAttr("elementwise"));
+      continue;
+    }
+    if (!isa<linalg::LinalgOp>(op))
       continue;
     OpClassification classification = classifyOp(&op);
     if (classification.kind == OpKind::Unsupported)

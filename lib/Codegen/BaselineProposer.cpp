@@ -15,7 +15,9 @@
 //   output element, warp shuffles), as a tuned library reduction would;
 // - every other op: a pointwise kernel, vectorised to 16-byte accesses
 //   where the innermost dimension allows;
-// - linalg.softmax: one row kernel, as eager frameworks run it.
+// - linalg.softmax: one row kernel, as eager frameworks run it;
+// - tensor.pad, extract_slice, insert_slice and concat: a pointwise kernel
+//   writing the result.
 //
 // Constants, fills and reshapes are folded into their users, as any
 // compiler would.
@@ -26,6 +28,7 @@
 
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
+#include "kopt/Codegen/TensorMoves.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -142,6 +145,23 @@ llvm::Expected<KernelPlan> mlir::kopt::proposeBaseline(func::FuncOp func,
     if (op->hasAttr(kSoftmaxPartAttrName)) {
       if (llvm::Error error = emitSoftmax(builder, op, ops, done))
         return std::move(error);
+      continue;
+    }
+    if (isTensorMoveOp(op)) {
+      // A pad, slice or concatenation: a pointwise kernel writing its
+      // result, each element read from where it comes from.
+      PointwiseOptions options;
+      options.blockSize = 256;
+      options.vectorWidth = 16;
+      auto kernel = generatePointwiseKernel(
+          op->getContext(), builder.entryName("move"),
+          op->getName().getStringRef().str(),
+          {builder.outputFor(op->getResult(0))}, builder.leafFn(), options);
+      if (!kernel)
+        return llvm::createStringError(
+            "baseline: %s: %s", op->getName().getStringRef().str().c_str(),
+            llvm::toString(kernel.takeError()).c_str());
+      builder.addKernel(*kernel, op->getName().getStringRef());
       continue;
     }
     if (auto step = buildLibraryCall(op, builder)) {

@@ -35,6 +35,8 @@
 
 #include "ReferenceInterpreterImpl.h"
 
+#include "kopt/Codegen/TensorMoves.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -204,29 +206,52 @@ llvm::Error ReferenceInterpreter::Impl::build(func::FuncOp original) {
       (*node)->source = *source;
       continue;
     }
-    if (auto pad = dyn_cast<tensor::PadOp>(op)) {
-      auto source = getNode(pad.getSource(), &op);
+    if (isPlacementOp(&op)) {
+      auto placement = getPlacement(&op);
+      if (!placement)
+        return withContext(placement.takeError());
+      auto node = newTensor(op.getResult(0), TensorNode::Kind::Place);
+      if (!node)
+        return withContext(node.takeError());
+      for (const PlacedTensor &piece : placement->pieces) {
+        auto source = getNode(piece.source, &op);
+        if (!source)
+          return withContext(source.takeError());
+        (*node)->pieces.push_back(
+            {*source, piece.offsets, piece.strides, piece.sourceDims});
+      }
+      if (Value fallback = placement->fallback) {
+        auto source = getNode(fallback, &op);
+        if (!source)
+          return withContext(source.takeError());
+        (*node)->source = *source;
+      }
+      if (Value padding = placement->padding) {
+        if (auto constant = padding.getDefiningOp<arith::ConstantOp>())
+          if (std::optional<double> value =
+                  ProgramBuilder::getScalarAttrValue(constant.getValue()))
+            scalars[padding] = *value;
+        auto it = scalars.find(padding);
+        if (it == scalars.end())
+          return withContext(
+              makeError(describe(&op) + " without a constant padding value"));
+        (*node)->scalar = it->second;
+      }
+      continue;
+    }
+    if (isa<tensor::ExtractSliceOp>(op)) {
+      auto read = getSliceRead(&op);
+      if (!read)
+        return withContext(read.takeError());
+      auto source = getNode(read->source, &op);
       if (!source)
         return withContext(source.takeError());
-      Value padValue = pad.getConstantPaddingValue();
-      if (auto constant =
-              padValue ? padValue.getDefiningOp<arith::ConstantOp>() : nullptr)
-        if (std::optional<double> value =
-                ProgramBuilder::getScalarAttrValue(constant.getValue()))
-          scalars[padValue] = *value;
-      auto it = padValue ? scalars.find(padValue) : scalars.end();
-      if (it == scalars.end())
-        return withContext(
-            makeError(describe(&op) + " without a constant padding value"));
-      auto node = newTensor(pad.getResult(), TensorNode::Kind::Pad);
+      auto node = newTensor(op.getResult(0), TensorNode::Kind::Slice);
       if (!node)
         return withContext(node.takeError());
       (*node)->source = *source;
-      (*node)->scalar = it->second;
-      (*node)->padLow.assign(pad.getStaticLow().begin(),
-                             pad.getStaticLow().end());
-      if (llvm::any_of((*node)->padLow, ShapedType::isDynamic))
-        return withContext(makeError(describe(&op) + " with dynamic padding"));
+      (*node)->pieces.push_back(
+          {*source, read->offsets, read->strides, read->resultDims});
       continue;
     }
     if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op)) {
@@ -306,17 +331,40 @@ double ReferenceInterpreter::Impl::valueAt(TensorNode *node, int64_t index) {
     return node->scalar;
   case TensorNode::Kind::Alias:
     return valueAt(node->source, index);
-  case TensorNode::Kind::Pad: {
-    TensorNode *source = node->source;
-    int64_t sourceIndex = 0;
-    for (size_t i = 0; i < node->shape.size(); ++i) {
-      int64_t coord = (index / node->strides[i]) % node->shape[i];
-      int64_t sourceCoord = coord - node->padLow[i];
-      if (sourceCoord < 0 || sourceCoord >= source->shape[i])
-        return node->scalar;
-      sourceIndex += sourceCoord * source->strides[i];
+  case TensorNode::Kind::Place: {
+    // The first piece that covers the element gives it.
+    for (const PlacedNode &piece : node->pieces) {
+      int64_t sourceIndex = 0;
+      bool covered = true;
+      for (size_t i = 0; i < node->shape.size() && covered; ++i) {
+        int64_t shifted =
+            (index / node->strides[i]) % node->shape[i] - piece.offsets[i];
+        int64_t dim = piece.sourceDims[i];
+        if (dim < 0) {
+          covered = shifted == 0;
+          continue;
+        }
+        int64_t coord = shifted / piece.strides[i];
+        covered = shifted >= 0 && shifted % piece.strides[i] == 0 &&
+                  coord < piece.source->shape[dim];
+        sourceIndex += coord * piece.source->strides[dim];
+      }
+      if (covered)
+        return valueAt(piece.source, sourceIndex);
     }
-    return valueAt(source, sourceIndex);
+    return node->source ? valueAt(node->source, index) : node->scalar;
+  }
+  case TensorNode::Kind::Slice: {
+    const PlacedNode &window = node->pieces.front();
+    int64_t sourceIndex = 0;
+    for (size_t j = 0; j < window.offsets.size(); ++j) {
+      int64_t dim = window.sourceDims[j];
+      int64_t coord =
+          dim < 0 ? 0 : (index / node->strides[dim]) % node->shape[dim];
+      sourceIndex += (window.offsets[j] + coord * window.strides[j]) *
+                     node->source->strides[j];
+    }
+    return valueAt(node->source, sourceIndex);
   }
   case TensorNode::Kind::Generic:
   case TensorNode::Kind::Softmax:

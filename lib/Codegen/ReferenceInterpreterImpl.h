@@ -246,10 +246,28 @@ struct Cache {
 };
 
 struct GenericNode;
+struct TensorNode;
+
+/// A tensor placed in a window of a Place node (`PlacedTensor`), or the
+/// window a Slice node reads (`SliceRead`, whose `resultDims` are held in
+/// `sourceDims`).
+struct PlacedNode {
+  TensorNode *source = nullptr;
+  SmallVector<int64_t> offsets, strides, sourceDims;
+};
 
 /// One tensor value of the function.
 struct TensorNode {
-  enum class Kind { Input, Constant, Scalar, Alias, Generic, Softmax, Pad };
+  enum class Kind {
+    Input,
+    Constant,
+    Scalar,
+    Alias,
+    Generic,
+    Softmax,
+    Place,
+    Slice
+  };
   Kind kind = Kind::Scalar;
   SmallVector<int64_t> shape;
   SmallVector<int64_t> strides;
@@ -258,17 +276,19 @@ struct TensorNode {
   unsigned inputIndex = 0;
   /// Constant: the elements.
   std::vector<double> constant;
-  /// Scalar: every element; Pad: the padding value.
+  /// Scalar: every element; Place: the padding value.
   double scalar = 0.0;
-  /// Alias, Softmax and Pad: the tensor read.
+  /// Alias, Softmax and Slice: the tensor read; Place: the tensor read
+  /// where no piece covers the element (else `scalar`), or null.
   TensorNode *source = nullptr;
   /// Generic: the op and the result number.
   GenericNode *generic = nullptr;
   unsigned resultIndex = 0;
   /// Softmax: the reduced dimension.
   int64_t dimension = 0;
-  /// Pad: the low padding per dimension.
-  SmallVector<int64_t> padLow;
+  /// Place: the pieces, the first covering an element giving it; Slice:
+  /// the window read.
+  SmallVector<PlacedNode> pieces;
   Cache cache;
 };
 

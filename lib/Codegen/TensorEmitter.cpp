@@ -8,6 +8,8 @@
 
 #include "kopt/Codegen/TensorEmitter.h"
 
+#include "kopt/Codegen/TensorMoves.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -299,10 +301,97 @@ TensorEmitter::valueOfOp(Operation *op, unsigned resultNumber,
   }
   if (isa<tensor::EmptyOp>(op))
     return llvm::createStringError("reads an uninitialised tensor.empty");
+  if (isPlacementOp(op))
+    return emitPlacement(op, index);
+  if (isa<tensor::ExtractSliceOp>(op)) {
+    auto read = getSliceRead(op);
+    if (!read)
+      return read.takeError();
+    SmallVector<AffineExpr> sourceIndex;
+    for (auto [offset, stride, dim] :
+         llvm::zip(read->offsets, read->strides, read->resultDims))
+      sourceIndex.push_back(dim < 0 ? getAffineConstantExpr(offset, context)
+                                    : index[dim] * stride + offset);
+    return valueAt(read->source, sourceIndex);
+  }
   if (isa<linalg::GenericOp>(op))
     return emitGeneric(op, resultNumber, index);
   return llvm::createStringError("no code generation for '%s' here",
                                  op->getName().getStringRef().str().c_str());
+}
+
+llvm::Expected<std::string>
+TensorEmitter::emitPlacement(Operation *op, llvm::ArrayRef<AffineExpr> index) {
+  auto placement = getPlacement(op);
+  if (!placement)
+    return placement.takeError();
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  auto type = getCudaScalarType(resultType.getElementType());
+  if (!type)
+    return type.takeError();
+  // Elsewhere: the destination, the padding value, or (never read) zero.
+  std::string value = "(" + *type + ")0";
+  if (Value fallback = placement->fallback;
+      fallback && !fallback.getDefiningOp<tensor::EmptyOp>()) {
+    auto computed = valueAt(fallback, index);
+    if (!computed)
+      return computed.takeError();
+    value = *computed;
+  } else if (Value padding = placement->padding) {
+    Attribute attr;
+    if (!matchPattern(padding, m_Constant(&attr)))
+      return llvm::createStringError("a padding value that is not constant");
+    auto printed = BodyEmitter::printConstant(attr, padding.getType());
+    if (!printed)
+      return printed.takeError();
+    value = *printed;
+  }
+  // The first piece that covers the element wins; each reads its source at
+  // an index clamped into range, so that no read is out of bounds.
+  for (const PlacedTensor &piece : llvm::reverse(placement->pieces)) {
+    auto sourceShape =
+        cast<RankedTensorType>(piece.source.getType()).getShape();
+    SmallVector<AffineExpr> sourceIndex(sourceShape.size());
+    std::string condition;
+    auto require = [&](const std::string &test) {
+      condition += (condition.empty() ? "" : " && ") + test;
+    };
+    for (auto [d, expr] : llvm::enumerate(index)) {
+      int64_t offset = piece.offsets[d], stride = piece.strides[d];
+      std::string at = print(expr);
+      if (piece.sourceDims[d] < 0) {
+        require(at + " == " + std::to_string(offset) + "LL");
+        continue;
+      }
+      int64_t size = sourceShape[piece.sourceDims[d]];
+      if (offset == 0 && stride == 1 && size == resultType.getDimSize(d)) {
+        sourceIndex[piece.sourceDims[d]] = expr;
+        continue;
+      }
+      std::string shifted =
+          offset == 0 ? at : "(" + at + " - " + std::to_string(offset) + "LL)";
+      require(shifted + " >= 0LL");
+      require(shifted + " < " + std::to_string((size - 1) * stride + 1) + "LL");
+      if (stride != 1)
+        require(shifted + " % " + std::to_string(stride) + "LL == 0LL");
+      std::string name = out->fresh("s");
+      std::string quotient =
+          stride == 1 ? shifted
+                      : shifted + " / " + std::to_string(stride) + "LL";
+      out->line("const long long " + name + " = min(max(" + quotient +
+                ", 0LL), " + std::to_string(size - 1) + "LL);");
+      dimNames.push_back(name);
+      sourceIndex[piece.sourceDims[d]] =
+          getAffineDimExpr(dimNames.size() - 1, context);
+    }
+    auto read = valueAt(piece.source, sourceIndex);
+    if (!read)
+      return read.takeError();
+    value = condition.empty()
+                ? *read
+                : "((" + condition + ") ? " + *read + " : " + value + ")";
+  }
+  return value;
 }
 
 namespace {

@@ -228,6 +228,35 @@ func.func @heads(%a: tensor<8x16x16xf32>, %b: tensor<8x16x8xf32>) -> tensor<2x4x
   EXPECT_EQ(written->aliasOf, "out0");
 }
 
+TEST(ModuleEmitterTest, PadsSlicesAndConcatenationsAreGroupsOfOne) {
+  auto context = mlir::kopt::testing::makeContext();
+  auto emitted = emitGraph(*context, R"mlir(
+func.func @moves(%x: tensor<2x3xf32>, %y: tensor<2x2xf32>) -> (tensor<4x6xf32>, tensor<2xf32>, tensor<2x3xf32>, tensor<2x5xf32>) {
+  %c = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[1, 2] high[1, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %c : f32
+  } : tensor<2x3xf32> to tensor<4x6xf32>
+  %s = tensor.extract_slice %x[1, 0] [1, 2] [1, 2] : tensor<2x3xf32> to tensor<2xf32>
+  %i = tensor.insert_slice %y into %x[0, 1] [2, 2] [1, 1] : tensor<2x2xf32> into tensor<2x3xf32>
+  %k = tensor.concat dim(1) %x, %y : (tensor<2x3xf32>, tensor<2x2xf32>) -> tensor<2x5xf32>
+  return %p, %s, %i, %k : tensor<4x6xf32>, tensor<2xf32>, tensor<2x3xf32>, tensor<2x5xf32>
+}
+)mlir");
+  ASSERT_TRUE(emitted);
+  ASSERT_EQ(emitted->plans.size(), 4u);
+  ASSERT_EQ(emitted->steps.size(), 4u);
+  for (const auto &plan : emitted->plans) {
+    ASSERT_TRUE(plan.plan.has_value()) << plan.function;
+    ASSERT_EQ(plan.plan->steps.size(), 1u) << plan.function;
+    EXPECT_NE(plan.plan->steps.front().launch.entry.find("_move_"),
+              std::string::npos)
+        << plan.function;
+  }
+  for (const auto &step : emitted->steps)
+    EXPECT_EQ(step.kind, ::kopt::runtime::ModuleStep::Kind::Plan);
+}
+
 TEST(ModuleEmitterTest, RefusesAGraphWithSeveralEntries) {
   auto context = mlir::kopt::testing::makeContext();
   OwningOpRef<ModuleOp> module = mlir::kopt::testing::parse(*context, R"mlir(

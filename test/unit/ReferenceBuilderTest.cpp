@@ -144,23 +144,24 @@ TEST(ReferenceBuilderTest, SamplesEveryPointOfSmallOutputs) {
 TEST(ReferenceBuilderTest, UnsupportedGroupIsAnError) {
   auto context = makeContext();
   auto module = parse(*context, R"mlir(
-func.func @slice(%x: tensor<8x8xf32>) -> tensor<4x8xf32> {
-  %s = tensor.extract_slice %x[2, 0] [4, 8] [1, 1]
-      : tensor<8x8xf32> to tensor<4x8xf32>
-  return %s : tensor<4x8xf32>
+func.func @gather(%x: tensor<8x8xf32>, %i: tensor<4x1xi32>) -> tensor<4x1x8xf32> {
+  %g = tensor.gather %x[%i] gather_dims([0])
+      : (tensor<8x8xf32>, tensor<4x1xi32>) -> tensor<4x1x8xf32>
+  return %g : tensor<4x1x8xf32>
 }
 )mlir");
   ASSERT_TRUE(module);
   KernelTask task;
-  task.name = "slice";
+  task.name = "gather";
   task.inputs.push_back({"in0", ElementType::F32, {8, 8}});
-  task.outputs.push_back({"out0", ElementType::F32, {4, 8}});
+  task.inputs.push_back({"in1", ElementType::I32, {4, 1}});
+  task.outputs.push_back({"out0", ElementType::F32, {4, 1, 8}});
   auto reference = buildReferenceSet(firstFunction(*module), task, 0);
   ASSERT_FALSE(static_cast<bool>(reference));
   std::string message = llvm::toString(reference.takeError());
-  EXPECT_NE(message.find("no fp64 reference for 'slice'"), std::string::npos)
+  EXPECT_NE(message.find("no fp64 reference for 'gather'"), std::string::npos)
       << message;
-  EXPECT_NE(message.find("extract_slice"), std::string::npos) << message;
+  EXPECT_NE(message.find("tensor.gather"), std::string::npos) << message;
 }
 
 } // namespace

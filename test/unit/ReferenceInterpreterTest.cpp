@@ -17,6 +17,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <numeric>
 #include <random>
 
 using namespace mlir;
@@ -457,6 +458,46 @@ func.func @crp(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x3
                   best, relu[((n * 4 + f) * 7 + 2 * h + kh) * 7 + 2 * v + kw]);
           EXPECT_NEAR(outputs[0][((n * 4 + f) * 3 + h) * 3 + v], best, 1e-12);
         }
+}
+
+TEST(ReferenceInterpreterTest, PadsSlicesAndConcatenationsMoveElements) {
+  auto context = makeContext();
+  auto module = parse(*context, R"mlir(
+func.func @moves(%x: tensor<2x3xf32>, %y: tensor<2x2xf32>) -> (tensor<4x6xf32>, tensor<2xf32>, tensor<2x3xf32>, tensor<2x5xf32>, tensor<2x3xf32>) {
+  %c = arith.constant 7.0 : f32
+  %p = tensor.pad %x low[1, 2] high[1, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %c : f32
+  } : tensor<2x3xf32> to tensor<4x6xf32>
+  %s = tensor.extract_slice %x[1, 0] [1, 2] [1, 2] : tensor<2x3xf32> to tensor<2xf32>
+  %i = tensor.insert_slice %y into %x[0, 1] [2, 2] [1, 1] : tensor<2x2xf32> into tensor<2x3xf32>
+  %k = tensor.concat dim(1) %x, %y : (tensor<2x3xf32>, tensor<2x2xf32>) -> tensor<2x5xf32>
+  %z = tensor.extract_slice %y[0, 0] [1, 2] [1, 1] : tensor<2x2xf32> to tensor<2xf32>
+  %j = tensor.insert_slice %z into %x[1, 0] [1, 2] [1, 2] : tensor<2xf32> into tensor<2x3xf32>
+  return %p, %s, %i, %k, %j : tensor<4x6xf32>, tensor<2xf32>, tensor<2x3xf32>, tensor<2x5xf32>, tensor<2x3xf32>
+}
+)mlir");
+  auto ri = makeInterpreter(firstFunction(*module));
+  ASSERT_TRUE(ri);
+  std::vector<double> x = {0, 1, 2, 3, 4, 5}, y = {10, 11, 12, 13};
+  std::vector<std::vector<double>> expected(5);
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 6; ++c)
+      expected[0].push_back(
+          r >= 1 && r < 3 && c >= 2 && c < 5 ? x[(r - 1) * 3 + (c - 2)] : 7.0);
+  expected[1] = {3, 5};
+  expected[2] = {0, 10, 11, 3, 12, 13};
+  expected[3] = {0, 1, 2, 10, 11, 3, 4, 5, 12, 13};
+  expected[4] = {0, 1, 2, 10, 4, 11};
+  auto outputs = evaluateAll(*ri, {x, y});
+  ASSERT_EQ(outputs.size(), 5u);
+  for (unsigned o = 0; o < 5; ++o) {
+    EXPECT_EQ(outputs[o], expected[o]) << "output " << o;
+    std::vector<int64_t> points(expected[o].size());
+    std::iota(points.begin(), points.end(), 0);
+    EXPECT_EQ(evaluatePoints(*ri, {x, y}, o, points), expected[o])
+        << "output " << o;
+  }
 }
 
 TEST(ReferenceInterpreterTest, RejectsBadInputsAndUnsupportedOps) {

@@ -26,7 +26,8 @@ namespace mlir::kopt {
 llvm::Expected<func::FuncOp> findEntryFunction(ModuleOp module);
 
 /// Tags every compute op of `entry` left outside the fusion groups as a
-/// group of its own (kind from its classification), for the outline pass to
+/// group of its own (kind from its classification; pads, slices, inserts
+/// and concatenations are elementwise), for the outline pass to
 /// make a function of. Returns whether it tagged any; fails on an op kopt
 /// cannot compute. `prepareRuntimeModuleGraph` (passes/Passes.h) does this
 /// and the outlining.

@@ -10,7 +10,8 @@
 // the CUDA code for "the value of tensor %t at index (e0, e1, ...)", where
 // each index is an affine expression over the kernel's index variables. It
 // inlines producers (elementwise bodies at mapped indices, reductions as
-// loops, reshapes as re-indexing, constants and fills as literals) until it
+// loops, reshapes and slices as re-indexing, pads, insert_slices and
+// concatenations as selects, constants and fills as literals) until it
 // reaches a leaf, a tensor the kernel reads from device memory. Values are
 // memoised per index, so a producer read twice at one index is computed
 // once.
@@ -156,6 +157,8 @@ private:
   llvm::Expected<std::string> inputAt(linalg::GenericOp generic,
                                       OpOperand *input,
                                       llvm::ArrayRef<AffineExpr> loops);
+  llvm::Expected<std::string> emitPlacement(Operation *op,
+                                            llvm::ArrayRef<AffineExpr> index);
   llvm::Expected<std::string> emitGeneric(Operation *op, unsigned resultNumber,
                                           llvm::ArrayRef<AffineExpr> index);
   std::optional<std::string> lookupMemo(const Key &key) const;
