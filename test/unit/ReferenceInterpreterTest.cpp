@@ -9,11 +9,8 @@
 #include "TestUtils.h"
 
 #include "kopt/Codegen/ReferenceInterpreter.h"
-#include "kopt/Support/ModelLoader.h"
-#include "passes/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
-#include "llvm/Support/SourceMgr.h"
 
 #include <chrono>
 #include <cmath>
@@ -70,32 +67,6 @@ std::vector<double> evaluatePoints(ReferenceInterpreter &ri,
     return {};
   }
   return std::move(*values);
-}
-
-/// Loads `relativePath` under the source tree and plans its fusion groups.
-OwningOpRef<ModuleOp> loadPlanned(MLIRContext &context,
-                                  llvm::StringRef relativePath) {
-  std::string path = std::string(KOPT_SOURCE_DIR) + "/" + relativePath.str();
-  llvm::SourceMgr sourceMgr;
-  auto module = loadModelGraph(path, context, sourceMgr);
-  if (!module) {
-    ADD_FAILURE() << path << ": " << llvm::toString(module.takeError());
-    return {};
-  }
-  if (failed(prepareModelGraph(module->get()))) {
-    ADD_FAILURE() << path << ": fusion planning failed";
-    return {};
-  }
-  return std::move(*module);
-}
-
-/// The outlined group functions of `module`.
-SmallVector<func::FuncOp> groupFunctions(ModuleOp module) {
-  SmallVector<func::FuncOp> groups;
-  for (func::FuncOp func : module.getOps<func::FuncOp>())
-    if (func->hasAttr("kopt.fusion_group"))
-      groups.push_back(func);
-  return groups;
 }
 
 /// `count` distinct-ish random linear indices below `size`, plus the first
