@@ -1,0 +1,226 @@
+//===- kopt-reference-bench.cpp - Cost of the fp64 references ---*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Times the compiler's side of an evaluation request: the fp64 references of
+// validation set 0 and of the later sets (`buildReferenceSet`,
+// kopt/Evaluator/ReferenceBuilder.h), which the autotuner builds for every
+// request before the worker sees it. For each fusion group of each model
+// graph it prints the size of the task, the time to materialise every input
+// of set 0 on the host (`generateReferenceInputs`, for comparison), and the
+// time to build the reference of set 0 and of the later sets.
+//
+// Usage: kopt-reference-bench FILE... [--sets N] [--seed S]
+//                             [--no-materialise]
+//   --sets N          validation sets per request (default 5, as the tuner)
+//   --seed S          the evaluation seed (default 1)
+//   --no-materialise  skip the materialised-inputs timing
+// Exit status: 0 when every group was measured; 1 when a file could not be
+// read or a reference could not be built; 2 on a usage error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Codegen/KernelTask.h"
+#include "kopt/Evaluator/ReferenceBuilder.h"
+#include "kopt/InitAll.h"
+#include "kopt/Support/ModelLoader.h"
+#include "passes/Passes.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <sys/resource.h>
+#include <vector>
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> files;
+  unsigned sets = 5;
+  uint64_t seed = 1;
+  bool materialise = true;
+};
+
+/// The process's CPU time (user and system, all threads), in seconds.
+double cpuSeconds() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval &t) {
+    return double(t.tv_sec) + double(t.tv_usec) * 1e-6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+/// The process's peak resident set, in MiB.
+double peakRssMiB() {
+  struct rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024.0;
+}
+
+double tensorMiB(const std::vector<::kopt::runtime::TensorSpec> &tensors) {
+  double bytes = 0;
+  for (const auto &tensor : tensors)
+    bytes += double(tensor.getNumElements().value_or(0)) *
+             double(::kopt::runtime::getElementBytes(tensor.elementType));
+  return bytes / double(1 << 20);
+}
+
+/// Wall and CPU seconds of one phase.
+struct Timing {
+  double wall = 0, cpu = 0;
+  Timing &operator+=(const Timing &other) {
+    wall += other.wall;
+    cpu += other.cpu;
+    return *this;
+  }
+};
+
+/// Runs `body` and returns its wall and CPU time.
+template <typename Fn>
+Timing time(Fn &&body) {
+  auto start = std::chrono::steady_clock::now();
+  double cpuStart = cpuSeconds();
+  body();
+  return {
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count(),
+      cpuSeconds() - cpuStart};
+}
+
+void printTiming(llvm::StringRef what, const Timing &timing) {
+  llvm::outs() << llvm::format("    %-32s %8.3f s wall %8.3f s cpu\n",
+                               what.str().c_str(), timing.wall, timing.cpu);
+}
+
+/// Measures one group; false when a reference could not be built.
+bool measureGroup(func::FuncOp group, const KernelTask &task,
+                  const Options &options) {
+  llvm::outs() << "  @" << task.name << "  inputs "
+               << llvm::format("%.0f", tensorMiB(task.inputs))
+               << " MiB, outputs "
+               << llvm::format("%.0f", tensorMiB(task.outputs)) << " MiB\n";
+  if (options.materialise) {
+    llvm::Error error = llvm::Error::success();
+    Timing timing = time([&] {
+      auto inputs =
+          generateReferenceInputs(task, getReferenceSetSource(options.seed));
+      if (!inputs)
+        error = inputs.takeError();
+    });
+    if (error) {
+      llvm::errs() << llvm::toString(std::move(error)) << "\n";
+      return false;
+    }
+    printTiming("inputs of set 0 (materialised)", timing);
+  }
+  Timing later, total;
+  size_t points = 0;
+  for (unsigned set = 0; set < options.sets; ++set) {
+    llvm::Expected<::kopt::runtime::ReferenceSet> reference =
+        ::kopt::runtime::ReferenceSet();
+    Timing timing = time([&] {
+      reference = buildReferenceSet(group, task, options.seed, 4096, set);
+    });
+    if (!reference) {
+      llvm::errs() << "set " << set << ": "
+                   << llvm::toString(reference.takeError()) << "\n";
+      return false;
+    }
+    for (const auto &output : reference->outputs)
+      points += output.indices.size();
+    total += timing;
+    if (set == 0)
+      printTiming("reference of set 0", timing);
+    else
+      later += timing;
+  }
+  if (options.sets > 1)
+    printTiming("references of sets 1-" + std::to_string(options.sets - 1),
+                later);
+  printTiming("all references", total);
+  llvm::outs() << llvm::format("    %zu points, peak RSS %.0f MiB\n", points,
+                               peakRssMiB());
+  return true;
+}
+
+int usage() {
+  llvm::errs() << "usage: kopt-reference-bench FILE... [--sets N] [--seed S] "
+                  "[--no-materialise]\n";
+  return 2;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if ((arg == "--sets" || arg == "--seed") && i + 1 < argc) {
+      char *end = nullptr;
+      unsigned long long value = std::strtoull(argv[++i], &end, 10);
+      if (!end || *end)
+        return usage();
+      if (arg == "--sets")
+        options.sets = unsigned(value);
+      else
+        options.seed = value;
+    } else if (arg == "--no-materialise") {
+      options.materialise = false;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return usage();
+    } else {
+      options.files.push_back(arg);
+    }
+  }
+  if (options.files.empty() || options.sets == 0)
+    return usage();
+
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  bool allOk = true;
+  for (const std::string &path : options.files) {
+    MLIRContext context(registry);
+    context.printOpOnDiagnostic(false);
+    llvm::SourceMgr sourceMgr;
+    SourceMgrDiagnosticHandler handler(sourceMgr, &context, llvm::errs());
+    auto module = loadModelGraph(path, context, sourceMgr);
+    if (!module) {
+      llvm::errs() << llvm::toString(module.takeError()) << "\n";
+      allOk = false;
+      continue;
+    }
+    if (failed(prepareModelGraph(**module))) {
+      allOk = false;
+      continue;
+    }
+    llvm::outs() << path << "\n";
+    for (auto func : (*module)->getOps<func::FuncOp>()) {
+      if (!func->hasAttr(kFusionGroupAttrName))
+        continue;
+      auto task = buildKernelTask(func);
+      if (!task) {
+        llvm::errs() << "@" << func.getSymName() << ": "
+                     << llvm::toString(task.takeError()) << "\n";
+        allOk = false;
+        continue;
+      }
+      allOk &= measureGroup(func, *task, options);
+      llvm::outs().flush();
+    }
+  }
+  return allOk ? 0 : 1;
+}
