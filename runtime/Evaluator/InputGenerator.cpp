@@ -116,7 +116,11 @@ int kopt::runtime::getWideRangeMaxExponent(ElementType type) {
   return type == ElementType::F16 ? 13 : 19;
 }
 
-uint64_t kopt::runtime::drawBits(uint64_t seed, uint64_t index, unsigned lane) {
+// The functions below that the loops of `drawValues` call are static, so the
+// compiler inlines them there; the public ones wrap them.
+
+/// `drawBits`.
+static uint64_t mixBits(uint64_t seed, uint64_t index, unsigned lane) {
   // The counter-th output of SplitMix64 started at `seed`.
   uint64_t z = seed + 0x9e3779b97f4a7c15ull * (index * 4 + lane + 1);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -124,49 +128,73 @@ uint64_t kopt::runtime::drawBits(uint64_t seed, uint64_t index, unsigned lane) {
   return z ^ (z >> 31);
 }
 
+uint64_t kopt::runtime::drawBits(uint64_t seed, uint64_t index, unsigned lane) {
+  return mixBits(seed, index, lane);
+}
+
+/// The sum of the four 16-bit chunks of `bits`.
+static uint64_t sumChunks(uint64_t bits) {
+  uint64_t pairs =
+      (bits & 0x0000ffff0000ffffull) + ((bits >> 16) & 0x0000ffff0000ffffull);
+  return (pairs & 0xffffffffull) + (pairs >> 32);
+}
+
 /// Irwin-Hall: twelve 16-bit uniforms, centred. Mean 0, variance 1 (to one
 /// part in 2^32), bounded by 6; an integer times 2^-16, so exact.
 static double drawNormal(uint64_t seed, uint64_t index) {
-  int64_t sum = 0;
-  for (unsigned lane = 0; lane < 3; ++lane) {
-    uint64_t bits = drawBits(seed, index, lane);
-    for (unsigned chunk = 0; chunk < 4; ++chunk)
-      sum += int64_t((bits >> (16 * chunk)) & 0xffff);
-  }
+  int64_t sum = int64_t(sumChunks(mixBits(seed, index, 0)) +
+                        sumChunks(mixBits(seed, index, 1)) +
+                        sumChunks(mixBits(seed, index, 2)));
   // Each uniform is (chunk + 0.5) / 2^16; twelve of them sum to 6 on average.
-  return std::ldexp(double(sum - 393210), -16);
+  // The scaling by a power of two is exact.
+  return double(sum - 393210) * 0x1.0p-16;
+}
+
+/// The large-mean distribution with standard deviation `spread`.
+static double drawLargeMean(double spread, uint64_t seed, uint64_t index) {
+  constexpr double mean = 1000.0;
+  // Two roundings, never fused (this file and the device generator are
+  // compiled without contraction), so host and device agree bitwise.
+  double offset = spread * drawNormal(seed, index);
+  return mean + offset;
+}
+
+/// The wide-range distribution with exponents in [-maxExponent, maxExponent).
+static double drawWideRange(int maxExponent, uint64_t seed, uint64_t index) {
+  // A random binary exponent in [-max, max), a random 52-bit significand
+  // and a random sign: every operation is exact.
+  uint64_t bits = mixBits(seed, index, 0);
+  int exponent =
+      int((bits & 0xffffffffu) % uint64_t(2 * maxExponent)) - maxExponent;
+  double significand = 1.0 + double(mixBits(seed, index, 1) >> 12) * 0x1.0p-52;
+  double magnitude = std::ldexp(significand, exponent);
+  return (bits >> 63) ? -magnitude : magnitude;
+}
+
+static double drawSmallInteger(uint64_t seed, uint64_t index) {
+  return double(int64_t(mixBits(seed, index, 0) % 17) - 8);
+}
+
+/// `drawFloat`.
+static double drawFloatValue(ElementType type, InputDistribution distribution,
+                             uint64_t seed, uint64_t index) {
+  switch (distribution) {
+  case InputDistribution::StandardNormal:
+    return drawNormal(seed, index);
+  case InputDistribution::LargeMeanSmallSpread:
+    return drawLargeMean(getLargeMeanSpread(type), seed, index);
+  case InputDistribution::WideDynamicRange:
+    return drawWideRange(getWideRangeMaxExponent(type), seed, index);
+  case InputDistribution::SmallIntegers:
+    return drawSmallInteger(seed, index);
+  }
+  return 0.0;
 }
 
 double kopt::runtime::drawFloat(ElementType type,
                                 InputDistribution distribution, uint64_t seed,
                                 uint64_t index) {
-  switch (distribution) {
-  case InputDistribution::StandardNormal:
-    return drawNormal(seed, index);
-  case InputDistribution::LargeMeanSmallSpread: {
-    constexpr double mean = 1000.0;
-    double spread = getLargeMeanSpread(type);
-    // Two roundings, never fused (this file and the device generator are
-    // compiled without contraction), so host and device agree bitwise.
-    double offset = spread * drawNormal(seed, index);
-    return mean + offset;
-  }
-  case InputDistribution::WideDynamicRange: {
-    // A random binary exponent in [-max, max), a random 52-bit significand
-    // and a random sign: every operation is exact.
-    int maxExponent = getWideRangeMaxExponent(type);
-    uint64_t bits = drawBits(seed, index, 0);
-    int exponent =
-        int((bits & 0xffffffffu) % uint64_t(2 * maxExponent)) - maxExponent;
-    double significand =
-        1.0 + std::ldexp(double(drawBits(seed, index, 1) >> 12), -52);
-    double magnitude = std::ldexp(significand, exponent);
-    return (bits >> 63) ? -magnitude : magnitude;
-  }
-  case InputDistribution::SmallIntegers:
-    return double(int64_t(drawBits(seed, index, 0) % 17) - 8);
-  }
-  return 0.0;
+  return drawFloatValue(type, distribution, seed, index);
 }
 
 double kopt::runtime::drawValue(ElementType type,
@@ -183,6 +211,64 @@ double kopt::runtime::drawValue(ElementType type,
   // Round to the type so the values are exactly what the device sees.
   encodeElement(type, drawFloat(type, distribution, seed, index), element);
   return decodeElement(type, element);
+}
+
+/// `value` (a draw) rounded to f32 as `encodeElement` and `decodeElement`
+/// round it: by the hardware conversion, which rounds to nearest even too,
+/// where the result is a normal f32 or zero; by the codec elsewhere.
+static double roundToFloat(double value) {
+  double magnitude = std::fabs(value);
+  if (magnitude == 0.0 || (magnitude >= 0x1.0p-126 && magnitude < 0x1.0p127))
+    return double(float(value));
+  uint8_t element[4];
+  encodeElement(ElementType::F32, value, element);
+  return decodeElement(ElementType::F32, element);
+}
+
+/// `values[i] = draw(indices[i])`, rounded to f32 when `toFloat`.
+template <typename Draw>
+static void drawEach(const int64_t *indices, size_t count, double *values,
+                     bool toFloat, Draw draw) {
+  if (toFloat) {
+    for (size_t i = 0; i < count; ++i)
+      values[i] = roundToFloat(draw(uint64_t(indices[i])));
+    return;
+  }
+  for (size_t i = 0; i < count; ++i)
+    values[i] = draw(uint64_t(indices[i]));
+}
+
+void kopt::runtime::drawValues(ElementType type, InputDistribution distribution,
+                               uint64_t seed, const int64_t *indices,
+                               size_t count, double *values) {
+  if (type != ElementType::F32 && type != ElementType::F64) {
+    for (size_t i = 0; i < count; ++i)
+      values[i] = drawValue(type, distribution, seed, uint64_t(indices[i]));
+    return;
+  }
+  // Encoding a double loses nothing; f32 rounds.
+  bool toFloat = type == ElementType::F32;
+  switch (distribution) {
+  case InputDistribution::StandardNormal:
+    return drawEach(indices, count, values, toFloat,
+                    [&](uint64_t index) { return drawNormal(seed, index); });
+  case InputDistribution::LargeMeanSmallSpread: {
+    double spread = getLargeMeanSpread(type);
+    return drawEach(indices, count, values, toFloat, [&](uint64_t index) {
+      return drawLargeMean(spread, seed, index);
+    });
+  }
+  case InputDistribution::WideDynamicRange: {
+    int maxExponent = getWideRangeMaxExponent(type);
+    return drawEach(indices, count, values, toFloat, [&](uint64_t index) {
+      return drawWideRange(maxExponent, seed, index);
+    });
+  }
+  case InputDistribution::SmallIntegers:
+    return drawEach(indices, count, values, toFloat, [&](uint64_t index) {
+      return drawSmallInteger(seed, index);
+    });
+  }
 }
 
 std::vector<double>

@@ -109,6 +109,11 @@ double drawFloat(ElementType type, InputDistribution distribution,
 double drawValue(ElementType type, InputDistribution distribution,
                  uint64_t seed, uint64_t index);
 
+/// `drawValue(type, distribution, seed, indices[i])` for each of the `count`
+/// `indices`, into `values`: the same values, drawn faster.
+void drawValues(ElementType type, InputDistribution distribution, uint64_t seed,
+                const int64_t *indices, size_t count, double *values);
+
 /// `numElements` values for a tensor of `type` drawn from `distribution`
 /// with `seed`, already rounded to `type` (encoding them loses nothing).
 std::vector<double> generateValues(ElementType type, uint64_t numElements,

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 
 #include <cmath>
+#include <cstring>
 #include <set>
 
 using namespace kopt::runtime;
@@ -123,6 +124,30 @@ TEST(InputGeneratorTest, ElementsDependOnlyOnSeedAndIndex) {
   EXPECT_NE(drawBits(1, 0, 0), drawBits(1, 0, 1));
   EXPECT_NE(drawBits(1, 0, 0), drawBits(2, 0, 0));
   EXPECT_NE(drawBits(1, 0, 0), drawBits(1, 1, 0));
+}
+
+TEST(InputGeneratorTest, DrawValuesGivesDrawValueBitForBit) {
+  std::vector<int64_t> indices;
+  for (int64_t i = 0; i < 20000; ++i)
+    indices.push_back(i);
+  for (int64_t i :
+       {int64_t(1) << 31, (int64_t(1) << 40) + 7, (int64_t(1) << 62) - 1})
+    indices.push_back(i);
+  for (ElementType type : getAllElementTypes()) {
+    for (InputDistribution distribution : getValidationDistributions(4)) {
+      std::vector<double> values(indices.size());
+      drawValues(type, distribution, 1234, indices.data(), indices.size(),
+                 values.data());
+      for (size_t i = 0; i < indices.size(); ++i) {
+        double expected =
+            drawValue(type, distribution, 1234, uint64_t(indices[i]));
+        ASSERT_EQ(std::memcmp(&values[i], &expected, sizeof(double)), 0)
+            << stringifyElementType(type) << " "
+            << getDistributionName(distribution) << " index " << indices[i]
+            << ": " << values[i] << " != " << expected;
+      }
+    }
+  }
 }
 
 TEST(InputGeneratorTest, SmallIntegersAreExactInEveryFloatType) {
