@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -251,8 +252,27 @@ static double floatToInt(double value, int32_t width, bool isSigned) {
   return fromInt(toInt(t), width);
 }
 
-static double execute(const Instr &in, const double *s, const int64_t *ivs) {
-  double a = s[in.a], b = s[in.b], c = s[in.c];
+/// arith.maximumf: NaN when either is, +0 over -0.
+static double maximumF(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::nan("");
+  if (a == b)
+    return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+
+/// arith.minimumf: NaN when either is, -0 under +0.
+static double minimumF(double a, double b) {
+  if (std::isnan(a) || std::isnan(b))
+    return std::nan("");
+  if (a == b)
+    return std::signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+
+/// The result of `in` on the operand values `a`, `b` and `c`.
+static double execute(const Instr &in, double a, double b, double c,
+                      const int64_t *ivs) {
   int32_t w = in.width;
   switch (in.code) {
   case Opcode::Unknown:
@@ -276,17 +296,9 @@ static double execute(const Instr &in, const double *s, const int64_t *ivs) {
   case Opcode::NegF:
     return -a;
   case Opcode::MaximumF:
-    if (std::isnan(a) || std::isnan(b))
-      return std::nan("");
-    if (a == b)
-      return std::signbit(a) ? b : a;
-    return a > b ? a : b;
+    return maximumF(a, b);
   case Opcode::MinimumF:
-    if (std::isnan(a) || std::isnan(b))
-      return std::nan("");
-    if (a == b)
-      return std::signbit(a) ? a : b;
-    return a < b ? a : b;
+    return minimumF(a, b);
   case Opcode::MaxNumF:
     return std::fmax(a, b);
   case Opcode::MinNumF:
@@ -476,10 +488,121 @@ static double execute(const Instr &in, const double *s, const int64_t *ivs) {
   return std::nan("");
 }
 
-void reference::run(Program &program, const int64_t *ivs) {
-  double *slots = program.slots.data();
+void reference::run(const Program &program, double *slots, const int64_t *ivs) {
   for (const Instr &in : program.instrs)
-    slots[in.result] = execute(in, slots, ivs);
+    slots[in.result] = execute(in, slots[in.a], slots[in.b], slots[in.c], ivs);
+}
+
+double reference::fold(const Instr &in, bool accIsA, double acc,
+                       const double *x, size_t count) {
+  // The commonest folds in tight loops, with `execute`'s operations and
+  // operand order.
+  switch (in.code) {
+  case Opcode::AddF:
+    if (accIsA)
+      for (size_t i = 0; i < count; ++i)
+        acc = acc + x[i];
+    else
+      for (size_t i = 0; i < count; ++i)
+        acc = x[i] + acc;
+    return acc;
+  case Opcode::MulF:
+    if (accIsA)
+      for (size_t i = 0; i < count; ++i)
+        acc = acc * x[i];
+    else
+      for (size_t i = 0; i < count; ++i)
+        acc = x[i] * acc;
+    return acc;
+  case Opcode::MaximumF:
+    if (accIsA)
+      for (size_t i = 0; i < count; ++i)
+        acc = maximumF(acc, x[i]);
+    else
+      for (size_t i = 0; i < count; ++i)
+        acc = maximumF(x[i], acc);
+    return acc;
+  case Opcode::MinimumF:
+    if (accIsA)
+      for (size_t i = 0; i < count; ++i)
+        acc = minimumF(acc, x[i]);
+    else
+      for (size_t i = 0; i < count; ++i)
+        acc = minimumF(x[i], acc);
+    return acc;
+  default:
+    for (size_t i = 0; i < count; ++i)
+      acc = accIsA ? execute(in, acc, x[i], 0.0, nullptr)
+                   : execute(in, x[i], acc, 0.0, nullptr);
+    return acc;
+  }
+}
+
+void reference::runBatch(const Program &program, ArrayRef<double *> lanes,
+                         size_t count, const int64_t *ivs, unsigned numLoops) {
+  for (const Instr &in : program.instrs) {
+    double *r = lanes[in.result];
+    const double *a = lanes[in.a], *b = lanes[in.b], *c = lanes[in.c];
+    // The commonest instructions in tight loops; the same operations as
+    // `execute`.
+    switch (in.code) {
+    case Opcode::Const:
+      std::fill(r, r + count, in.imm);
+      continue;
+    case Opcode::Copy:
+      std::copy(a, a + count, r);
+      continue;
+    case Opcode::AddF:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = a[i] + b[i];
+      continue;
+    case Opcode::SubF:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = a[i] - b[i];
+      continue;
+    case Opcode::MulF:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = a[i] * b[i];
+      continue;
+    case Opcode::DivF:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = a[i] / b[i];
+      continue;
+    case Opcode::NegF:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = -a[i];
+      continue;
+    case Opcode::Select:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = a[i] != 0.0 ? b[i] : c[i];
+      continue;
+    case Opcode::Exp:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = std::exp(a[i]);
+      continue;
+    case Opcode::Sqrt:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = std::sqrt(a[i]);
+      continue;
+    case Opcode::Rsqrt:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = 1.0 / std::sqrt(a[i]);
+      continue;
+    case Opcode::Tanh:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = std::tanh(a[i]);
+      continue;
+    case Opcode::Erf:
+      for (size_t i = 0; i < count; ++i)
+        r[i] = std::erf(a[i]);
+      continue;
+    default:
+      for (size_t i = 0; i < count; ++i)
+        r[i] =
+            execute(in, a[i], b[i], c[i], ivs ? ivs + i * numLoops : nullptr);
+      continue;
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//

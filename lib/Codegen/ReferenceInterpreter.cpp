@@ -13,16 +13,21 @@
 // generic body is compiled into a flat list of instructions over a slot array
 // of doubles, with values captured from outside the body folded to constants.
 //
-// Evaluation is demand-driven: `valueAt(node, index)` returns a cached element
-// or computes it. For a generic whose output maps are projected permutations
-// of all its parallel dimensions, an output element fixes the parallel loop
-// point; the body then runs over every reduction point in loop order, reading
-// operands through `valueAt`, and the element of every result at that point
-// is cached. Other generics are evaluated whole, once. A softmax element
-// computes and caches its whole row. `evaluateAll` instead evaluates every
-// generic whole, in loop-nest order, so the two modes check each other. Errors
-// found while evaluating (an out-of-bounds access) are recorded and returned by
-// the caller.
+// Evaluation is demand-driven and works on batches of elements:
+// `gather(node, indices)` reads an argument through its ReferenceInput,
+// recomputes the elements of an elementwise generic from its operands'
+// elements (gathered in turn), and looks up or computes once a memoised
+// element. For a generic whose output maps are projected permutations of all
+// its parallel dimensions, an output element fixes the parallel loop point;
+// the body then runs over every reduction point in loop order, its operands
+// gathered a block of reduction points at a time, and the element of every
+// result at that point is memoised. Other generics are evaluated whole, once.
+// A softmax element reads the maximum and the sum of its row, memoised per
+// row. `evaluateAll` instead evaluates every generic whole, in loop-nest
+// order, so the two modes check each other. Each reduction accumulates in
+// loop order whatever the batching and the threads, so every value is the
+// same bit for bit. Errors found while evaluating (an out-of-bounds access)
+// are recorded in the thread's Frame and returned by the caller.
 //
 // This file builds the graph of tensor nodes and evaluates every kind but
 // linalg.generic (ReferenceGeneric.cpp); ReferenceInstructions.cpp compiles
@@ -69,6 +74,7 @@ ReferenceInterpreter::Impl::newTensor(Value value, TensorNode::Kind kind) {
     return makeError("value of type " + mlir::debugString(value.getType()) +
                      " is not a statically shaped tensor");
   TensorNode &node = tensors.emplace_back();
+  node.id = tensors.size() - 1;
   node.kind = kind;
   node.shape.assign(type.getShape().begin(), type.getShape().end());
   node.strides = getStrides(node.shape);
@@ -286,7 +292,7 @@ llvm::Error ReferenceInterpreter::Impl::build(func::FuncOp original) {
       ProgramBuilder builder(program, scalars);
       if (llvm::Error err = builder.addOp(&op))
         return withContext(std::move(err));
-      run(program, nullptr);
+      run(program, program.slots.data(), nullptr);
       scalars[op.getResult(0)] = program.slots[program.instrs.back().result];
       continue;
     }
@@ -299,62 +305,104 @@ llvm::Error ReferenceInterpreter::Impl::build(func::FuncOp original) {
 // Evaluation
 //===----------------------------------------------------------------------===//
 
-llvm::Error
-ReferenceInterpreter::Impl::begin(ArrayRef<std::vector<double>> newInputs,
-                                  bool dense) {
-  if (newInputs.size() != inputNodes.size())
-    return makeError("expected " + Twine(inputNodes.size()) + " inputs, got " +
-                     Twine(newInputs.size()));
-  for (auto [i, node] : llvm::enumerate(inputNodes))
-    if (static_cast<int64_t>(newInputs[i].size()) != node->numElements)
-      return makeError("input #" + Twine(i) + " has " +
-                       Twine(newInputs[i].size()) + " elements, expected " +
-                       Twine(node->numElements));
-  inputs = newInputs;
-  error.clear();
+bool TensorNode::isMemoised() const {
+  if (kind == Kind::Softmax)
+    return true;
+  return kind == Kind::Generic && !generic->isElementwise();
+}
+
+void ReferenceInterpreter::Impl::begin(
+    ArrayRef<const ReferenceInput *> newInputs, bool dense) {
+  inputs.assign(newInputs.begin(), newInputs.end());
   for (TensorNode &node : tensors)
     if (node.kind == TensorNode::Kind::Generic ||
         node.kind == TensorNode::Kind::Softmax)
       node.cache.reset(dense, node.numElements);
   for (GenericNode &node : generics)
     node.evaluated = false;
-  return llvm::Error::success();
 }
 
-double ReferenceInterpreter::Impl::valueAt(TensorNode *node, int64_t index) {
+Frame ReferenceInterpreter::Impl::makeFrame() const {
+  Frame frame;
+  for (const GenericNode &node : generics)
+    frame.slots.push_back(node.body.slots);
+  return frame;
+}
+
+double ReferenceInterpreter::Impl::valueAt(Frame &frame, TensorNode *node,
+                                           int64_t index) {
+  double value;
+  gather(frame, node, ArrayRef<int64_t>(index), &value);
+  return value;
+}
+
+void ReferenceInterpreter::Impl::gather(Frame &frame, TensorNode *node,
+                                        ArrayRef<int64_t> indices,
+                                        double *values) {
   switch (node->kind) {
   case TensorNode::Kind::Input:
-    return inputs[node->inputIndex][index];
+    inputs[node->inputIndex]->read(indices, values);
+    return;
   case TensorNode::Kind::Constant:
-    return node->constant[index];
+    for (auto [i, index] : llvm::enumerate(indices))
+      values[i] = node->constant[index];
+    return;
   case TensorNode::Kind::Scalar:
-    return node->scalar;
+    std::fill(values, values + indices.size(), node->scalar);
+    return;
   case TensorNode::Kind::Alias:
-    return valueAt(node->source, index);
-  case TensorNode::Kind::Place: {
-    // The first piece that covers the element gives it.
-    for (const PlacedNode &piece : node->pieces) {
-      int64_t sourceIndex = 0;
-      bool covered = true;
-      for (size_t i = 0; i < node->shape.size() && covered; ++i) {
-        int64_t shifted =
-            (index / node->strides[i]) % node->shape[i] - piece.offsets[i];
-        int64_t dim = piece.sourceDims[i];
-        if (dim < 0) {
-          covered = shifted == 0;
-          continue;
-        }
-        int64_t coord = shifted / piece.strides[i];
-        covered = shifted >= 0 && shifted % piece.strides[i] == 0 &&
-                  coord < piece.source->shape[dim];
-        sourceIndex += coord * piece.source->strides[dim];
-      }
-      if (covered)
-        return valueAt(piece.source, sourceIndex);
-    }
-    return node->source ? valueAt(node->source, index) : node->scalar;
+    gather(frame, node->source, indices, values);
+    return;
+  case TensorNode::Kind::Place:
+  case TensorNode::Kind::Slice:
+    gatherMoved(frame, node, indices, values);
+    return;
+  case TensorNode::Kind::Softmax:
+    gatherSoftmax(frame, node, indices, values);
+    return;
+  case TensorNode::Kind::Generic:
+    break;
   }
-  case TensorNode::Kind::Slice: {
+  if (!wholeOps && node->generic->isElementwise()) {
+    gatherElementwise(frame, *node->generic, node->resultIndex, indices,
+                      values);
+    return;
+  }
+  // Memoised elements; neighbours often repeat (a row's statistics).
+  for (auto [i, index] : llvm::enumerate(indices))
+    values[i] = i > 0 && index == indices[i - 1]
+                    ? values[i - 1]
+                    : memoisedAt(frame, node, index);
+}
+
+double ReferenceInterpreter::Impl::memoisedAt(Frame &frame, TensorNode *node,
+                                              int64_t index) {
+  Cache &cache = node->cache;
+  double value = 0.0;
+  if (cache.lookup(index, value))
+    return value;
+  auto compute = [&] {
+    if (wholeOps || !node->generic->lazy)
+      computeGenericWhole(frame, *node->generic);
+    else
+      computeGenericPoint(frame, *node->generic, node->resultIndex, index);
+  };
+  if (cache.dense) {
+    compute();
+  } else if (cache.claim(index, [&] { return cache.sparse.count(index); })) {
+    compute();
+    cache.release(index);
+  }
+  if (!cache.lookup(index, value)) {
+    frame.fail("internal error: element not computed");
+    return std::nan("");
+  }
+  return value;
+}
+
+std::optional<std::pair<TensorNode *, int64_t>>
+ReferenceInterpreter::Impl::locateMoved(const TensorNode *node, int64_t index) {
+  if (node->kind == TensorNode::Kind::Slice) {
     const PlacedNode &window = node->pieces.front();
     int64_t sourceIndex = 0;
     for (size_t j = 0; j < window.offsets.size(); ++j) {
@@ -364,44 +412,105 @@ double ReferenceInterpreter::Impl::valueAt(TensorNode *node, int64_t index) {
       sourceIndex += (window.offsets[j] + coord * window.strides[j]) *
                      node->source->strides[j];
     }
-    return valueAt(node->source, sourceIndex);
+    return std::make_pair(node->source, sourceIndex);
   }
-  case TensorNode::Kind::Generic:
-  case TensorNode::Kind::Softmax:
-    break;
+  // Place: the first piece that covers the element gives it.
+  for (const PlacedNode &piece : node->pieces) {
+    int64_t sourceIndex = 0;
+    bool covered = true;
+    for (size_t i = 0; i < node->shape.size() && covered; ++i) {
+      int64_t shifted =
+          (index / node->strides[i]) % node->shape[i] - piece.offsets[i];
+      int64_t dim = piece.sourceDims[i];
+      if (dim < 0) {
+        covered = shifted == 0;
+        continue;
+      }
+      int64_t coord = shifted / piece.strides[i];
+      covered = shifted >= 0 && shifted % piece.strides[i] == 0 &&
+                coord < piece.source->shape[dim];
+      sourceIndex += coord * piece.source->strides[dim];
+    }
+    if (covered)
+      return std::make_pair(piece.source, sourceIndex);
   }
-  double value;
-  if (node->cache.lookup(index, value))
-    return value;
-  if (node->kind == TensorNode::Kind::Softmax)
-    computeSoftmaxRow(node, index);
-  else
-    computeGenericPoint(*node->generic, node->resultIndex, index);
-  if (!node->cache.lookup(index, value)) {
-    fail("internal error: element not computed");
-    return std::nan("");
-  }
-  return value;
+  if (node->source)
+    return std::make_pair(node->source, index);
+  return std::nullopt; // The padding value.
 }
 
-void ReferenceInterpreter::Impl::computeSoftmaxRow(TensorNode *node,
+void ReferenceInterpreter::Impl::gatherMoved(Frame &frame, TensorNode *node,
+                                             ArrayRef<int64_t> indices,
+                                             double *values) {
+  for (auto [i, index] : llvm::enumerate(indices)) {
+    auto located = locateMoved(node, index);
+    values[i] = node->scalar;
+    if (located)
+      gather(frame, located->first, ArrayRef<int64_t>(located->second),
+             &values[i]);
+  }
+}
+
+int64_t ReferenceInterpreter::Impl::softmaxRowBase(const TensorNode *node,
                                                    int64_t index) {
-  int64_t dim = node->dimension;
-  int64_t stride = node->strides[dim], size = node->shape[dim];
-  int64_t base = index - ((index / stride) % size) * stride;
-  std::vector<double> row(size);
+  int64_t stride = node->strides[node->dimension];
+  return index - ((index / stride) % node->shape[node->dimension]) * stride;
+}
+
+void ReferenceInterpreter::Impl::gatherSoftmax(Frame &frame, TensorNode *node,
+                                               ArrayRef<int64_t> indices,
+                                               double *values) {
+  // Each element is exp(x - max) / sum, as its row computed it.
+  gather(frame, node->source, indices, values);
+  int64_t lastBase = -1;
+  std::pair<double, double> row;
+  for (auto [i, index] : llvm::enumerate(indices)) {
+    int64_t base = softmaxRowBase(node, index);
+    if (base != lastBase)
+      row = softmaxRow(frame, node, base);
+    lastBase = base;
+    values[i] = std::exp(values[i] - row.first) / row.second;
+  }
+}
+
+std::pair<double, double>
+ReferenceInterpreter::Impl::softmaxRow(Frame &frame, TensorNode *node,
+                                       int64_t base) {
+  Cache &cache = node->cache;
+  auto find = [&](std::pair<double, double> &row) {
+    auto it = cache.rows.find(base);
+    if (it == cache.rows.end())
+      return false;
+    row = it->second;
+    return true;
+  };
+  std::pair<double, double> row;
+  if (!cache.claim(base, [&] { return find(row); }))
+    return row;
+  int64_t stride = node->strides[node->dimension];
+  int64_t size = node->shape[node->dimension];
+  std::vector<double> values(size);
+  std::vector<int64_t> indices;
+  for (int64_t start = 0; start < size; start += kBlockSize) {
+    int64_t count = std::min(kBlockSize, size - start);
+    indices.resize(count);
+    for (int64_t k = 0; k < count; ++k)
+      indices[k] = base + (start + k) * stride;
+    gather(frame, node->source, indices, values.data() + start);
+  }
   double maximum = -std::numeric_limits<double>::infinity();
-  for (int64_t k = 0; k < size; ++k) {
-    row[k] = valueAt(node->source, base + k * stride);
-    maximum = std::max(maximum, row[k]);
-  }
+  for (double value : values)
+    maximum = std::max(maximum, value);
   double sum = 0.0;
-  for (double &v : row) {
-    v = std::exp(v - maximum);
-    sum += v;
+  for (double value : values)
+    sum += std::exp(value - maximum);
+  row = {maximum, sum};
+  {
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    cache.rows[base] = row;
   }
-  for (int64_t k = 0; k < size; ++k)
-    node->cache.store(base + k * stride, row[k] / sum);
+  cache.release(base);
+  return row;
 }
 
 //===----------------------------------------------------------------------===//
@@ -441,21 +550,72 @@ int64_t ReferenceInterpreter::getOutputNumElements(unsigned index) const {
 /// Tensors up to this many elements get a dense cache in `evaluateAll`.
 static constexpr int64_t kMaxDenseCacheElements = int64_t(1) << 24;
 
+namespace {
+/// An argument held in memory.
+class VectorInput final : public ReferenceInput {
+public:
+  explicit VectorInput(const std::vector<double> &values) : values(values) {}
+  void read(ArrayRef<int64_t> indices, double *out) const override {
+    for (auto [i, index] : llvm::enumerate(indices))
+      out[i] = values[index];
+  }
+
+private:
+  const std::vector<double> &values;
+};
+
+/// Adapters for `inputs`, after checking their count and sizes.
+llvm::Expected<std::vector<VectorInput>>
+wrapInputs(ArrayRef<TensorNode *> inputNodes,
+           ArrayRef<std::vector<double>> inputs) {
+  if (inputs.size() != inputNodes.size())
+    return makeError("expected " + Twine(inputNodes.size()) + " inputs, got " +
+                     Twine(inputs.size()));
+  std::vector<VectorInput> wrapped;
+  for (auto [i, node] : llvm::enumerate(inputNodes)) {
+    if (static_cast<int64_t>(inputs[i].size()) != node->numElements)
+      return makeError("input #" + Twine(i) + " has " +
+                       Twine(inputs[i].size()) + " elements, expected " +
+                       Twine(node->numElements));
+    wrapped.emplace_back(inputs[i]);
+  }
+  return wrapped;
+}
+
+std::vector<const ReferenceInput *>
+pointersTo(const std::vector<VectorInput> &inputs) {
+  std::vector<const ReferenceInput *> pointers;
+  for (const VectorInput &input : inputs)
+    pointers.push_back(&input);
+  return pointers;
+}
+} // namespace
+
+ReferenceInput::~ReferenceInput() = default;
+
 llvm::Expected<std::vector<std::vector<double>>>
 ReferenceInterpreter::evaluateAll(ArrayRef<std::vector<double>> inputs) {
+  auto wrapped = wrapInputs(impl->inputNodes, inputs);
+  if (!wrapped)
+    return wrapped.takeError();
   bool dense = llvm::all_of(impl->tensors, [](const TensorNode &node) {
     return node.numElements <= kMaxDenseCacheElements;
   });
-  if (llvm::Error err = impl->begin(inputs, dense))
-    return std::move(err);
+  impl->begin(pointersTo(*wrapped), dense);
   impl->wholeOps = true;
+  Frame frame = impl->makeFrame();
   std::vector<std::vector<double>> outputs;
+  std::vector<int64_t> indices;
   for (TensorNode *node : impl->outputNodes) {
     std::vector<double> &values = outputs.emplace_back(node->numElements);
-    for (int64_t i = 0; i < node->numElements; ++i)
-      values[i] = impl->valueAt(node, i);
-    if (!impl->error.empty())
-      return makeError(impl->error);
+    for (int64_t start = 0; start < node->numElements; start += kBlockSize) {
+      indices.resize(std::min(kBlockSize, node->numElements - start));
+      for (auto [i, index] : llvm::enumerate(indices))
+        index = start + int64_t(i);
+      impl->gather(frame, node, indices, values.data() + start);
+      if (!frame.error.empty())
+        return makeError(frame.error);
+    }
   }
   return outputs;
 }
@@ -464,6 +624,18 @@ llvm::Expected<std::vector<double>>
 ReferenceInterpreter::evaluatePoints(ArrayRef<std::vector<double>> inputs,
                                      unsigned outputIndex,
                                      ArrayRef<int64_t> linearPoints) {
+  auto wrapped = wrapInputs(impl->inputNodes, inputs);
+  if (!wrapped)
+    return wrapped.takeError();
+  return evaluatePoints(pointersTo(*wrapped), outputIndex, linearPoints);
+}
+
+llvm::Expected<std::vector<double>> ReferenceInterpreter::evaluatePoints(
+    ArrayRef<const ReferenceInput *> inputs, unsigned outputIndex,
+    ArrayRef<int64_t> linearPoints, unsigned numThreads) {
+  if (inputs.size() != impl->inputNodes.size())
+    return makeError("expected " + Twine(impl->inputNodes.size()) +
+                     " inputs, got " + Twine(inputs.size()));
   if (outputIndex >= impl->outputNodes.size())
     return makeError("output #" + Twine(outputIndex) + " does not exist (" +
                      Twine(impl->outputNodes.size()) + " outputs)");
@@ -473,15 +645,12 @@ ReferenceInterpreter::evaluatePoints(ArrayRef<std::vector<double>> inputs,
       return makeError("point " + Twine(point) +
                        " is out of range for output #" + Twine(outputIndex) +
                        " of " + Twine(node->numElements) + " elements");
-  if (llvm::Error err = impl->begin(inputs, /*dense=*/false))
-    return std::move(err);
+  impl->begin(inputs, /*dense=*/false);
   impl->wholeOps = false;
-  std::vector<double> values;
-  values.reserve(linearPoints.size());
-  for (int64_t point : linearPoints) {
-    values.push_back(impl->valueAt(node, point));
-    if (!impl->error.empty())
-      return makeError(impl->error);
-  }
+  std::vector<double> values(linearPoints.size());
+  std::string error =
+      impl->evaluateInParallel(node, linearPoints, values.data(), numThreads);
+  if (!error.empty())
+    return makeError(error);
   return values;
 }

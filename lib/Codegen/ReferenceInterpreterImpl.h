@@ -10,7 +10,8 @@
 // ReferenceInstructions.cpp compiles op bodies into scalar instructions and
 // runs them; ReferenceGeneric.cpp builds and evaluates linalg.generic nodes;
 // ReferenceInterpreter.cpp builds the graph of tensor nodes, evaluates the
-// other kinds and holds the public interface (ReferenceInterpreter.h).
+// other kinds and holds the public interface (ReferenceInterpreter.h);
+// ReferenceParallel.cpp spreads an evaluation of sampled points over threads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,11 +25,15 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <condition_variable>
 #include <deque>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir::kopt {
@@ -147,17 +152,46 @@ struct Instr {
 /// captured from outside the body in constant slots.
 struct Program {
   std::vector<Instr> instrs;
-  /// Initial slot contents (the captured constants); also the working slots.
+  /// Initial slot contents (the captured constants); each evaluating thread
+  /// works on its own copy (`Frame::slots`).
   std::vector<double> slots;
   /// Slots of the yielded values.
   SmallVector<int32_t> yields;
+
+  /// The slots holding captured constants: neither the first `numArgs`
+  /// (the arguments) nor an instruction's result.
+  SmallVector<int32_t> getConstantSlots(unsigned numArgs) const {
+    std::vector<bool> written(slots.size(), false);
+    for (const Instr &in : instrs)
+      written[in.result] = true;
+    SmallVector<int32_t> constants;
+    for (size_t s = numArgs; s < slots.size(); ++s)
+      if (!written[s])
+        constants.push_back(int32_t(s));
+    return constants;
+  }
 };
 
 /// The opcode of the op named `name`, or `Opcode::Unknown`.
 Opcode getOpcode(StringRef name);
 
-/// Runs `program` at loop point `ivs` (null outside a loop nest).
-void run(Program &program, const int64_t *ivs);
+/// Runs `program` on the working slots `slots` (a copy of its `slots`) at
+/// loop point `ivs` (null outside a loop nest).
+void run(const Program &program, double *slots, const int64_t *ivs);
+
+/// Runs `in`, whose operands are `acc` and the lane `x` (`acc` first when
+/// `accIsA`), over the `count` values of `x` in order, feeding each result
+/// back as `acc`; returns the last. The values `run` would give.
+double fold(const Instr &in, bool accIsA, double acc, const double *x,
+            size_t count);
+
+/// Runs `program` at `count` loop points at once, each instruction over all
+/// of them: slot s of point i is `lanes[s][i]` (the caller fills the lanes of
+/// the arguments and of the captured constants), and the loop indices of
+/// point i are `ivs[i * numLoops ...]` (null when the body reads none).
+/// Every point gets the values `run` gives it.
+void runBatch(const Program &program, ArrayRef<double *> lanes, size_t count,
+              const int64_t *ivs, unsigned numLoops);
 
 inline llvm::Error makeError(const Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -204,17 +238,30 @@ private:
 // Tensor nodes
 //===----------------------------------------------------------------------===//
 
-/// Memoised elements of one tensor: a dense array for full evaluation, a hash
-/// map for sampled points.
+/// Elements gathered at a time: reduction points, softmax rows and outputs
+/// of a full evaluation are read in blocks of this size.
+constexpr int64_t kBlockSize = 512;
+
+/// Memoised elements of one tensor, or for a softmax the maximum and the sum
+/// of its rows (keyed by the row's first element): a dense array for full
+/// evaluation (one thread), a hash map for sampled points, shared by the
+/// threads, where one thread computes a key while the others wait for it.
 struct Cache {
   bool dense = false;
   std::vector<double> values;
   std::vector<bool> present;
+  std::mutex mutex;
+  std::condition_variable ready;
   DenseMap<int64_t, double> sparse;
+  DenseMap<int64_t, std::pair<double, double>> rows;
+  /// Keys being computed.
+  DenseSet<int64_t> busy;
 
   void reset(bool useDense, int64_t size) {
     dense = useDense;
     sparse.clear();
+    rows.clear();
+    busy.clear();
     values.clear();
     present.clear();
     if (dense) {
@@ -222,13 +269,14 @@ struct Cache {
       present.assign(size, false);
     }
   }
-  bool lookup(int64_t index, double &value) const {
+  bool lookup(int64_t index, double &value) {
     if (dense) {
       if (!present[index])
         return false;
       value = values[index];
       return true;
     }
+    std::lock_guard<std::mutex> lock(mutex);
     auto it = sparse.find(index);
     if (it == sparse.end())
       return false;
@@ -241,7 +289,29 @@ struct Cache {
       present[index] = true;
       return;
     }
+    std::lock_guard<std::mutex> lock(mutex);
     sparse[index] = value;
+  }
+  /// Waits while another thread computes `key`; then returns false when
+  /// `done()` holds, and otherwise marks `key` busy and returns true: the
+  /// caller computes it and calls `release`. `done` runs under the lock.
+  template <typename Done>
+  bool claim(int64_t key, Done done) {
+    std::unique_lock<std::mutex> lock(mutex);
+    for (;;) {
+      if (done())
+        return false;
+      if (busy.insert(key).second)
+        return true;
+      ready.wait(lock);
+    }
+  }
+  void release(int64_t key) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      busy.erase(key);
+    }
+    ready.notify_all();
   }
 };
 
@@ -269,6 +339,8 @@ struct TensorNode {
     Slice
   };
   Kind kind = Kind::Scalar;
+  /// Position in creation order, which is a topological order.
+  unsigned id = 0;
   SmallVector<int64_t> shape;
   SmallVector<int64_t> strides;
   int64_t numElements = 1;
@@ -290,6 +362,11 @@ struct TensorNode {
   /// the window read.
   SmallVector<PlacedNode> pieces;
   Cache cache;
+
+  /// Whether an element is memoised when sampled points are evaluated: the
+  /// elements of generics with reductions or evaluated whole, and softmax
+  /// rows. Elementwise elements are recomputed instead.
+  bool isMemoised() const;
 };
 
 /// How a generic's operand is read at a loop point.
@@ -307,15 +384,55 @@ struct OperandAccess {
   AffineMap map;
 };
 
+/// For an elementwise generic, a linear operand index as a function of the
+/// coordinates of one result's element: offset + sum(coeffs[c] * coord[c]).
+struct CoordForm {
+  SmallVector<int64_t> coeffs;
+  int64_t offset = 0;
+  /// Whether the operand index is the result element's index.
+  bool identity = false;
+};
+
+/// How a reduction's body runs over a block of reduction points: the
+/// instructions that do not depend on the accumulators (nor on
+/// `linalg.index`) over the whole block at once (`runBatch`), then the others
+/// point after point in loop order. Instructions that only feed unused
+/// results are left out.
+struct ReductionPlan {
+  /// The results computed: the used ones and those they read.
+  SmallVector<bool> liveOutputs;
+  /// The instructions run over the whole block.
+  Program batch;
+  /// The instructions run point after point, and the slots they read or
+  /// yield that the block computes (arguments and batch results).
+  Program sequential;
+  SmallVector<int32_t> lanesRead;
+  /// When the sequential part is one instruction that folds a lane into
+  /// the only computed accumulator (`acc = acc + x`): that instruction, the
+  /// output it accumulates, and whether its first operand is the
+  /// accumulator.
+  std::optional<Instr> fold;
+  unsigned foldOutput = 0;
+  bool foldAccIsA = false;
+};
+
 /// A linalg.generic and what it needs to run.
 struct GenericNode {
   linalg::GenericOp op;
+  /// Position among the generics: the index of its working slots.
+  unsigned id = 0;
   SmallVector<int64_t> ranges;
   SmallVector<unsigned> reductionDims;
   SmallVector<OperandAccess> inputs;
   SmallVector<OperandAccess> outputs;
   SmallVector<TensorNode *> results;
+  /// Whether each result is used: an unused one need not be computed.
+  SmallVector<bool> liveResults;
   Program body;
+  /// Whether the body reads `linalg.index`.
+  bool usesIndex = false;
+  /// `body.getConstantSlots` of the block arguments.
+  SmallVector<int32_t> constantSlots;
   /// Whether an output element fixes the parallel loop point.
   bool lazy = true;
   /// For lazy ops, per output: per loop dimension, the output coordinate that
@@ -323,7 +440,60 @@ struct GenericNode {
   /// constant it must equal (-1 when it is a dimension).
   SmallVector<SmallVector<int>> dimFromCoord;
   SmallVector<SmallVector<int64_t>> constCoord;
+  /// For lazy ops with reductions.
+  ReductionPlan reduction;
+  /// For lazy ops without reductions, per result: the CoordForm of every
+  /// linear operand, inputs then outputs (unset for others).
+  SmallVector<SmallVector<std::optional<CoordForm>>> coordForms;
+  /// Whole evaluation: done once, under the mutex.
+  std::mutex wholeMutex;
   bool evaluated = false;
+
+  /// Lazy and without reductions: an element costs one run of the body.
+  bool isElementwise() const { return lazy && reductionDims.empty(); }
+};
+
+/// Splits the body of `node`, a lazy generic with reductions, into its
+/// ReductionPlan.
+void planReduction(GenericNode &node);
+
+/// Whether `coords` lie on the constant coordinates of an output map.
+inline bool onConstants(ArrayRef<int64_t> coords,
+                        ArrayRef<int64_t> constCoord) {
+  for (auto [coord, constant] : llvm::zip_equal(coords, constCoord))
+    if (constant != -1 && coord != constant)
+      return false;
+  return true;
+}
+
+/// The loop point of a lazy generic's output element at `coords`; reduction
+/// dimensions are left as they are.
+inline void setParallelIvs(ArrayRef<int> dimFromCoord, ArrayRef<int64_t> coords,
+                           MutableArrayRef<int64_t> ivs) {
+  for (auto [d, c] : llvm::enumerate(dimFromCoord))
+    if (c != -1)
+      ivs[d] = coords[c];
+}
+
+/// Whether two operand accesses read the same elements at every loop point.
+inline bool sameAccess(const OperandAccess &a, const OperandAccess &b) {
+  if (!a.tensor || a.tensor != b.tensor || a.linear != b.linear)
+    return false;
+  if (a.linear)
+    return a.offset == b.offset && a.coeffs == b.coeffs;
+  return a.map == b.map;
+}
+
+/// What one evaluating thread owns: the working slots of every generic's
+/// body and the first error it met.
+struct Frame {
+  std::vector<std::vector<double>> slots;
+  std::string error;
+
+  void fail(const Twine &message) {
+    if (error.empty())
+      error = message.str();
+  }
 };
 
 } // namespace reference
@@ -337,14 +507,13 @@ struct ReferenceInterpreter::Impl {
   SmallVector<reference::TensorNode *> inputNodes;
   SmallVector<reference::TensorNode *> outputNodes;
 
-  /// The caller's inputs during an evaluation.
-  ArrayRef<std::vector<double>> inputs;
-  /// The first error met during an evaluation.
-  std::string error;
+  /// The caller's inputs during an evaluation, one per argument.
+  SmallVector<const ReferenceInput *> inputs;
   /// Whether generics are evaluated whole (full evaluation) rather than per
   /// element; the two orders cross-check each other in the tests.
   bool wholeOps = false;
 
+  // Building (ReferenceInterpreter.cpp, ReferenceGeneric.cpp).
   llvm::Error build(func::FuncOp func);
   llvm::Expected<reference::TensorNode *>
   newTensor(Value value, reference::TensorNode::Kind kind);
@@ -352,20 +521,60 @@ struct ReferenceInterpreter::Impl {
   llvm::Error addGeneric(linalg::GenericOp op);
   llvm::Error addOperand(reference::GenericNode &node, OpOperand &operand,
                          reference::OperandAccess &access);
+  void addCoordForms(reference::GenericNode &node);
 
-  llvm::Error begin(ArrayRef<std::vector<double>> inputs, bool dense);
-  double valueAt(reference::TensorNode *node, int64_t index);
-  double operandAt(const reference::OperandAccess &access, const int64_t *ivs);
-  int64_t linearIndex(const reference::OperandAccess &access,
+  // Evaluation (ReferenceInterpreter.cpp).
+  void begin(ArrayRef<const ReferenceInput *> inputs, bool dense);
+  reference::Frame makeFrame() const;
+  /// Writes the elements of `node` at `indices` to `values`.
+  void gather(reference::Frame &frame, reference::TensorNode *node,
+              ArrayRef<int64_t> indices, double *values);
+  double valueAt(reference::Frame &frame, reference::TensorNode *node,
+                 int64_t index);
+  /// A memoised element: looked up, or computed once.
+  double memoisedAt(reference::Frame &frame, reference::TensorNode *node,
+                    int64_t index);
+  /// Place and Slice: where element `index` of `node` comes from (a
+  /// tensor and its element), or nothing for the padding value.
+  static std::optional<std::pair<reference::TensorNode *, int64_t>>
+  locateMoved(const reference::TensorNode *node, int64_t index);
+  void gatherMoved(reference::Frame &frame, reference::TensorNode *node,
+                   ArrayRef<int64_t> indices, double *values);
+  void gatherSoftmax(reference::Frame &frame, reference::TensorNode *node,
+                     ArrayRef<int64_t> indices, double *values);
+  /// The maximum and the sum of exponentials of the softmax row at `base`.
+  std::pair<double, double> softmaxRow(reference::Frame &frame,
+                                       reference::TensorNode *node,
+                                       int64_t base);
+  /// The first element of the softmax row holding `index`.
+  static int64_t softmaxRowBase(const reference::TensorNode *node,
+                                int64_t index);
+
+  // Generics (ReferenceGeneric.cpp).
+  int64_t linearIndex(reference::Frame &frame,
+                      const reference::OperandAccess &access,
                       const int64_t *ivs);
-  void computeGenericPoint(reference::GenericNode &node, unsigned result,
+  void gatherElementwise(reference::Frame &frame, reference::GenericNode &node,
+                         unsigned result, ArrayRef<int64_t> indices,
+                         double *values);
+  void computeGenericPoint(reference::Frame &frame,
+                           reference::GenericNode &node, unsigned result,
                            int64_t index);
-  void computeGenericWhole(reference::GenericNode &node);
-  void computeSoftmaxRow(reference::TensorNode *node, int64_t index);
-  void fail(const Twine &message) {
-    if (error.empty())
-      error = message.str();
-  }
+  void computeGenericWhole(reference::Frame &frame,
+                           reference::GenericNode &node);
+  /// The memoised elements that `index` of `node` reads through elementwise
+  /// nodes (itself, when memoised), added once to `demand`.
+  void collectDemand(
+      reference::TensorNode *node, int64_t index,
+      DenseSet<std::pair<reference::TensorNode *, int64_t>> &seen,
+      std::vector<std::pair<reference::TensorNode *, int64_t>> &demand);
+
+  // Threads (ReferenceParallel.cpp).
+  /// Evaluates `node` at `points` into `values` on up to `numThreads`
+  /// threads; the first error met, if any.
+  std::string evaluateInParallel(reference::TensorNode *node,
+                                 ArrayRef<int64_t> points, double *values,
+                                 unsigned numThreads);
 };
 
 } // namespace mlir::kopt

@@ -6,14 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Spreads an evaluation of sampled points over threads (ReferenceInterpreter.cpp
-// describes the evaluation). Which elements a point reads depends only on
-// indices, never on values, so the memoised elements the points read through
-// elementwise nodes (a row's reduction, a softmax row, a GEMM element) are
-// known before anything is computed. They are computed first, node after
-// node in the function's order, each node's elements in parallel; what they
-// read in turn is computed by the thread that needs it, once, while other
-// threads needing the same element wait for it. The points come last, in
+// Spreads an evaluation of sampled points over threads
+// (ReferenceInterpreter.cpp describes the evaluation). Which elements a point
+// reads depends only on indices, never on values, so the memoised elements the
+// points read through elementwise nodes (a row's reduction, a softmax row, a
+// GEMM element) are known before anything is computed. They are computed first,
+// node after node in the function's order, each node's elements in parallel;
+// what they read in turn is computed by the thread that needs it, once, while
+// other threads needing the same element wait for it. The points come last, in
 // parallel blocks, and find every costly element memoised. Each thread owns
 // a Frame; the memoised elements are shared. A value is computed by the same
 // operations in the same order whichever thread computes it, so the values
@@ -70,10 +70,9 @@ std::string ReferenceInterpreter::Impl::evaluateInParallel(
   std::vector<std::pair<TensorNode *, int64_t>> demand;
   for (int64_t point : points)
     collectDemand(node, point, seen, demand);
-  std::stable_sort(demand.begin(), demand.end(),
-                   [](const auto &a, const auto &b) {
-                     return a.first->id < b.first->id;
-                   });
+  std::stable_sort(
+      demand.begin(), demand.end(),
+      [](const auto &a, const auto &b) { return a.first->id < b.first->id; });
 
   llvm::DefaultThreadPool pool(llvm::hardware_concurrency(numThreads));
   std::vector<Frame> frames;

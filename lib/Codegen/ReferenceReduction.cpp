@@ -1,4 +1,5 @@
-//===- ReferenceReduction.cpp - Reductions of the fp64 reference -*- C++ -*-===//
+//===- ReferenceReduction.cpp - Reductions of the fp64 reference -*- C++
+//-*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -51,12 +52,31 @@ void reference::planReduction(GenericNode &node) {
   ReductionPlan &plan = node.reduction;
   const Program &body = node.body;
   unsigned numInputs = node.inputs.size(), numOutputs = node.outputs.size();
+  // The live slots: those the used results' yields read, transitively,
+  // through the accumulators too.
+  plan.liveOutputs = node.liveResults;
+  std::vector<bool> live(body.slots.size(), false);
+  for (bool changed = true; changed;) {
+    for (unsigned o = 0; o < numOutputs; ++o)
+      if (plan.liveOutputs[o])
+        live[body.yields[o]] = true;
+    for (const Instr &in : llvm::reverse(body.instrs))
+      if (live[in.result])
+        live[in.a] = live[in.b] = live[in.c] = true;
+    changed = false;
+    for (unsigned o = 0; o < numOutputs; ++o)
+      if (!plan.liveOutputs[o] && live[numInputs + o])
+        changed = plan.liveOutputs[o] = true;
+  }
+
   // The slots that depend on an accumulator or on the loop point.
   std::vector<bool> dependent(body.slots.size(), false);
   for (unsigned o = 0; o < numOutputs; ++o)
     dependent[numInputs + o] = true;
   plan.batch.slots = plan.sequential.slots = body.slots;
   for (const Instr &in : body.instrs) {
+    if (!live[in.result])
+      continue;
     // An operand an instruction does not use defaults to slot 0, which may
     // make it look dependent: that only costs speed.
     bool isDependent = in.code == Opcode::Index || dependent[in.a] ||
@@ -68,22 +88,27 @@ void reference::planReduction(GenericNode &node) {
   std::vector<bool> needed(body.slots.size(), false);
   for (const Instr &in : plan.sequential.instrs)
     needed[in.a] = needed[in.b] = needed[in.c] = true;
-  for (int32_t slot : body.yields)
-    needed[slot] = true;
+  for (unsigned o = 0; o < numOutputs; ++o)
+    if (plan.liveOutputs[o])
+      needed[body.yields[o]] = true;
   for (size_t slot = 0; slot < body.slots.size(); ++slot)
     if (needed[slot] && !dependent[slot])
       plan.lanesRead.push_back(int32_t(slot));
 
-  int32_t accSlot = int32_t(numInputs);
-  if (numOutputs == 1 && plan.sequential.instrs.size() == 1) {
-    const Instr &in = plan.sequential.instrs.front();
-    bool accIsA = in.a == accSlot && in.b != accSlot;
-    bool accIsB = in.b == accSlot && in.a != accSlot;
-    if (isFoldable(in.code) && (accIsA || accIsB) &&
-        body.yields.front() == in.result) {
-      plan.fold = in;
-      plan.foldAccIsA = accIsA;
-    }
+  if (llvm::count(plan.liveOutputs, true) != 1 ||
+      plan.sequential.instrs.size() != 1)
+    return;
+  unsigned output =
+      llvm::find(plan.liveOutputs, true) - plan.liveOutputs.begin();
+  int32_t accSlot = int32_t(numInputs + output);
+  const Instr &in = plan.sequential.instrs.front();
+  bool accIsA = in.a == accSlot && in.b != accSlot;
+  bool accIsB = in.b == accSlot && in.a != accSlot;
+  if (isFoldable(in.code) && (accIsA || accIsB) &&
+      body.yields[output] == in.result) {
+    plan.fold = in;
+    plan.foldOutput = output;
+    plan.foldAccIsA = accIsA;
   }
 }
 
@@ -139,8 +164,8 @@ void ReferenceInterpreter::Impl::computeGenericPoint(Frame &frame,
   SmallVector<int64_t> outIndex(numOutputs);
   SmallVector<double> acc(numOutputs, 0.0);
   for (unsigned o = 0; o < numOutputs; ++o)
-    outIndex[o] = o == result ? index
-                              : linearIndex(frame, node.outputs[o], ivs.data());
+    outIndex[o] =
+        o == result ? index : linearIndex(frame, node.outputs[o], ivs.data());
   int64_t numReductionPoints = 1;
   for (unsigned d : node.reductionDims)
     numReductionPoints *= node.ranges[d];
@@ -207,8 +232,7 @@ void ReferenceInterpreter::Impl::computeGenericPoint(Frame &frame,
       for (int64_t p = 0; p < count; ++p) {
         for (Stream &stream : streams)
           if (stream.flatStride == 0)
-            stream.indices[p] =
-                linearIndex(frame, *stream.access, ivs.data());
+            stream.indices[p] = linearIndex(frame, *stream.access, ivs.data());
         step(ivs);
       }
       if (!frame.error.empty())
@@ -220,7 +244,8 @@ void ReferenceInterpreter::Impl::computeGenericPoint(Frame &frame,
 
     runBatch(plan.batch, lanes, size_t(count), nullptr, 0);
     if (plan.fold) {
-      acc[0] = fold(*plan.fold, plan.foldAccIsA, acc[0],
+      unsigned o = plan.foldOutput;
+      acc[o] = fold(*plan.fold, plan.foldAccIsA, acc[o],
                     lanes[plan.foldAccIsA ? plan.fold->b : plan.fold->a],
                     size_t(count));
       continue;
@@ -234,7 +259,8 @@ void ReferenceInterpreter::Impl::computeGenericPoint(Frame &frame,
         slots[numInputs + o] = acc[o];
       run(plan.sequential, slots.data(), ivs.data());
       for (unsigned o = 0; o < numOutputs; ++o)
-        acc[o] = slots[plan.sequential.yields[o]];
+        if (plan.liveOutputs[o])
+          acc[o] = slots[plan.sequential.yields[o]];
       if (node.usesIndex)
         step(ivs);
     }
@@ -242,5 +268,6 @@ void ReferenceInterpreter::Impl::computeGenericPoint(Frame &frame,
       return;
   }
   for (unsigned o = 0; o < numOutputs; ++o)
-    node.results[o]->cache.store(outIndex[o], acc[o]);
+    if (plan.liveOutputs[o])
+      node.results[o]->cache.store(outIndex[o], acc[o]);
 }

@@ -1,4 +1,5 @@
-//===- ReferenceScaleTest.cpp - The fp64 reference at real sizes -*- C++ -*-===//
+//===- ReferenceScaleTest.cpp - The fp64 reference at real sizes -*- C++
+//-*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -92,7 +93,8 @@ func.func @add(%x: tensor<16384x16384xf32>, %y: tensor<16384x16384xf32>) -> tens
   for (unsigned threads : {1u, 4u}) {
     x.reads = y.reads = 0;
     auto values = ri->evaluatePoints({&x, &y}, 0, points, threads);
-    ASSERT_TRUE(static_cast<bool>(values)) << llvm::toString(values.takeError());
+    ASSERT_TRUE(static_cast<bool>(values))
+        << llvm::toString(values.takeError());
     EXPECT_EQ(x.reads, points.size());
     EXPECT_EQ(y.reads, points.size());
     for (size_t p = 0; p < points.size(); p += 97) {
@@ -155,7 +157,8 @@ func.func @softmax(%x: tensor<8x1048576xf32>) -> tensor<8x1048576xf32> {
   for (unsigned threads : {1u, 3u}) {
     CountingInput x(7);
     auto values = ri->evaluatePoints({&x}, 0, points, threads);
-    ASSERT_TRUE(static_cast<bool>(values)) << llvm::toString(values.takeError());
+    ASSERT_TRUE(static_cast<bool>(values))
+        << llvm::toString(values.takeError());
     // Each row for its maximum and for its sum, and each point once more.
     EXPECT_EQ(x.reads, uint64_t(2 * rows * rowSize) + points.size());
     if (first.empty()) {

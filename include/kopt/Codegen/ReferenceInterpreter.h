@@ -15,8 +15,13 @@
 //
 // Two modes: `evaluateAll` computes every output element (small groups), and
 // `evaluatePoints` computes only the requested elements of one output, pulling
-// the producer elements each of them needs and memoising them, so a large
-// GEMM is checked at a few thousand sampled points for K multiply-adds each.
+// the producer elements each of them needs, so a large GEMM is checked at a
+// few thousand sampled points for K multiply-adds each. There the inputs may
+// be read on demand (`ReferenceInput`), so no input is materialised; elements
+// that cost a reduction are memoised, so points that share a row share its
+// reduction, and elementwise ones are recomputed, so memory stays
+// proportional to the points; and the work may be spread over threads, with
+// the same values bit for bit whatever their number.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +37,16 @@
 #include <vector>
 
 namespace mlir::kopt {
+
+/// The elements of one function argument, read on demand. `read` must be a
+/// pure function of the indices, safe to call from several threads at once.
+class ReferenceInput {
+public:
+  virtual ~ReferenceInput();
+  /// Writes the elements at the row-major linear `indices` (all in range) to
+  /// `values[0 .. indices.size())`.
+  virtual void read(llvm::ArrayRef<int64_t> indices, double *values) const = 0;
+};
 
 /// Evaluates an outlined fusion group function in fp64.
 ///
@@ -76,6 +91,15 @@ public:
   llvm::Expected<std::vector<double>>
   evaluatePoints(llvm::ArrayRef<std::vector<double>> inputs,
                  unsigned outputIndex, llvm::ArrayRef<int64_t> linearPoints);
+
+  /// Like the above, with every argument read on demand from `inputs` (one
+  /// per argument, each of the argument's size), on up to `numThreads`
+  /// threads (0: one per hardware thread). The values do not depend on
+  /// `numThreads`.
+  llvm::Expected<std::vector<double>>
+  evaluatePoints(llvm::ArrayRef<const ReferenceInput *> inputs,
+                 unsigned outputIndex, llvm::ArrayRef<int64_t> linearPoints,
+                 unsigned numThreads = 1);
 
   struct Impl;
 
