@@ -10,8 +10,10 @@
 
 #include "kopt/Codegen/ReferenceInterpreter.h"
 #include "kopt/Codegen/RuntimeStatus.h"
-#include "runtime/Evaluator/ElementCodec.h"
 #include "runtime/Evaluator/InputGenerator.h"
+
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 
 #include <algorithm>
 #include <cmath>
@@ -59,6 +61,26 @@ mlir::kopt::generateReferenceInputs(const KernelTask &task,
                               uint64_t(reference.seed));
 }
 
+namespace {
+/// An input of a validation set, drawn on demand: element i is what
+/// `generateInputSet` would have drawn there, already rounded to the type.
+class GeneratedInput final : public ReferenceInput {
+public:
+  GeneratedInput(rt::ElementType type, rt::InputDistribution distribution,
+                 uint64_t seed)
+      : type(type), distribution(distribution), seed(seed) {}
+  void read(llvm::ArrayRef<int64_t> indices, double *values) const override {
+    rt::drawValues(type, distribution, seed, indices.data(), indices.size(),
+                   values);
+  }
+
+private:
+  rt::ElementType type;
+  rt::InputDistribution distribution;
+  uint64_t seed;
+};
+} // namespace
+
 std::vector<int64_t> mlir::kopt::sampleOutputPoints(int64_t numElements,
                                                     unsigned maxPoints,
                                                     uint64_t seed) {
@@ -84,10 +106,9 @@ std::vector<int64_t> mlir::kopt::sampleOutputPoints(int64_t numElements,
   return points;
 }
 
-llvm::Expected<rt::ReferenceSet>
-mlir::kopt::buildReferenceSet(func::FuncOp group, const KernelTask &task,
-                              uint64_t seed, unsigned maxPointsPerOutput,
-                              unsigned inputSet) {
+/// The interpreter of `group`, checked against `task`.
+static llvm::Expected<std::unique_ptr<ReferenceInterpreter>>
+prepareInterpreter(func::FuncOp group, const KernelTask &task) {
   auto interpreter = ReferenceInterpreter::create(group);
   if (!interpreter)
     return llvm::createStringError(
@@ -108,23 +129,36 @@ mlir::kopt::buildReferenceSet(func::FuncOp group, const KernelTask &task,
       return llvm::createStringError("group and task '" + task.name +
                                      "' differ in the size of output '" +
                                      output.name + "'");
+  return interpreter;
+}
 
+/// The reference of set `inputSet`, evaluated by `ri` (prepared for `task`).
+static llvm::Expected<rt::ReferenceSet>
+evaluateSet(ReferenceInterpreter &ri, const KernelTask &task, uint64_t seed,
+            unsigned maxPointsPerOutput, unsigned inputSet,
+            unsigned numThreads) {
   rt::ReferenceSet reference = getReferenceSetSource(seed, inputSet);
-  auto inputs = generateReferenceInputs(task, reference);
-  if (!inputs)
-    return inputs.takeError();
+  std::optional<rt::InputDistribution> distribution =
+      findDistribution(reference.distribution);
+  if (!distribution)
+    return llvm::createStringError("unknown input distribution '" +
+                                   reference.distribution + "'");
   // The interpreter reads the values the device reads (already rounded to
-  // the storage type), so only the computation differs.
-  std::vector<std::vector<double>> inputValues;
+  // the storage type), so only the computation differs. Each is drawn when
+  // it is read, from the stream `generateInputSet` gives the tensor.
+  std::vector<GeneratedInput> inputs;
   for (auto [index, input] : llvm::enumerate(task.inputs))
-    inputValues.push_back(
-        rt::decodeElements(input.elementType, (*inputs)[index]));
+    inputs.emplace_back(input.elementType, *distribution,
+                        rt::deriveSeed(uint64_t(reference.seed), index));
+  std::vector<const ReferenceInput *> inputPointers;
+  for (const GeneratedInput &input : inputs)
+    inputPointers.push_back(&input);
 
   for (auto [index, output] : llvm::enumerate(task.outputs)) {
     std::vector<int64_t> points = sampleOutputPoints(
         output.getNumElements().value_or(0), maxPointsPerOutput,
         rt::deriveSeed(uint64_t(reference.seed), index));
-    auto values = ri.evaluatePoints(inputValues, index, points);
+    auto values = ri.evaluatePoints(inputPointers, index, points, numThreads);
     if (!values)
       return llvm::createStringError(
           "no fp64 reference for output '" + output.name +
@@ -139,4 +173,62 @@ mlir::kopt::buildReferenceSet(func::FuncOp group, const KernelTask &task,
     }
   }
   return reference;
+}
+
+llvm::Expected<rt::ReferenceSet>
+mlir::kopt::buildReferenceSet(func::FuncOp group, const KernelTask &task,
+                              uint64_t seed, unsigned maxPointsPerOutput,
+                              unsigned inputSet, unsigned numThreads) {
+  auto interpreter = prepareInterpreter(group, task);
+  if (!interpreter)
+    return interpreter.takeError();
+  return evaluateSet(**interpreter, task, seed, maxPointsPerOutput, inputSet,
+                     numThreads);
+}
+
+std::vector<llvm::Expected<rt::ReferenceSet>> mlir::kopt::buildReferenceSets(
+    func::FuncOp group, const KernelTask &task, uint64_t seed, unsigned numSets,
+    unsigned maxPointsPerOutput, unsigned numThreads) {
+  numSets = std::max(numSets, 1u);
+  unsigned hardware = llvm::hardware_concurrency().compute_thread_count();
+  if (numThreads == 0 || numThreads > hardware)
+    numThreads = hardware;
+  // One interpreter per set, prepared here (they clone the IR); then the
+  // sets side by side, the threads shared among them.
+  std::vector<std::unique_ptr<ReferenceInterpreter>> interpreters;
+  std::vector<std::optional<rt::ReferenceSet>> references(numSets);
+  std::vector<std::string> errors(numSets);
+  for (unsigned set = 0; set < numSets; ++set) {
+    auto interpreter = prepareInterpreter(group, task);
+    if (!interpreter) {
+      std::string error = llvm::toString(interpreter.takeError());
+      errors.assign(numSets, error);
+      interpreters.clear();
+      break;
+    }
+    interpreters.push_back(std::move(*interpreter));
+  }
+  if (!interpreters.empty()) {
+    unsigned concurrent = std::min(numSets, numThreads);
+    unsigned threadsPerSet = std::max(1u, numThreads / concurrent);
+    llvm::DefaultThreadPool pool(llvm::hardware_concurrency(concurrent));
+    for (unsigned set = 0; set < numSets; ++set)
+      pool.async([&, set] {
+        auto reference = evaluateSet(*interpreters[set], task, seed,
+                                     maxPointsPerOutput, set, threadsPerSet);
+        if (reference)
+          references[set] = std::move(*reference);
+        else
+          errors[set] = llvm::toString(reference.takeError());
+      });
+    pool.wait();
+  }
+  std::vector<llvm::Expected<rt::ReferenceSet>> results;
+  for (unsigned set = 0; set < numSets; ++set) {
+    if (references[set])
+      results.emplace_back(std::move(*references[set]));
+    else
+      results.emplace_back(llvm::createStringError(errors[set]));
+  }
+  return results;
 }

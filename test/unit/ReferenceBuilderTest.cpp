@@ -131,6 +131,40 @@ TEST(ReferenceBuilderTest, ValuesMatchEvaluateAll) {
   }
 }
 
+TEST(ReferenceBuilderTest, SetsSideBySideAreTheSetsOneByOne) {
+  auto context = makeContext();
+  auto module = parse(*context, kSmallGroup);
+  ASSERT_TRUE(module);
+  func::FuncOp func = firstFunction(*module);
+  KernelTask task = buildTask(func);
+  for (unsigned threads : {1u, 3u, 0u}) {
+    auto sets = buildReferenceSets(func, task, /*seed=*/11, 5, 256, threads);
+    ASSERT_EQ(sets.size(), 5u);
+    for (unsigned set = 0; set < 5; ++set) {
+      ASSERT_TRUE(static_cast<bool>(sets[set]))
+          << llvm::toString(sets[set].takeError());
+      auto alone = buildReferenceSet(func, task, 11, 256, set, 1);
+      ASSERT_TRUE(static_cast<bool>(alone));
+      EXPECT_EQ(sets[set]->inputSet, int64_t(set));
+      EXPECT_EQ(*sets[set], *alone) << "set " << set;
+    }
+  }
+  // At least set 0, and every set fails alike when the group cannot be
+  // interpreted.
+  auto one = buildReferenceSets(func, task, 11, 0);
+  ASSERT_EQ(one.size(), 1u);
+  ASSERT_TRUE(static_cast<bool>(one[0]));
+  EXPECT_EQ(one[0]->inputSet, 0);
+  task.inputs.pop_back();
+  auto broken = buildReferenceSets(func, task, 11, 2);
+  ASSERT_EQ(broken.size(), 2u);
+  for (auto &set : broken) {
+    ASSERT_FALSE(static_cast<bool>(set));
+    EXPECT_NE(llvm::toString(set.takeError()).find("number of tensors"),
+              std::string::npos);
+  }
+}
+
 TEST(ReferenceBuilderTest, SamplesEveryPointOfSmallOutputs) {
   EXPECT_EQ(sampleOutputPoints(3, 4096, 1), (std::vector<int64_t>{0, 1, 2}));
   std::vector<int64_t> points = sampleOutputPoints(1 << 24, 4096, 1);

@@ -40,7 +40,8 @@ namespace mlir::kopt {
 
 /// The bytes of every input of `task` for the reference's set 0: exactly
 /// what the worker's engine generates when it receives `reference` (the same
-/// `generateInputSet` call). Fails on an unknown distribution.
+/// `generateInputSet` call). Fails on an unknown distribution. The reference
+/// itself reads the same values without materialising them.
 llvm::Expected<std::vector<std::vector<uint8_t>>>
 generateReferenceInputs(const KernelTask &task,
                         const ::kopt::runtime::ReferenceSet &reference);
@@ -59,9 +60,25 @@ std::vector<int64_t> sampleOutputPoints(int64_t numElements, unsigned maxPoints,
 /// fp64 values at `sampleOutputPoints`. Points whose reference value is not
 /// finite are left out (JSON has no NaN). Fails when the interpreter cannot
 /// handle `group`, or when `group` and `task` disagree on the tensors.
+///
+/// The inputs are drawn element by element where the interpreter reads
+/// them, never materialised, and the interpreter runs on up to `numThreads`
+/// threads (0: one per hardware thread); the result is the same for any
+/// number.
 llvm::Expected<::kopt::runtime::ReferenceSet>
 buildReferenceSet(func::FuncOp group, const KernelTask &task, uint64_t seed,
-                  unsigned maxPointsPerOutput = 4096, unsigned inputSet = 0);
+                  unsigned maxPointsPerOutput = 4096, unsigned inputSet = 0,
+                  unsigned numThreads = 0);
+
+/// `buildReferenceSet` for sets 0 to `numSets - 1` (at least set 0), built
+/// side by side on up to `numThreads` threads in all (0: one per hardware
+/// thread): the same references, sooner when a set alone cannot use every
+/// thread (a few long rows). Entry i is set i's reference or why it could not
+/// be built.
+std::vector<llvm::Expected<::kopt::runtime::ReferenceSet>>
+buildReferenceSets(func::FuncOp group, const KernelTask &task, uint64_t seed,
+                   unsigned numSets, unsigned maxPointsPerOutput = 4096,
+                   unsigned numThreads = 0);
 
 } // namespace mlir::kopt
 
