@@ -508,25 +508,28 @@ Autotuner::Impl::makeRequest(func::FuncOp group, const KernelTask &task,
       (std::hash<std::string>()(task.key) ^
        uint64_t(std::chrono::system_clock::now().time_since_epoch().count())) &
       0x7fffffffffffffffull);
-  auto reference =
-      buildReferenceSet(group, task, uint64_t(request.options.seed));
-  if (reference) {
-    request.reference = std::move(*reference);
+  // Every set's reference at once (one request per task; the sets side by
+  // side on the host's threads).
+  auto references =
+      buildReferenceSets(group, task, uint64_t(request.options.seed),
+                         std::max(options.validationSets, 1u));
+  if (references.front()) {
+    request.reference = std::move(*references.front());
     // The later sets' references let honest candidates through on
     // ill-conditioned sets (docs/Evaluator.md); one that cannot be built
     // only keeps the strict comparison with the baseline there.
-    for (unsigned set = 1; set < options.validationSets; ++set) {
-      auto later =
-          buildReferenceSet(group, task, uint64_t(request.options.seed),
-                            /*maxPointsPerOutput=*/4096, set);
-      if (later)
-        request.laterReferences.push_back(std::move(*later));
+    for (size_t set = 1; set < references.size(); ++set) {
+      if (references[set])
+        request.laterReferences.push_back(std::move(*references[set]));
       else
-        llvm::consumeError(later.takeError());
+        llvm::consumeError(references[set].takeError());
     }
   } else {
-    note +=
-        "no fp64 reference (" + llvm::toString(reference.takeError()) + "); ";
+    note += "no fp64 reference (" +
+            llvm::toString(references.front().takeError()) + "); ";
+    for (size_t set = 1; set < references.size(); ++set)
+      if (!references[set])
+        llvm::consumeError(references[set].takeError());
   }
   return request;
 }
