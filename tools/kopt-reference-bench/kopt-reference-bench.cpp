@@ -11,13 +11,17 @@
 // kopt/Evaluator/ReferenceBuilder.h), which the autotuner builds for every
 // request before the worker sees it. For each fusion group of each model
 // graph it prints the size of the task, the time to materialise every input
-// of set 0 on the host (`generateReferenceInputs`, for comparison), and the
-// time to build the reference of set 0 and of the later sets.
+// of set 0 on the host (`generateReferenceInputs`, for comparison), the time
+// to build the reference of set 0 and of the later sets one by one, and the
+// time to build them all side by side as the autotuner does
+// (`buildReferenceSets`), in wall and CPU seconds.
 //
-// Usage: kopt-reference-bench FILE... [--sets N] [--seed S]
+// Usage: kopt-reference-bench FILE... [--sets N] [--seed S] [--threads T]
 //                             [--no-materialise]
 //   --sets N          validation sets per request (default 5, as the tuner)
 //   --seed S          the evaluation seed (default 1)
+//   --threads T       threads per reference (default 0: one per hardware
+//                     thread, as the tuner)
 //   --no-materialise  skip the materialised-inputs timing
 // Exit status: 0 when every group was measured; 1 when a file could not be
 // read or a reference could not be built; 2 on a usage error.
@@ -51,6 +55,7 @@ struct Options {
   std::vector<std::string> files;
   unsigned sets = 5;
   uint64_t seed = 1;
+  unsigned threads = 0;
   bool materialise = true;
 };
 
@@ -133,7 +138,8 @@ bool measureGroup(func::FuncOp group, const KernelTask &task,
     llvm::Expected<::kopt::runtime::ReferenceSet> reference =
         ::kopt::runtime::ReferenceSet();
     Timing timing = time([&] {
-      reference = buildReferenceSet(group, task, options.seed, 4096, set);
+      reference = buildReferenceSet(group, task, options.seed, 4096, set,
+                                    options.threads);
     });
     if (!reference) {
       llvm::errs() << "set " << set << ": "
@@ -151,7 +157,19 @@ bool measureGroup(func::FuncOp group, const KernelTask &task,
   if (options.sets > 1)
     printTiming("references of sets 1-" + std::to_string(options.sets - 1),
                 later);
-  printTiming("all references", total);
+  printTiming("all references, one by one", total);
+  // As the autotuner builds them: every set at once.
+  std::vector<llvm::Expected<::kopt::runtime::ReferenceSet>> together;
+  Timing timing = time([&] {
+    together = buildReferenceSets(group, task, options.seed, options.sets, 4096,
+                                  options.threads);
+  });
+  for (auto &reference : together)
+    if (!reference) {
+      llvm::errs() << llvm::toString(reference.takeError()) << "\n";
+      return false;
+    }
+  printTiming("all references, side by side", timing);
   llvm::outs() << llvm::format("    %zu points, peak RSS %.0f MiB\n", points,
                                peakRssMiB());
   return true;
@@ -159,7 +177,7 @@ bool measureGroup(func::FuncOp group, const KernelTask &task,
 
 int usage() {
   llvm::errs() << "usage: kopt-reference-bench FILE... [--sets N] [--seed S] "
-                  "[--no-materialise]\n";
+                  "[--threads T] [--no-materialise]\n";
   return 2;
 }
 
@@ -169,13 +187,16 @@ int main(int argc, char **argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if ((arg == "--sets" || arg == "--seed") && i + 1 < argc) {
+    if ((arg == "--sets" || arg == "--seed" || arg == "--threads") &&
+        i + 1 < argc) {
       char *end = nullptr;
       unsigned long long value = std::strtoull(argv[++i], &end, 10);
       if (!end || *end)
         return usage();
       if (arg == "--sets")
         options.sets = unsigned(value);
+      else if (arg == "--threads")
+        options.threads = unsigned(value);
       else
         options.seed = value;
     } else if (arg == "--no-materialise") {
