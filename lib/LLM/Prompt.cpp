@@ -98,6 +98,13 @@ static std::string formatTensors(const KernelTask &task) {
   return text;
 }
 
+/// `sizes` as `2x2`.
+static std::string joinSizes(llvm::ArrayRef<int64_t> sizes) {
+  return llvm::join(
+      llvm::map_range(sizes, [](int64_t size) { return std::to_string(size); }),
+      "x");
+}
+
 static std::string formatStep(const PlanStep &step) {
   switch (step.kind) {
   case PlanStep::Kind::Launch: {
@@ -124,12 +131,15 @@ static std::string formatStep(const PlanStep &step) {
   }
   case PlanStep::Kind::Conv: {
     const ConvStep &conv = step.conv;
-    return llvm::formatv("cuDNN convolution {0} = conv({1}, {2}), layout {3}, "
-                         "strides {4}x{5}, dilations {6}x{7}",
-                         conv.output, conv.input, conv.filter, conv.layout,
-                         conv.strides[0], conv.strides[1], conv.dilations[0],
-                         conv.dilations[1])
-        .str();
+    std::string text =
+        llvm::formatv("cuDNN convolution {0} = conv({1}, {2}), layout {3}, "
+                      "strides {4}, dilations {5}",
+                      conv.output, conv.input, conv.filter, conv.layout,
+                      joinSizes(conv.strides), joinSizes(conv.dilations))
+            .str();
+    if (conv.groups != 1)
+      text += ", " + std::to_string(conv.groups) + " groups";
+    return text;
   }
   }
   return "";

@@ -14,6 +14,8 @@
 
 #include "kopt/Runtime/PlanVerifier.h"
 
+#include "kopt/Runtime/ConvLayout.h"
+
 #include <algorithm>
 #include <charconv>
 #include <set>
@@ -345,11 +347,11 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
       for (const std::string &name : {conv.input, conv.filter, conv.output})
         if (Status status = checkTensor(name, where); !status.isOk())
           return status;
-      if (conv.layout != "nchw_fchw" && conv.layout != "nhwc_hwcf")
-        return invalid(where + ": unknown conv layout '" + conv.layout + "'");
-      for (const std::string &name : {conv.input, conv.filter, conv.output})
-        if (tensors.at(name).shape.size() != 4)
-          return invalid(where + ": conv tensors must be 4-D");
+      Result<ConvProblem> problem =
+          describeConv(conv, tensors.at(conv.input), tensors.at(conv.filter),
+                       tensors.at(conv.output));
+      if (!problem)
+        return invalid(where + ": " + problem.status().message());
       break;
     }
     }

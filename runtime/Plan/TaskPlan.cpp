@@ -14,6 +14,8 @@
 
 #include "kopt/Runtime/TaskPlan.h"
 
+#include "kopt/Runtime/ConvLayout.h"
+
 #include "Support/FieldReader.h"
 
 #include <limits>
@@ -270,20 +272,22 @@ const KernelSource *KernelPlan::findSource(std::string_view id) const {
   return nullptr;
 }
 
-/// Reads the pair of positive integers `field` (strides or dilations).
-static void readPair(FieldReader &read, std::string_view field,
-                     std::array<int64_t, 2> &pair) {
+/// Reads `field` (strides or dilations): `count` positive integers.
+static void readSizes(FieldReader &read, std::string_view field, size_t count,
+                      std::vector<int64_t> &sizes) {
   const json::Value *items = read.array(field);
   if (!items)
     return;
-  if (items->size() != 2)
-    return read.fail("'" + std::string(field) + "' needs 2 entries");
-  for (size_t i = 0; i < 2; ++i) {
+  if (items->size() != count)
+    return read.fail("'" + std::string(field) + "' needs " +
+                     std::to_string(count) + " entries");
+  sizes.clear();
+  for (size_t i = 0; i < count; ++i) {
     std::optional<int64_t> number = items->at(i).getInteger();
     if (!number || *number < 1)
       return read.fail("'" + std::string(field) +
                        "' entries must be positive integers");
-    pair[i] = *number;
+    sizes.push_back(*number);
   }
 }
 
@@ -337,10 +341,15 @@ static Result<PlanStep> planStepFromJson(const json::Value &value,
     conv.filter = read.string("filter");
     conv.output = read.string("output");
     conv.layout = read.string("layout");
-    if (read.isOk() && conv.layout != "nchw_fchw" && conv.layout != "nhwc_hwcf")
+    const ConvLayout *layout = findConvLayout(conv.layout);
+    if (read.isOk() && !layout)
       read.fail("unknown layout '" + conv.layout + "'");
-    readPair(read, "strides", conv.strides);
-    readPair(read, "dilations", conv.dilations);
+    if (read.isOk()) {
+      readSizes(read, "strides", layout->spatial.size(), conv.strides);
+      readSizes(read, "dilations", layout->spatial.size(), conv.dilations);
+    }
+    // Absent in plans written before grouped layouts existed.
+    conv.groups = read.integer("groups", 1, 1, kMaxInt64);
   } else {
     read.fail("unknown kind '" + kind + "' (expected launch, gemm or conv)");
   }
@@ -450,10 +459,18 @@ static json::Value stepToJson(const PlanStep &step) {
     object.set("filter", conv.filter);
     object.set("output", conv.output);
     object.set("layout", conv.layout);
-    object.set("strides",
-               json::Value::array({conv.strides[0], conv.strides[1]}));
-    object.set("dilations",
-               json::Value::array({conv.dilations[0], conv.dilations[1]}));
+    json::Value strides = json::Value::array();
+    json::Value dilations = json::Value::array();
+    for (int64_t stride : conv.strides)
+      strides.push(stride);
+    for (int64_t dilation : conv.dilations)
+      dilations.push(dilation);
+    object.set("strides", std::move(strides));
+    object.set("dilations", std::move(dilations));
+    // Written only where it says something, so that ungrouped plans read
+    // and write as they did before groups existed.
+    if (conv.groups != 1)
+      object.set("groups", conv.groups);
     break;
   }
   }

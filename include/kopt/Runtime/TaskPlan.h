@@ -116,13 +116,19 @@ struct GemmStep {
   std::string activation = "none";
 };
 
-/// A 2-D cross-correlation through cuDNN.
+/// A 1-D, 2-D or 3-D cross-correlation through cuDNN, with no padding.
 struct ConvStep {
   std::string input, filter, output;
-  /// `nchw_fchw` or `nhwc_hwcf`.
+  /// The operands' layout, as linalg names its convolutions: `nchw_fchw`,
+  /// `nhwc_hwcf`, `ngchw_gfchw`, `nchw_chw` (depthwise), ...
+  /// (kopt/Runtime/ConvLayout.h lists them).
   std::string layout = "nchw_fchw";
-  std::array<int64_t, 2> strides = {1, 1};
-  std::array<int64_t, 2> dilations = {1, 1};
+  /// One entry per spatial dimension of the layout.
+  std::vector<int64_t> strides = {1, 1};
+  std::vector<int64_t> dilations = {1, 1};
+  /// Feature groups: the size of `g`, the channels of a depthwise layout,
+  /// 1 otherwise.
+  int64_t groups = 1;
 };
 
 /// One step of a plan; `kind` says which of the members applies.

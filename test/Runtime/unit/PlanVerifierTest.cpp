@@ -122,9 +122,56 @@ TEST(PlanVerifierTest, CatchesBadPlans) {
   conv.kind = PlanStep::Kind::Conv;
   conv.conv = {"in0", "in1", "out0", "nchw_fchw", {1, 1}, {1, 1}};
   plan.steps = {conv};
-  expectError(plan, "step 0: conv tensors must be 4-D");
+  expectError(plan, "step 0: conv tensor 'in0' must be 4-D for layout "
+                    "'nchw_fchw'");
   plan.steps[0].conv.layout = "ncdhw";
   expectError(plan, "step 0: unknown conv layout 'ncdhw'");
+}
+
+TEST(PlanVerifierTest, ChecksConvShapesThroughTheLayout) {
+  // A depthwise 2-D convolution: 8 channels, stride 2, 17x17 to 8x8.
+  KernelTask task;
+  task.key = task.name = "dw";
+  task.inputs = {f32("in0", {2, 8, 17, 17}), f32("in1", {8, 3, 3})};
+  task.outputs = {f32("out0", {2, 8, 8, 8})};
+  KernelPlan plan;
+  plan.taskKey = "dw";
+  plan.proposer = "baseline";
+  PlanStep conv;
+  conv.kind = PlanStep::Kind::Conv;
+  conv.conv = {"in0", "in1", "out0", "nchw_chw", {2, 2}, {1, 1}, 8};
+  plan.steps = {conv};
+  EXPECT_TRUE(verifyPlan(plan, task).isOk());
+  auto expectError = [&](const KernelPlan &plan, const std::string &message) {
+    Status status = verifyPlan(plan, task);
+    ASSERT_FALSE(status.isOk()) << message;
+    EXPECT_EQ(status.message(), message);
+  };
+  plan.steps[0].conv.groups = 1;
+  expectError(plan, "step 0: conv step has 1 groups; layout 'nchw_chw' and "
+                    "its tensors make 8");
+  plan.steps[0].conv.groups = 8;
+  plan.steps[0].conv.strides = {1, 1};
+  expectError(plan, "step 0: conv output 'out0' has 8 for dimension 'h'; "
+                    "input 'in0', filter 'in1', strides and dilations make 15");
+  plan.steps[0].conv.strides = {2};
+  expectError(plan, "step 0: conv layout 'nchw_chw' needs 2 strides and "
+                    "dilations");
+  plan.steps[0].conv.strides = {2, 2};
+  task.inputs[1].shape = {4, 3, 3};
+  expectError(plan, "step 0: conv tensors 'in0' and 'in1' disagree on "
+                    "dimension 'c' (8 and 4)");
+
+  // groups=2 in 3-D (ngcdhw_gfcdhw): the group sizes must agree.
+  task.inputs = {f32("in0", {1, 2, 2, 6, 8, 8}),
+                 f32("in1", {2, 3, 2, 3, 3, 3})};
+  task.outputs = {f32("out0", {1, 2, 3, 4, 6, 6})};
+  plan.steps[0].conv = {"in0",     "in1",     "out0", "ngcdhw_gfcdhw",
+                        {1, 1, 1}, {1, 1, 1}, 2};
+  EXPECT_TRUE(verifyPlan(plan, task).isOk());
+  task.outputs[0].shape[1] = 3;
+  expectError(plan, "step 0: conv tensors 'in1' and 'out0' disagree on "
+                    "dimension 'g' (2 and 3)");
 }
 
 } // namespace

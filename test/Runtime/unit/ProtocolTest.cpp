@@ -599,9 +599,78 @@ TEST(ProtocolTest, RoundTripsAConvolutionStep) {
   plan.steps.push_back(step);
   Result<KernelPlan> again = kernelPlanFromJson(toJson(plan));
   ASSERT_TRUE(again.isOk()) << again.status().message();
-  EXPECT_EQ(again->steps[0].conv.strides, (std::array<int64_t, 2>{2, 2}));
-  EXPECT_EQ(again->steps[0].conv.dilations, (std::array<int64_t, 2>{1, 3}));
+  EXPECT_EQ(again->steps[0].conv.strides, (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(again->steps[0].conv.dilations, (std::vector<int64_t>{1, 3}));
   EXPECT_EQ(again->steps[0].conv.layout, "nhwc_hwcf");
+  EXPECT_EQ(again->steps[0].conv.groups, 1);
+  // An ungrouped step writes no `groups`, as before groups existed.
+  EXPECT_EQ(json::write(toJson(plan)).find("groups"), std::string::npos);
+}
+
+TEST(ProtocolTest, RoundTripsGroupedAndThreeDimensionalConvSteps) {
+  KernelPlan plan;
+  plan.taskKey = "k";
+  plan.proposer = "baseline";
+  PlanStep step;
+  step.kind = PlanStep::Kind::Conv;
+  step.conv = {"in0", "in1", "out0", "ngcdhw_gfcdhw", {1, 2, 2}, {1, 1, 3}, 4};
+  plan.steps.push_back(step);
+  step.conv = {"in0", "in1", "out0", "ncw_cw", {2}, {3}, 8};
+  plan.steps.push_back(step);
+  Result<KernelPlan> again = kernelPlanFromJson(toJson(plan));
+  ASSERT_TRUE(again.isOk()) << again.status().message();
+  const ConvStep &grouped = again->steps[0].conv;
+  EXPECT_EQ(grouped.layout, "ngcdhw_gfcdhw");
+  EXPECT_EQ(grouped.strides, (std::vector<int64_t>{1, 2, 2}));
+  EXPECT_EQ(grouped.dilations, (std::vector<int64_t>{1, 1, 3}));
+  EXPECT_EQ(grouped.groups, 4);
+  const ConvStep &depthwise = again->steps[1].conv;
+  EXPECT_EQ(depthwise.strides, (std::vector<int64_t>{2}));
+  EXPECT_EQ(depthwise.dilations, (std::vector<int64_t>{3}));
+  EXPECT_EQ(depthwise.groups, 8);
+}
+
+TEST(ProtocolTest, ReadsConvStepsWrittenBeforeGroups) {
+  // A 2-D step as plans stored in databases carry it: two strides, two
+  // dilations, no `groups`.
+  auto plan = kernelPlanFromJson(*json::parse(R"({
+    "schema": "kopt.plan/1", "task_key": "k", "proposer": "baseline",
+    "variant": "per-op", "temporaries": [], "sources": [],
+    "steps": [{"kind": "conv", "input": "in0", "filter": "in1",
+               "output": "out0", "layout": "nchw_fchw",
+               "strides": [2, 1], "dilations": [1, 2]}]})"));
+  ASSERT_TRUE(plan.isOk()) << plan.status().message();
+  const ConvStep &conv = plan->steps[0].conv;
+  EXPECT_EQ(conv.layout, "nchw_fchw");
+  EXPECT_EQ(conv.strides, (std::vector<int64_t>{2, 1}));
+  EXPECT_EQ(conv.dilations, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(conv.groups, 1);
+}
+
+TEST(ProtocolTest, RefusesConvStridesThatDoNotFitTheLayout) {
+  auto parse = [](const std::string &layout, const std::string &strides,
+                  const std::string &extra) {
+    return kernelPlanFromJson(*json::parse(
+        R"({"schema": "kopt.plan/1", "task_key": "k", "proposer": "baseline",
+            "variant": "per-op", "temporaries": [], "sources": [],
+            "steps": [{"kind": "conv", "input": "in0", "filter": "in1",
+                       "output": "out0", "layout": ")" +
+        layout + R"(", "strides": )" + strides + R"(, "dilations": )" +
+        strides + extra + "}]}"));
+  };
+  auto oneD = parse("ncw_fcw", "[1, 1]", "");
+  ASSERT_FALSE(oneD.isOk());
+  EXPECT_NE(oneD.status().message().find("'strides' needs 1 entries"),
+            std::string::npos)
+      << oneD.status().message();
+  auto unknown = parse("nchw_hwcf", "[1, 1]", "");
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_NE(unknown.status().message().find("unknown layout 'nchw_hwcf'"),
+            std::string::npos)
+      << unknown.status().message();
+  auto groups = parse("nchw_chw", "[1, 1]", R"(, "groups": 0)");
+  EXPECT_FALSE(groups.isOk());
+  EXPECT_TRUE(parse("ncdhw_fcdhw", "[1, 2, 3]", "").isOk());
 }
 
 /// Replaces the first `from` in `text` by `to`.
