@@ -8,6 +8,8 @@
 
 #include "kopt/Runtime/Cuda/Cudnn.h"
 
+#include "kopt/Runtime/ConvLayout.h"
+
 #include "DynamicLibrary.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 
@@ -25,16 +27,17 @@ using namespace kopt::runtime;
   X(cudnnDestroy)                                                              \
   X(cudnnSetStream)                                                            \
   X(cudnnCreateTensorDescriptor)                                               \
-  X(cudnnSetTensor4dDescriptor)                                                \
+  X(cudnnSetTensorNdDescriptorEx)                                              \
   X(cudnnDestroyTensorDescriptor)                                              \
   X(cudnnCreateFilterDescriptor)                                               \
-  X(cudnnSetFilter4dDescriptor)                                                \
+  X(cudnnSetFilterNdDescriptor)                                                \
   X(cudnnDestroyFilterDescriptor)                                              \
   X(cudnnCreateConvolutionDescriptor)                                          \
-  X(cudnnSetConvolution2dDescriptor)                                           \
+  X(cudnnSetConvolutionNdDescriptor)                                           \
+  X(cudnnSetConvolutionGroupCount)                                             \
   X(cudnnSetConvolutionMathType)                                               \
   X(cudnnDestroyConvolutionDescriptor)                                         \
-  X(cudnnGetConvolution2dForwardOutputDim)                                     \
+  X(cudnnGetConvolutionNdForwardOutputDim)                                     \
   X(cudnnGetConvolutionForwardAlgorithmMaxCount)                               \
   X(cudnnGetConvolutionForwardAlgorithm_v7)                                    \
   X(cudnnGetConvolutionForwardWorkspaceSize)                                   \
@@ -114,26 +117,38 @@ Result<size_t> kopt::runtime::getCudnnVersion() {
 // CudnnConv
 //===----------------------------------------------------------------------===//
 
-/// cuDNN reads NHWC filters as KRSC (F, KH, KW, C) and has no RSCK (HWCF)
-/// filter format, so an HWCF filter is transposed into a temporary before
-/// every run (the filter is an input and may change between runs).
-static const char *kFilterTransposeSource = R"cuda(
-extern "C" __global__ void kopt_hwcf_to_fhwc(const float *__restrict__ in,
-                                             float *__restrict__ out,
-                                             long long kh, long long kw,
-                                             long long c, long long f) {
+/// cuDNN reads a grouped filter as [K][C/G][spatial...] (channels first) or
+/// [K][spatial...][C/G] (channels last), K = G * F with the group outer.
+/// Filters in other orders (HWCF, HWC, FGCHW, ...) are copied into that
+/// order before every run (the filter is an input and may change between
+/// runs); the copy reads dimension i of the packed order at `stride[i]`.
+static const char *kFilterPackSource = R"cuda(
+struct FilterDims {
+  long long size[6];
+  long long stride[6];
+};
+extern "C" __global__ void kopt_pack_filter(const float *__restrict__ in,
+                                            float *__restrict__ out,
+                                            long long total, FilterDims dims) {
   long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i >= kh * kw * c * f)
+  if (i >= total)
     return;
-  long long ci = i % c;
-  long long t = i / c;
-  long long s = t % kw;
-  t /= kw;
-  long long r = t % kh;
-  long long fi = t / kh;
-  out[i] = in[((r * kw + s) * c + ci) * f + fi];
+  long long rest = i, offset = 0;
+  for (int d = 5; d >= 0; --d) {
+    offset += (rest % dims.size[d]) * dims.stride[d];
+    rest /= dims.size[d];
+  }
+  out[i] = in[offset];
 }
 )cuda";
+
+namespace {
+/// The kernel's `FilterDims`, dimensions in order and padded with size 1.
+struct FilterDims {
+  long long size[6];
+  long long stride[6];
+};
+} // namespace
 
 struct CudnnConv::Impl {
   const CudnnLibrary *dnn = nullptr;
@@ -145,12 +160,14 @@ struct CudnnConv::Impl {
   cudnnConvolutionFwdAlgo_t algorithm =
       CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   DeviceBuffer workspace;
-  /// For HWCF filters: the transposed copy and the kernel that makes it.
-  bool transposeFilter = false;
+  /// For filters not in cuDNN's order: the packed copy and the kernel that
+  /// makes it.
+  bool packFilter = false;
   DeviceBuffer filterCopy;
   CUmodule module = nullptr;
-  CUfunction transpose = nullptr;
-  long long kh = 0, kw = 0, channels = 0, features = 0;
+  CUfunction pack = nullptr;
+  long long filterElements = 0;
+  FilterDims filterDims = {};
 
   ~Impl() {
     // `module` belongs to the context (`CudaContext::loadModule`).
@@ -174,6 +191,35 @@ CudnnConv::~CudnnConv() = default;
 /// Checks that `value` fits cuDNN's `int` dimensions.
 static bool fitsInt(int64_t value) { return value >= 1 && value <= INT32_MAX; }
 
+/// cuDNN's logical dimensions of a tensor: N (or K), C, then the spatial
+/// sizes, with a leading 1 for 1-D convolutions (cuDNN needs at least 2).
+static std::vector<int> logicalDims(int64_t outer, int64_t channels,
+                                    const std::vector<int64_t> &spatial) {
+  std::vector<int> dims = {int(outer), int(channels)};
+  if (spatial.size() == 1)
+    dims.push_back(1);
+  for (int64_t size : spatial)
+    dims.push_back(int(size));
+  return dims;
+}
+
+/// Loads the kernel that packs filters into cuDNN's order.
+static Status loadFilterPack(const CudaContext &context,
+                             CudnnConv::Impl &impl) {
+  auto compiled = compileCuda(kFilterPackSource, "kopt_pack_filter.cu",
+                              context.getDeviceInfo().getArch());
+  if (!compiled)
+    return compiled.status();
+  auto module = context.loadModule(compiled->cubin);
+  if (!module)
+    return module.status().withContext("the filter copy");
+  impl.module = *module;
+  const CudaDriver &driver = context.getDriver();
+  return driver.check(
+      driver.cuModuleGetFunction(&impl.pack, impl.module, "kopt_pack_filter"),
+      "cuModuleGetFunction(kopt_pack_filter)");
+}
+
 Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
                                                      const ConvStep &step,
                                                      const TensorSpec &input,
@@ -185,32 +231,25 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
                            "conv steps run in fp32 only; '" + tensor->name +
                                "' is " +
                                stringifyElementType(tensor->elementType));
-    if (tensor->shape.size() != 4 ||
-        !std::all_of(tensor->shape.begin(), tensor->shape.end(), fitsInt))
+    if (!std::all_of(tensor->shape.begin(), tensor->shape.end(), fitsInt))
       return Status::error(StatusCode::InvalidArgument,
                            "conv tensor '" + tensor->name +
-                               "' must be 4-D with positive sizes");
+                               "' has sizes cuDNN cannot take");
   }
-  for (int64_t value :
-       {step.strides[0], step.strides[1], step.dilations[0], step.dilations[1]})
-    if (!fitsInt(value))
+  Result<ConvProblem> described = describeConv(step, input, filter, output);
+  if (!described)
+    return described.status();
+  const ConvProblem &problem = *described;
+  for (const std::vector<int64_t> *list :
+       {&problem.strides, &problem.dilations})
+    if (!std::all_of(list->begin(), list->end(), fitsInt))
       return Status::error(StatusCode::InvalidArgument,
-                           "conv strides and dilations must be positive");
-  bool nhwc = step.layout == "nhwc_hwcf";
-  if (!nhwc && step.layout != "nchw_fchw")
+                           "conv strides and dilations must fit an int");
+  int64_t channels = problem.groups * problem.channelsPerGroup;
+  int64_t features = problem.groups * problem.featuresPerGroup;
+  if (!fitsInt(channels) || !fitsInt(features))
     return Status::error(StatusCode::InvalidArgument,
-                         "unknown conv layout '" + step.layout + "'");
-  // Logical N, C, H, W of the input and F, C, KH, KW of the filter.
-  const std::vector<int64_t> &in = input.shape, &fl = filter.shape;
-  int64_t n = in[0], c = nhwc ? in[3] : in[1], h = nhwc ? in[1] : in[2],
-          w = nhwc ? in[2] : in[3];
-  int64_t f = nhwc ? fl[3] : fl[0], fc = nhwc ? fl[2] : fl[1],
-          kh = nhwc ? fl[0] : fl[2], kw = nhwc ? fl[1] : fl[3];
-  if (fc != c)
-    return Status::error(StatusCode::InvalidArgument,
-                         "conv filter '" + filter.name + "' has " +
-                             std::to_string(fc) + " channels, the input '" +
-                             input.name + "' " + std::to_string(c));
+                         "conv '" + output.name + "' has too many channels");
 
   auto library = loadCudnn();
   if (!library)
@@ -224,16 +263,22 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
   if (Status status = dnn.check(dnn.cudnnCreate(&impl->handle), "cudnnCreate");
       !status.isOk())
     return status;
-  cudnnTensorFormat_t format = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  cudnnTensorFormat_t format =
+      problem.channelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  std::vector<int> inputDims =
+      logicalDims(problem.batch, channels, problem.inputSpatial);
+  std::vector<int> filterDims =
+      logicalDims(features, problem.channelsPerGroup, problem.filterSpatial);
+  int nbDims = int(inputDims.size());
   if (Status status =
           dnn.check(dnn.cudnnCreateTensorDescriptor(&impl->inputDesc),
                     "cudnnCreateTensorDescriptor");
       !status.isOk())
     return status;
-  if (Status status = dnn.check(dnn.cudnnSetTensor4dDescriptor(
+  if (Status status = dnn.check(dnn.cudnnSetTensorNdDescriptorEx(
                                     impl->inputDesc, format, CUDNN_DATA_FLOAT,
-                                    int(n), int(c), int(h), int(w)),
-                                "cudnnSetTensor4dDescriptor(input)");
+                                    nbDims, inputDims.data()),
+                                "cudnnSetTensorNdDescriptorEx(input)");
       !status.isOk())
     return status;
   if (Status status =
@@ -241,10 +286,10 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
                     "cudnnCreateFilterDescriptor");
       !status.isOk())
     return status;
-  if (Status status = dnn.check(dnn.cudnnSetFilter4dDescriptor(
-                                    impl->filterDesc, CUDNN_DATA_FLOAT, format,
-                                    int(f), int(c), int(kh), int(kw)),
-                                "cudnnSetFilter4dDescriptor");
+  if (Status status = dnn.check(
+          dnn.cudnnSetFilterNdDescriptor(impl->filterDesc, CUDNN_DATA_FLOAT,
+                                         format, nbDims, filterDims.data()),
+          "cudnnSetFilterNdDescriptor");
       !status.isOk())
     return status;
   if (Status status =
@@ -253,12 +298,25 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
       !status.isOk())
     return status;
   // kopt's convolutions are cross-correlations with no padding.
-  if (Status status = dnn.check(
-          dnn.cudnnSetConvolution2dDescriptor(
-              impl->convDesc, 0, 0, int(step.strides[0]), int(step.strides[1]),
-              int(step.dilations[0]), int(step.dilations[1]),
-              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-          "cudnnSetConvolution2dDescriptor");
+  std::vector<int> pads(size_t(nbDims - 2), 0), strides, dilations;
+  if (problem.strides.size() == 1) {
+    strides.push_back(1);
+    dilations.push_back(1);
+  }
+  for (size_t i = 0; i < problem.strides.size(); ++i) {
+    strides.push_back(int(problem.strides[i]));
+    dilations.push_back(int(problem.dilations[i]));
+  }
+  if (Status status = dnn.check(dnn.cudnnSetConvolutionNdDescriptor(
+                                    impl->convDesc, nbDims - 2, pads.data(),
+                                    strides.data(), dilations.data(),
+                                    CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                                "cudnnSetConvolutionNdDescriptor");
+      !status.isOk())
+    return status;
+  if (Status status = dnn.check(dnn.cudnnSetConvolutionGroupCount(
+                                    impl->convDesc, int(problem.groups)),
+                                "cudnnSetConvolutionGroupCount");
       !status.isOk())
     return status;
   // CUDNN_DEFAULT_MATH lets fp32 convolutions use TF32 tensor cores on
@@ -269,16 +327,15 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
       !status.isOk())
     return status;
 
-  int on = 0, oc = 0, oh = 0, ow = 0;
-  if (Status status = dnn.check(dnn.cudnnGetConvolution2dForwardOutputDim(
-                                    impl->convDesc, impl->inputDesc,
-                                    impl->filterDesc, &on, &oc, &oh, &ow),
-                                "cudnnGetConvolution2dForwardOutputDim");
+  std::vector<int> outputDims(size_t(nbDims), 0);
+  if (Status status =
+          dnn.check(dnn.cudnnGetConvolutionNdForwardOutputDim(
+                        impl->convDesc, impl->inputDesc, impl->filterDesc,
+                        nbDims, outputDims.data()),
+                    "cudnnGetConvolutionNdForwardOutputDim");
       !status.isOk())
     return status;
-  std::vector<int64_t> expected = nhwc ? std::vector<int64_t>{on, oh, ow, oc}
-                                       : std::vector<int64_t>{on, oc, oh, ow};
-  if (expected != output.shape)
+  if (outputDims != logicalDims(problem.batch, features, problem.outputSpatial))
     return Status::error(StatusCode::InvalidArgument,
                          "conv output '" + output.name +
                              "' has the wrong shape for its input, filter, "
@@ -288,10 +345,10 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
                     "cudnnCreateTensorDescriptor");
       !status.isOk())
     return status;
-  if (Status status = dnn.check(
-          dnn.cudnnSetTensor4dDescriptor(impl->outputDesc, format,
-                                         CUDNN_DATA_FLOAT, on, oc, oh, ow),
-          "cudnnSetTensor4dDescriptor(output)");
+  if (Status status = dnn.check(dnn.cudnnSetTensorNdDescriptorEx(
+                                    impl->outputDesc, format, CUDNN_DATA_FLOAT,
+                                    nbDims, outputDims.data()),
+                                "cudnnSetTensorNdDescriptorEx(output)");
       !status.isOk())
     return status;
 
@@ -344,34 +401,24 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
     return workspace.status();
   impl->workspace = std::move(*workspace);
 
-  if (nhwc) {
-    impl->transposeFilter = true;
-    impl->kh = kh;
-    impl->kw = kw;
-    impl->channels = c;
-    impl->features = f;
+  if (!problem.isFilterPacked()) {
+    impl->packFilter = true;
     std::optional<int64_t> filterBytes = filter.getBytes();
-    if (!filterBytes)
+    if (!filterBytes || problem.filterSizes.size() > 6)
       return Status::error(StatusCode::OutOfRange,
                            "conv filter '" + filter.name + "' is too large");
+    impl->filterElements = *filterBytes / int64_t(sizeof(float));
+    size_t pad = 6 - problem.filterSizes.size();
+    for (size_t i = 0; i < 6; ++i) {
+      bool padded = i < pad;
+      impl->filterDims.size[i] = padded ? 1 : problem.filterSizes[i - pad];
+      impl->filterDims.stride[i] = padded ? 0 : problem.filterStrides[i - pad];
+    }
     auto copy = DeviceBuffer::allocate(context, *filterBytes);
     if (!copy)
       return copy.status();
     impl->filterCopy = std::move(*copy);
-    auto compiled = compileCuda(kFilterTransposeSource, "kopt_hwcf_to_fhwc.cu",
-                                context.getDeviceInfo().getArch());
-    if (!compiled)
-      return compiled.status();
-    const CudaDriver &driver = context.getDriver();
-    auto module = context.loadModule(compiled->cubin);
-    if (!module)
-      return module.status().withContext("the filter transpose");
-    impl->module = *module;
-    if (Status status = driver.check(
-            driver.cuModuleGetFunction(&impl->transpose, impl->module,
-                                       "kopt_hwcf_to_fhwc"),
-            "cuModuleGetFunction(kopt_hwcf_to_fhwc)");
-        !status.isOk())
+    if (Status status = loadFilterPack(context, *impl); !status.isOk())
       return status;
   }
   return std::unique_ptr<CudnnConv>(new CudnnConv(std::move(impl)));
@@ -380,17 +427,16 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
 Status CudnnConv::run(CUstream stream, const ConvBuffers &buffers) const {
   const CudnnLibrary &dnn = *impl->dnn;
   CUdeviceptr filter = buffers.filter;
-  if (impl->transposeFilter) {
+  if (impl->packFilter) {
     const CudaDriver &driver = impl->context->getDriver();
     CUdeviceptr in = buffers.filter, out = impl->filterCopy.get();
-    long long total = impl->kh * impl->kw * impl->channels * impl->features;
-    void *args[] = {
-        &in, &out, &impl->kh, &impl->kw, &impl->channels, &impl->features};
+    long long total = impl->filterElements;
+    void *args[] = {&in, &out, &total, &impl->filterDims};
     unsigned blocks = unsigned((total + 255) / 256);
-    if (Status status = driver.check(
-            driver.cuLaunchKernel(impl->transpose, blocks, 1, 1, 256, 1, 1, 0,
-                                  stream, args, nullptr),
-            "cuLaunchKernel(kopt_hwcf_to_fhwc)");
+    if (Status status =
+            driver.check(driver.cuLaunchKernel(impl->pack, blocks, 1, 1, 256, 1,
+                                               1, 0, stream, args, nullptr),
+                         "cuLaunchKernel(kopt_pack_filter)");
         !status.isOk())
       return status;
     filter = out;

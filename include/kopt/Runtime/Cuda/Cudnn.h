@@ -6,10 +6,12 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// Runs a plan's ConvStep (an unpadded 2-D cross-correlation: kopt's linalg
-// convolutions carry padding as a separate tensor.pad) with cuDNN 9's
-// convolution API, opened with dlopen. fp32 with FMA math only: no TF32
-// tensor-core path, so results match the fp32 baseline's math.
+// Runs a plan's ConvStep (an unpadded 1-D, 2-D or 3-D cross-correlation,
+// grouped or depthwise, in any layout of kopt/Runtime/ConvLayout.h: kopt's
+// linalg convolutions carry padding as a separate tensor.pad) with cuDNN 9's
+// N-d convolution API and a group count, opened with dlopen. fp32 with FMA
+// math only: no TF32 tensor-core path, so results match the fp32 baseline's
+// math.
 //
 // Where libcudnn.so.9 is found, in order: the loader's own search
 // (LD_LIBRARY_PATH, the system cache), then `$KOPT_CUDNN_DIR` and
