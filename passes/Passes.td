@@ -20,7 +20,7 @@ def FormFusionGroupsPass
     fusion groups, tagging each member with `kopt.group_id` and
     `kopt.group_kind`. Groups are formed greedily in this order:
 
-    1. a contraction (matmul, batch_matmul) or a 2-D convolution anchors a
+    1. a contraction (matmul, batch_matmul) or a convolution anchors a
        group and absorbs its elementwise epilogue (bias, scale, activation,
        residual add); a convolution group also absorbs one pooling op and the
        elementwise ops after it;

@@ -126,13 +126,17 @@ static bool hasOnlyPermutationsAndUnitBroadcasts(linalg::LinalgOp op) {
   return true;
 }
 
-static bool isSupportedConvolution(Operation *op) {
-  return isa<linalg::Conv2DNchwFchwOp, linalg::Conv2DNhwcHwcfOp>(op);
-}
-
-static bool isSupportedPooling(Operation *op) {
-  return isa<linalg::PoolingNchwMaxOp, linalg::PoolingNhwcMaxOp,
-             linalg::PoolingNchwSumOp, linalg::PoolingNhwcSumOp>(op);
+/// Linalg's pooling ops: 1-D, 2-D and 3-D windows of max, min or sum.
+static bool isPooling(Operation *op) {
+  return isa<linalg::PoolingNcwMaxOp, linalg::PoolingNcwSumOp,
+             linalg::PoolingNwcMaxOp, linalg::PoolingNwcMaxUnsignedOp,
+             linalg::PoolingNwcMinOp, linalg::PoolingNwcMinUnsignedOp,
+             linalg::PoolingNwcSumOp, linalg::PoolingNchwMaxOp,
+             linalg::PoolingNchwSumOp, linalg::PoolingNhwcMaxOp,
+             linalg::PoolingNhwcMaxUnsignedOp, linalg::PoolingNhwcMinOp,
+             linalg::PoolingNhwcMinUnsignedOp, linalg::PoolingNhwcSumOp,
+             linalg::PoolingNdhwcMaxOp, linalg::PoolingNdhwcMinOp,
+             linalg::PoolingNdhwcSumOp>(op);
 }
 
 OpClassification mlir::kopt::classifyOp(Operation *op) {
@@ -176,17 +180,17 @@ OpClassification mlir::kopt::classifyOp(Operation *op) {
 
   result.domain = linalgOp.getStaticLoopRanges();
 
-  if (isSupportedConvolution(op)) {
-    result.kind = OpKind::Convolution;
-    return result;
-  }
-  if (isSupportedPooling(op)) {
+  if (isPooling(op)) {
     result.kind = OpKind::Pooling;
     return result;
   }
-  if (linalg::isaConvolutionOpInterface(linalgOp))
-    return refuse("convolution '" + op->getName().getStringRef().str() +
-                  "' is not a supported form (2-D NCHW/FCHW or NHWC/HWCF)");
+  // Every convolution, named (1-D, 2-D, 3-D, grouped, depthwise) or a
+  // convolution-shaped generic: the code generators read any affine map,
+  // and library calls take the forms a cuDNN step computes.
+  if (linalg::isaConvolutionOpInterface(linalgOp)) {
+    result.kind = OpKind::Convolution;
+    return result;
+  }
   if (!hasOnlyPermutationsAndUnitBroadcasts(linalgOp))
     return refuse("an indexing map is neither a projected permutation nor a "
                   "unit broadcast");

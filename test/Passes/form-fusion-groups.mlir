@@ -203,6 +203,48 @@ func.func @conv_nhwc_relu(%x: tensor<1x10x10x8xf32>, %w: tensor<3x3x8x16xf32>) -
 
 // -----
 
+// A 1-D convolution anchors a group with its activation and a 1-D max
+// pooling.
+// CHECK-LABEL: func.func @conv1d_tanh_pool
+//       CHECK:   %[[CONV:.+]] = linalg.conv_1d_nwc_wcf {{{.*}}kopt.group_id = 0 : i64, kopt.group_kind = "convolution"
+//       CHECK:   %[[ACT:.+]] = linalg.map {{.*}} ins(%[[CONV]] : {{.*}} {kopt.group_id = 0 : i64, kopt.group_kind = "convolution"}
+//       CHECK:   linalg.pooling_nwc_max {{{.*}}kopt.group_id = 0 : i64, kopt.group_kind = "convolution"{{.*}} ins(%[[ACT]],
+//   CHECK-NOT:   kopt.group_id = 1
+func.func @conv1d_tanh_pool(%x: tensor<1x18x8xf32>, %w: tensor<3x8x16xf32>, %o: tensor<1x16x16xf32>, %po: tensor<1x8x16xf32>) -> tensor<1x8x16xf32> {
+  %c = linalg.conv_1d_nwc_wcf {dilations = dense<1> : tensor<1xi64>, strides = dense<1> : tensor<1xi64>}
+      ins(%x, %w : tensor<1x18x8xf32>, tensor<3x8x16xf32>) outs(%o : tensor<1x16x16xf32>) -> tensor<1x16x16xf32>
+  %r = linalg.map { math.tanh } ins(%c : tensor<1x16x16xf32>) outs(%o : tensor<1x16x16xf32>)
+  %win = tensor.empty() : tensor<2xf32>
+  %p = linalg.pooling_nwc_max {dilations = dense<1> : tensor<1xi64>, strides = dense<2> : tensor<1xi64>}
+      ins(%r, %win : tensor<1x16x16xf32>, tensor<2xf32>) outs(%po : tensor<1x8x16xf32>) -> tensor<1x8x16xf32>
+  return %p : tensor<1x8x16xf32>
+}
+
+// -----
+
+// A depthwise convolution and its ReLU6: one convolution group.
+// CHECK-LABEL: func.func @depthwise_relu6
+//       CHECK:   %[[CONV:.+]] = linalg.depthwise_conv_2d_nhwc_hwc {{{.*}}kopt.group_id = 0 : i64, kopt.group_kind = "convolution"
+//       CHECK:   linalg.generic {{.*}} ins(%[[CONV]] : {{.*}} attrs = {kopt.group_id = 0 : i64, kopt.group_kind = "convolution"}
+//   CHECK-NOT:   kopt.group_id = 1
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @depthwise_relu6(%x: tensor<1x10x10x8xf32>, %w: tensor<3x3x8xf32>, %o: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
+  %c = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
+      ins(%x, %w : tensor<1x10x10x8xf32>, tensor<3x3x8xf32>) outs(%o : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  %r = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%c : tensor<1x8x8x8xf32>) outs(%o : tensor<1x8x8x8xf32>) {
+  ^bb0(%v: f32, %out: f32):
+    %z = arith.constant 0.0 : f32
+    %six = arith.constant 6.0 : f32
+    %lo = arith.maximumf %v, %z : f32
+    %hi = arith.minimumf %lo, %six : f32
+    linalg.yield %hi : f32
+  } -> tensor<1x8x8x8xf32>
+  return %r : tensor<1x8x8x8xf32>
+}
+
+// -----
+
 // Softmax written as generic ops (row max, subtract, exp, row sum, divide) is
 // one reduction group; the init fills stay outside.
 // CHECK-LABEL: func.func @softmax_generic

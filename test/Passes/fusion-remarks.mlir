@@ -25,28 +25,6 @@ func.func @dynamic(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> tensor<?x8xf32> 
 
 // -----
 
-// A 1-D convolution is not a supported convolution form: it does not anchor
-// a group with its activation.
-func.func @conv1d(%x: tensor<1x18x8xf32>, %w: tensor<3x8x16xf32>, %o: tensor<1x16x16xf32>) -> tensor<1x16x16xf32> {
-  // expected-remark @+1 {{kopt: not fused: convolution 'linalg.conv_1d_nwc_wcf' is not a supported form (2-D NCHW/FCHW or NHWC/HWCF)}}
-  %c = linalg.conv_1d_nwc_wcf {dilations = dense<1> : tensor<1xi64>, strides = dense<1> : tensor<1xi64>}
-      ins(%x, %w : tensor<1x18x8xf32>, tensor<3x8x16xf32>) outs(%o : tensor<1x16x16xf32>) -> tensor<1x16x16xf32>
-  %r = linalg.map { math.tanh } ins(%c : tensor<1x16x16xf32>) outs(%o : tensor<1x16x16xf32>)
-  return %r : tensor<1x16x16xf32>
-}
-
-// -----
-
-// Nor is a depthwise convolution.
-func.func @depthwise(%x: tensor<1x10x10x8xf32>, %w: tensor<3x3x8xf32>, %o: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
-  // expected-remark @+1 {{kopt: not fused: convolution 'linalg.depthwise_conv_2d_nhwc_hwc' is not a supported form (2-D NCHW/FCHW or NHWC/HWCF)}}
-  %c = linalg.depthwise_conv_2d_nhwc_hwc {dilations = dense<1> : tensor<2xi64>, strides = dense<1> : tensor<2xi64>}
-      ins(%x, %w : tensor<1x10x10x8xf32>, tensor<3x3x8xf32>) outs(%o : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
-  return %c : tensor<1x8x8x8xf32>
-}
-
-// -----
-
 // A body op outside arith/math (a gather through tensor.extract).
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func @gather_body(%ids: tensor<4x8xindex>, %table: tensor<100xf32>, %o: tensor<4x8xf32>) -> tensor<4x8xf32> {

@@ -36,9 +36,10 @@ enum class OpKind {
   Softmax,
   /// matmul, batch_matmul and contraction-like generics.
   Contraction,
-  /// 2-D convolution in NCHW/FCHW or NHWC/HWCF layout.
+  /// A convolution: any named linalg convolution (1-D, 2-D or 3-D, plain,
+  /// grouped or depthwise) or a generic of the same shape.
   Convolution,
-  /// 2-D max or sum pooling in NCHW or NHWC layout.
+  /// Max, min or sum pooling over a 1-D, 2-D or 3-D window.
   Pooling,
   /// `tensor.expand_shape` / `tensor.collapse_shape`: free in row-major
   /// layout. A reshape joins the group of its producer when a member of that
