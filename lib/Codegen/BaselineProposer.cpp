@@ -10,7 +10,8 @@
 // candidate is checked against and timed against:
 //
 // - matmul and batch_matmul on f32 with a zero accumulator: cuBLASLt;
-// - 2-D convolutions on f32 with a zero accumulator: cuDNN;
+// - convolutions on f32 with a zero accumulator, in a layout a conv step
+//   takes (1-D to 3-D, grouped, depthwise): cuDNN;
 // - a reduction with an associative combiner: a row kernel (a block per
 //   output element, warp shuffles), as a tuned library reduction would;
 // - every other op: a pointwise kernel, vectorised to 16-byte accesses

@@ -381,8 +381,7 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
   Operation *libraryAnchor = nullptr;
   linalg::GenericOp reduction;
   for (Operation &op : group.getBody().front().without_terminator()) {
-    if (isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp,
-            linalg::Conv2DNhwcHwcfOp>(op)) {
+    if (isLibraryCandidate(&op)) {
       libraryAnchor = libraryAnchor ? libraryAnchor : &op;
       continue;
     }

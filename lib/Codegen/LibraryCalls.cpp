@@ -9,6 +9,7 @@
 #include "kopt/Codegen/LibraryCalls.h"
 
 #include "kopt/Analysis/OpClassification.h"
+#include "kopt/Codegen/ConvForms.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 
@@ -17,6 +18,11 @@ using namespace mlir::kopt;
 
 std::string mlir::kopt::describeOpForCode(Operation *op) {
   return describeOp(op);
+}
+
+bool mlir::kopt::isLibraryCandidate(Operation *op) {
+  return isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) ||
+         matchConvForm(op).has_value();
 }
 
 /// True if `value` is a tensor of zeros: a fill of 0 or a zero splat.
@@ -41,8 +47,8 @@ static int64_t dimOf(Value value, unsigned dim) {
 
 std::optional<LibraryStep> mlir::kopt::buildLibraryCall(Operation *op,
                                                         PlanBuilder &builder) {
-  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp,
-           linalg::Conv2DNhwcHwcfOp>(op))
+  std::optional<ConvForm> convForm = matchConvForm(op);
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(op) && !convForm)
     return std::nullopt;
   auto linalgOp = cast<linalg::LinalgOp>(op);
   if (linalgOp.getNumDpsInputs() != 2 || !allF32(op) ||
@@ -81,20 +87,14 @@ std::optional<LibraryStep> mlir::kopt::buildLibraryCall(Operation *op,
     gemm.k = dimOf(lhs, 2);
     gemm.n = dimOf(rhs, 2);
     library.step.kind = PlanStep::Kind::Gemm;
-  } else if (auto conv = dyn_cast<linalg::Conv2DNchwFchwOp>(op)) {
+  } else if (convForm) {
+    ConvStep &conv = library.step.conv;
+    conv.layout = convForm->layout->name;
+    conv.strides.assign(convForm->strides.begin(), convForm->strides.end());
+    conv.dilations.assign(convForm->dilations.begin(),
+                          convForm->dilations.end());
+    conv.groups = convForm->groups;
     library.step.kind = PlanStep::Kind::Conv;
-    library.step.conv.layout = "nchw_fchw";
-    auto strides = conv.getStrides().getValues<int64_t>();
-    auto dilations = conv.getDilations().getValues<int64_t>();
-    library.step.conv.strides = {strides[0], strides[1]};
-    library.step.conv.dilations = {dilations[0], dilations[1]};
-  } else if (auto conv = dyn_cast<linalg::Conv2DNhwcHwcfOp>(op)) {
-    library.step.kind = PlanStep::Kind::Conv;
-    library.step.conv.layout = "nhwc_hwcf";
-    auto strides = conv.getStrides().getValues<int64_t>();
-    auto dilations = conv.getDilations().getValues<int64_t>();
-    library.step.conv.strides = {strides[0], strides[1]};
-    library.step.conv.dilations = {dilations[0], dilations[1]};
   } else {
     return std::nullopt;
   }

@@ -10,6 +10,7 @@
 
 #include "kopt/Analysis/OpClassification.h"
 #include "kopt/Codegen/Identifier.h"
+#include "kopt/Codegen/LibraryCalls.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -28,9 +29,7 @@ bool mlir::kopt::isInlinedOp(Operation *op) {
 
 /// Named ops that library calls may take; everything else is generalised.
 static bool keepsNamedForm(Operation *op) {
-  return isa<linalg::GenericOp, linalg::MatmulOp, linalg::BatchMatmulOp,
-             linalg::Conv2DNchwFchwOp, linalg::Conv2DNhwcHwcfOp,
-             linalg::FillOp>(op);
+  return isa<linalg::GenericOp, linalg::FillOp>(op) || isLibraryCandidate(op);
 }
 
 /// True if `value` is a fill of a zero constant.
@@ -106,9 +105,7 @@ llvm::Expected<PreparedGroup> mlir::kopt::prepareGroup(func::FuncOp func) {
   // zeros followed by an elementwise add of that tensor.
   SmallVector<linalg::LinalgOp> accumulating;
   prepared.func.walk([&](linalg::LinalgOp op) {
-    if (isa<linalg::MatmulOp, linalg::BatchMatmulOp, linalg::Conv2DNchwFchwOp,
-            linalg::Conv2DNhwcHwcfOp>(op) &&
-        !isZeroFill(op.getDpsInits()[0]))
+    if (isLibraryCandidate(op) && !isZeroFill(op.getDpsInits()[0]))
       accumulating.push_back(op);
   });
   for (linalg::LinalgOp op : accumulating)

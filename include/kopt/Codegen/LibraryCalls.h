@@ -24,11 +24,18 @@ struct LibraryStep {
 };
 
 /// Returns a cuBLASLt GEMM step for a matmul or batch_matmul, or a cuDNN
-/// step for a 2-D convolution, when the op qualifies: f32 operands in the
-/// default layout, a zero accumulator, operands already in plan tensors.
-/// Returns std::nullopt otherwise (the op is then generated as a kernel).
+/// step for a convolution in a conv step's layout (matchConvForm: 1-D, 2-D
+/// or 3-D, grouped or depthwise, named or generic), when the op qualifies:
+/// f32 operands (in the default layout for matmuls), a zero accumulator,
+/// operands already in plan tensors. Returns std::nullopt otherwise (the op
+/// is then generated as a kernel).
 std::optional<LibraryStep> buildLibraryCall(Operation *op,
                                             PlanBuilder &builder);
+
+/// True if `op` may become a library step: a matmul, a batch_matmul, or a
+/// convolution matchConvForm recognises (whatever its types and
+/// accumulator).
+bool isLibraryCandidate(Operation *op);
 
 /// A short description of `op` for comments in generated code.
 std::string describeOpForCode(Operation *op);

@@ -26,7 +26,7 @@ namespace mlir::kopt {
 
 /// A copy of a group function ready for code generation: linalg.softmax
 /// decomposed, named ops generalised except those library calls may take
-/// (matmul, batch_matmul, 2-D convolutions) and fills.
+/// (matmul, batch_matmul, convolutions matchConvForm recognises) and fills.
 struct PreparedGroup {
   OwningOpRef<ModuleOp> module;
   func::FuncOp func;
