@@ -16,7 +16,9 @@
 //   prologue and epilogue inlined;
 // - contraction and convolution groups: the GEMM (cuBLASLt) or convolution
 //   (cuDNN), then one pointwise kernel for the rest of the chain (bias,
-//   activation, residual, pooling).
+//   activation, residual, pooling); a convolution with a small window
+//   (depthwise, few channels per group) also as pointwise kernels that sum
+//   the window in each thread, epilogue included.
 //
 // Each template yields several variants (block size, vector width) for the
 // evaluator to time.
@@ -25,13 +27,16 @@
 
 #include "kopt/Codegen/Proposers.h"
 
+#include "kopt/Codegen/ConvForms.h"
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
 #include "kopt/Codegen/RuntimeStatus.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
 
 #include <algorithm>
 #include <map>
@@ -368,6 +373,58 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
   }
 }
 
+/// One pointwise kernel per output shape with every producer inlined, in
+/// each variant of block size and vector width; variant names start with
+/// `prefix`.
+static void proposePointwise(Proposal &proposal, func::FuncOp group,
+                             const KernelTask &task, llvm::StringRef prefix) {
+  SmallVector<Value> outputs = returnedValues(group);
+  if (outputs.empty())
+    return;
+  auto type = cast<ShapedType>(outputs.front().getType());
+  int64_t innermost = type.getRank() ? type.getShape().back() : 1;
+  std::string comment = describeGroup(group);
+  for (const PointwiseVariant &variant :
+       pointwiseVariants(*getElementType(type.getElementType()), innermost)) {
+    PlanBuilder builder(task, group, "builtin", prefix.str() + variant.name());
+    llvm::Error error =
+        emitPointwise(builder, group.getContext(), outputs, variant, comment);
+    addPlan(proposal, builder, task, group, std::move(error));
+  }
+}
+
+/// Products a convolution sums per output element at most for its direct
+/// form: a 3x3 depthwise window takes 9, a 7x7 one 49.
+constexpr int64_t kMaxDirectWindow = 64;
+
+/// Convolutions with small windows (depthwise ones, few channels per
+/// group): the whole group as pointwise kernels, the convolution summed by
+/// each thread over its window and the epilogue applied before the one
+/// store, so the convolution's output never goes through memory (variants
+/// `direct_bs..._v...`). The library call's plans are already made:
+/// `anchor` is generalised in place.
+static void proposeDirectConvolution(Proposal &proposal, func::FuncOp group,
+                                     const KernelTask &task,
+                                     Operation *anchor) {
+  auto conv = dyn_cast<linalg::LinalgOp>(anchor);
+  if (!conv || !matchConvForm(anchor))
+    return;
+  int64_t window = 1;
+  for (auto [range, iterator] :
+       llvm::zip(conv.getStaticLoopRanges(), conv.getIteratorTypesArray()))
+    if (iterator == utils::IteratorType::reduction)
+      window *= range;
+  if (window > kMaxDirectWindow)
+    return;
+  if (!isa<linalg::GenericOp>(anchor)) {
+    IRRewriter rewriter(anchor->getContext());
+    rewriter.setInsertionPoint(anchor);
+    if (failed(linalg::generalizeNamedOp(rewriter, conv)))
+      return;
+  }
+  proposePointwise(proposal, group, task, "direct_");
+}
+
 Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
   Proposal proposal;
   auto prepared = prepareGroup(func);
@@ -396,6 +453,7 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
                            /*useEpilogue=*/false);
     proposeLibraryAnchored(proposal, group, task, libraryAnchor,
                            /*useEpilogue=*/true);
+    proposeDirectConvolution(proposal, group, task, libraryAnchor);
     return proposal;
   }
   if ((task.kind == "reduction" || task.kind == "softmax") && reduction) {
@@ -403,19 +461,7 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
     return proposal;
   }
   // Elementwise chains and pooling: everything inlined, pointwise.
-  SmallVector<Value> outputs = returnedValues(group);
-  if (outputs.empty())
-    return proposal;
-  auto type = cast<ShapedType>(outputs.front().getType());
-  int64_t innermost = type.getRank() ? type.getShape().back() : 1;
-  std::string comment = describeGroup(group);
-  for (const PointwiseVariant &variant :
-       pointwiseVariants(*getElementType(type.getElementType()), innermost)) {
-    PlanBuilder builder(task, group, "builtin", variant.name());
-    llvm::Error error =
-        emitPointwise(builder, group.getContext(), outputs, variant, comment);
-    addPlan(proposal, builder, task, group, std::move(error));
-  }
+  proposePointwise(proposal, group, task, "");
   if (proposal.plans.empty() && proposal.remarks.empty())
     proposal.remarks.push_back("builtin: no template fits this group");
   return proposal;
