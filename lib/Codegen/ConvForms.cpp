@@ -16,41 +16,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Codegen/ConvForms.h"
+#include "LinearForm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
 using ::kopt::runtime::ConvLayout;
-
-/// Adds `scale * expr` to a linear form over the loops; false when `expr`
-/// is not linear.
-static bool addLinearForm(AffineExpr expr, int64_t scale,
-                          SmallVectorImpl<int64_t> &coeffs, int64_t &offset) {
-  if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
-    coeffs[dim.getPosition()] += scale;
-    return true;
-  }
-  if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
-    offset += scale * constant.getValue();
-    return true;
-  }
-  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
-  if (!binary)
-    return false;
-  if (binary.getKind() == AffineExprKind::Add)
-    return addLinearForm(binary.getLHS(), scale, coeffs, offset) &&
-           addLinearForm(binary.getRHS(), scale, coeffs, offset);
-  if (binary.getKind() != AffineExprKind::Mul)
-    return false;
-  if (auto rhs = dyn_cast<AffineConstantExpr>(binary.getRHS()))
-    return addLinearForm(binary.getLHS(), scale * rhs.getValue(), coeffs,
-                         offset);
-  if (auto lhs = dyn_cast<AffineConstantExpr>(binary.getLHS()))
-    return addLinearForm(binary.getRHS(), scale * lhs.getValue(), coeffs,
-                         offset);
-  return false;
-}
 
 /// True if the body yields `acc + input * filter` (floats, either order).
 static bool isMultiplyAccumulate(linalg::LinalgOp op) {

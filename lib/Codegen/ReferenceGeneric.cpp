@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LinearForm.h"
 #include "ReferenceInterpreterImpl.h"
 
 #include "mlir/IR/AffineExpr.h"
@@ -30,35 +31,6 @@ using namespace mlir::kopt::reference;
 //===----------------------------------------------------------------------===//
 // Indexing maps
 //===----------------------------------------------------------------------===//
-
-/// Adds `scale * expr` to a linear form over the loop dimensions; false when
-/// `expr` is not linear.
-static bool addLinearForm(AffineExpr expr, int64_t scale,
-                          SmallVectorImpl<int64_t> &coeffs, int64_t &offset) {
-  if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
-    coeffs[dim.getPosition()] += scale;
-    return true;
-  }
-  if (auto constant = dyn_cast<AffineConstantExpr>(expr)) {
-    offset += scale * constant.getValue();
-    return true;
-  }
-  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
-  if (!binary)
-    return false;
-  if (binary.getKind() == AffineExprKind::Add)
-    return addLinearForm(binary.getLHS(), scale, coeffs, offset) &&
-           addLinearForm(binary.getRHS(), scale, coeffs, offset);
-  if (binary.getKind() == AffineExprKind::Mul) {
-    if (auto rhs = dyn_cast<AffineConstantExpr>(binary.getRHS()))
-      return addLinearForm(binary.getLHS(), scale * rhs.getValue(), coeffs,
-                           offset);
-    if (auto lhs = dyn_cast<AffineConstantExpr>(binary.getLHS()))
-      return addLinearForm(binary.getRHS(), scale * lhs.getValue(), coeffs,
-                           offset);
-  }
-  return false;
-}
 
 static int64_t floorDivide(int64_t a, int64_t b) {
   int64_t q = a / b;
