@@ -10,7 +10,7 @@
 
 #include "kopt/Codegen/ReferenceInterpreter.h"
 #include "kopt/Codegen/RuntimeStatus.h"
-#include "runtime/Evaluator/InputGenerator.h"
+#include "kopt/Runtime/Evaluator/InputGenerator.h"
 
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/Threading.h"

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Evaluator/Comparison.h"
+#include "kopt/Runtime/Evaluator/Comparison.h"
 
 #include <algorithm>
 #include <cmath>

@@ -27,8 +27,8 @@
 #define KOPT_RUNTIME_EVALUATOR_DEVICECHECKS_H
 
 #include "kopt/Runtime/Cuda/CudaDriver.h"
-#include "runtime/Evaluator/Comparison.h"
-#include "runtime/Evaluator/InputGenerator.h"
+#include "kopt/Runtime/Evaluator/Comparison.h"
+#include "kopt/Runtime/Evaluator/InputGenerator.h"
 
 #include <memory>
 #include <vector>

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Evaluator/ElementCodec.h"
+#include "kopt/Runtime/Evaluator/ElementCodec.h"
 
 #include <cmath>
 #include <cstring>

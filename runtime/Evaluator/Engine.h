@@ -16,13 +16,13 @@
 #ifndef KOPT_RUNTIME_EVALUATOR_ENGINE_H
 #define KOPT_RUNTIME_EVALUATOR_ENGINE_H
 
-#include "runtime/Evaluator/Evaluator.h"
+#include "kopt/Runtime/Evaluator/Evaluator.h"
 
 #include "kopt/Runtime/Cuda/Cupti.h"
 #include "kopt/Runtime/Cuda/PlanRunner.h"
+#include "kopt/Runtime/Evaluator/InputGenerator.h"
 #include "runtime/Evaluator/DeviceChecks.h"
 #include "runtime/Evaluator/Guards.h"
-#include "runtime/Evaluator/InputGenerator.h"
 
 #include <memory>
 #include <optional>

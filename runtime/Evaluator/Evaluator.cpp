@@ -40,13 +40,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Evaluator/Evaluator.h"
+#include "kopt/Runtime/Evaluator/Evaluator.h"
 
-#include "runtime/Evaluator/Comparison.h"
+#include "kopt/Runtime/Evaluator/Comparison.h"
+#include "kopt/Runtime/Evaluator/EvaluationChecks.h"
+#include "kopt/Runtime/Evaluator/InputGenerator.h"
 #include "runtime/Evaluator/Engine.h"
-#include "runtime/Evaluator/EvaluationChecks.h"
 #include "runtime/Evaluator/Guards.h"
-#include "runtime/Evaluator/InputGenerator.h"
 
 #include <algorithm>
 

@@ -18,7 +18,7 @@
 #include "runtime/Evaluator/Engine.h"
 
 #include "kopt/Runtime/Cuda/Nvml.h"
-#include "runtime/Evaluator/EvaluationChecks.h"
+#include "kopt/Runtime/Evaluator/EvaluationChecks.h"
 #include "runtime/Evaluator/PhysicalFloor.h"
 #include "runtime/Evaluator/TimingStats.h"
 

@@ -35,7 +35,7 @@
 #ifndef KOPT_RUNTIME_EVALUATOR_GUARDS_H
 #define KOPT_RUNTIME_EVALUATOR_GUARDS_H
 
-#include "runtime/Evaluator/ElementCodec.h"
+#include "kopt/Runtime/Evaluator/ElementCodec.h"
 
 #include <cstddef>
 #include <cstdint>

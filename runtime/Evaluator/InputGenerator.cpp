@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Evaluator/InputGenerator.h"
+#include "kopt/Runtime/Evaluator/InputGenerator.h"
 
 #include <cmath>
 

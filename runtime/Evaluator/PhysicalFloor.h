@@ -22,7 +22,7 @@
 #ifndef KOPT_RUNTIME_EVALUATOR_PHYSICALFLOOR_H
 #define KOPT_RUNTIME_EVALUATOR_PHYSICALFLOOR_H
 
-#include "runtime/Evaluator/ElementCodec.h"
+#include "kopt/Runtime/Evaluator/ElementCodec.h"
 
 #include <cstdint>
 #include <vector>

@@ -11,8 +11,8 @@
 #include "kopt/Codegen/ReferenceInterpreter.h"
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Evaluator/ReferenceBuilder.h"
-#include "runtime/Evaluator/ElementCodec.h"
-#include "runtime/Evaluator/InputGenerator.h"
+#include "kopt/Runtime/Evaluator/ElementCodec.h"
+#include "kopt/Runtime/Evaluator/InputGenerator.h"
 
 using namespace mlir;
 using namespace mlir::kopt;

@@ -27,9 +27,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/Evaluator/Evaluator.h"
 #include "kopt/Runtime/Json.h"
 #include "kopt/Runtime/TaskPlan.h"
-#include "runtime/Evaluator/Evaluator.h"
 
 #include <algorithm>
 #include <chrono>

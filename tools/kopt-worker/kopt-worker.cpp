@@ -13,11 +13,11 @@
 // its input.
 //
 // With a GPU (device 0 of those the process sees) it evaluates through the
-// engine (runtime/Evaluator/Evaluator.h), with CUPTI's launch accounting
-// (docs/Design.md's validation point 6) when CUPTI loads; without CUPTI the
-// reports say `launch_trace_skipped`. Without a GPU or driver every candidate
-// is reported as not compiled, failing check `compile`, with evidence saying
-// why: the protocol has no check name for "no evaluator available", so
+// engine (include/kopt/Runtime/Evaluator/Evaluator.h), with CUPTI's launch
+// accounting (docs/Design.md's validation point 6) when CUPTI loads; without
+// CUPTI the reports say `launch_trace_skipped`. Without a GPU or driver every
+// candidate is reported as not compiled, failing check `compile`, with evidence
+// saying why: the protocol has no check name for "no evaluator available", so
 // `compile` (the first step that could not happen) stands in for it.
 //
 // The environment variable KOPT_WORKER_TEST_MODE makes the worker misbehave
@@ -30,8 +30,8 @@
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/Cupti.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
+#include "kopt/Runtime/Evaluator/Evaluator.h"
 #include "kopt/Runtime/Protocol.h"
-#include "runtime/Evaluator/Evaluator.h"
 
 #include <cerrno>
 #include <chrono>

@@ -9,10 +9,10 @@
 // The caller's half of docs/Design.md's validation point 2 ("an fp64
 // recomputation on at least one set"): the evaluate message's `reference`
 // field. The inputs of validation set 0 come from the runtime's own generator
-// (`generateInputSet` in runtime/Evaluator/InputGenerator.h), the one the
-// worker's engine draws set 0 with when a reference is present, so both sides
-// see the same bytes. The outputs are then recomputed in fp64 at sampled points
-// by the ReferenceInterpreter.
+// (`generateInputSet` in include/kopt/Runtime/Evaluator/InputGenerator.h), the
+// one the worker's engine draws set 0 with when a reference is present, so both
+// sides see the same bytes. The outputs are then recomputed in fp64 at sampled
+// points by the ReferenceInterpreter.
 //
 //===----------------------------------------------------------------------===//
 

@@ -99,7 +99,8 @@ struct OutputReference {
 
 /// Reference values for validation set 0, computed by the caller in fp64 on
 /// the inputs that the evaluator's input generator gives for `seed` and
-/// `distribution` (runtime/Evaluator/InputGenerator.h, `generateInputSet`).
+/// `distribution` (include/kopt/Runtime/Evaluator/InputGenerator.h,
+/// `generateInputSet`).
 struct ReferenceSet {
   /// The validation set it is for: 0 in `reference`, 1 or more in
   /// `laterReferences`.

@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Evaluator/Evaluator.h"
+#include "kopt/Runtime/Evaluator/Evaluator.h"
 
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/Cupti.h"

@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Evaluator/Evaluator.h"
+#include "kopt/Runtime/Evaluator/Evaluator.h"
 
-#include "runtime/Evaluator/ElementCodec.h"
-#include "runtime/Evaluator/InputGenerator.h"
+#include "kopt/Runtime/Evaluator/ElementCodec.h"
+#include "kopt/Runtime/Evaluator/InputGenerator.h"
 
 #include "gtest/gtest.h"
 

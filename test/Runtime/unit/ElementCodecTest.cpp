@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Evaluator/ElementCodec.h"
-#include "runtime/Evaluator/InputGenerator.h"
+#include "kopt/Runtime/Evaluator/ElementCodec.h"
+#include "kopt/Runtime/Evaluator/InputGenerator.h"
 
 #include "gtest/gtest.h"
 

@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Evaluator/EvaluationChecks.h"
+#include "kopt/Runtime/Evaluator/EvaluationChecks.h"
 
-#include "runtime/Evaluator/ElementCodec.h"
+#include "kopt/Runtime/Evaluator/ElementCodec.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "runtime/Evaluator/EvaluationChecks.h"
+#include "kopt/Runtime/Evaluator/EvaluationChecks.h"
 
 #include "gtest/gtest.h"
 

@@ -23,10 +23,10 @@
 #ifndef KOPT_RUNTIME_CUDA_CUPTI_H
 #define KOPT_RUNTIME_CUDA_CUPTI_H
 
+#include "kopt/Runtime/Evaluator/EvaluationChecks.h"
 #include "kopt/Runtime/Json.h"
 #include "kopt/Runtime/Status.h"
 #include "kopt/Runtime/TaskPlan.h"
-#include "runtime/Evaluator/EvaluationChecks.h"
 
 #include <cuda.h>
 

@@ -23,10 +23,10 @@
 #define KOPT_RUNTIME_EVALUATOR_EVALUATOR_H
 
 #include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/Evaluator/EvaluationChecks.h"
 #include "kopt/Runtime/Protocol.h"
 #include "kopt/Runtime/Status.h"
 #include "kopt/Runtime/TaskPlan.h"
-#include "runtime/Evaluator/EvaluationChecks.h"
 
 #include <cstdint>
 #include <functional>

@@ -29,7 +29,7 @@
 #ifndef KOPT_RUNTIME_EVALUATOR_COMPARISON_H
 #define KOPT_RUNTIME_EVALUATOR_COMPARISON_H
 
-#include "runtime/Evaluator/ElementCodec.h"
+#include "kopt/Runtime/Evaluator/ElementCodec.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -17,11 +17,11 @@
 #ifndef KOPT_RUNTIME_EVALUATOR_EVALUATIONCHECKS_H
 #define KOPT_RUNTIME_EVALUATOR_EVALUATIONCHECKS_H
 
+#include "kopt/Runtime/Evaluator/Comparison.h"
+#include "kopt/Runtime/Evaluator/InputGenerator.h"
 #include "kopt/Runtime/Json.h"
 #include "kopt/Runtime/Protocol.h"
 #include "kopt/Runtime/TaskPlan.h"
-#include "runtime/Evaluator/Comparison.h"
-#include "runtime/Evaluator/InputGenerator.h"
 
 #include <array>
 #include <cstdint>

@@ -39,7 +39,7 @@
 #ifndef KOPT_RUNTIME_EVALUATOR_INPUTGENERATOR_H
 #define KOPT_RUNTIME_EVALUATOR_INPUTGENERATOR_H
 
-#include "runtime/Evaluator/ElementCodec.h"
+#include "kopt/Runtime/Evaluator/ElementCodec.h"
 
 #include <cstdint>
 #include <vector>
