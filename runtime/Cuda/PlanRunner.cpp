@@ -81,6 +81,9 @@ struct PlanRunner::Impl {
            (offset == offsets.end() ? 0 : CUdeviceptr(offset->second));
   }
 
+  /// Makes `timer` on first use.
+  Status makeTimer();
+
   Status enqueue(bool synchronizeEachStep) {
     return prepared->enqueue(context->getStream(), synchronizeEachStep);
   }
@@ -303,15 +306,31 @@ Status PlanRunner::warmUp(double warmupMs) {
   return runs ? Status::success() : runs.status();
 }
 
+Status PlanRunner::Impl::makeTimer() {
+  if (timer)
+    return Status::success();
+  auto made = FlushedTimer::create(*context);
+  if (!made)
+    return made.status();
+  timer = std::move(*made);
+  return Status::success();
+}
+
 Result<double> PlanRunner::timeRun() {
-  if (!impl->timer) {
-    auto timer = FlushedTimer::create(*impl->context);
-    if (!timer)
-      return timer.status();
-    impl->timer = std::move(*timer);
-  }
+  if (Status status = impl->makeTimer(); !status.isOk())
+    return status;
   return impl->timer->time(
       [&] { return impl->enqueue(/*synchronizeEachStep=*/false); });
+}
+
+Status PlanRunner::flushL2() {
+  if (Status status = impl->makeTimer(); !status.isOk())
+    return status;
+  if (Status status = impl->timer->flush(); !status.isOk())
+    return status;
+  const CudaDriver &api = impl->driver();
+  return api.check(api.cuStreamSynchronize(impl->context->getStream()),
+                   "cuStreamSynchronize");
 }
 
 std::optional<TensorAllocation>

@@ -398,10 +398,13 @@ std::optional<Failure> Engine::runChecked(Candidate &candidate, InputSet &set,
 
   // Point 6 wraps exactly one run, and waits for the whole context so that
   // work on other streams is in the record too; the tracer's own failure
-  // skips the check.
+  // skips the check. The run starts with L2 flushed, as timed runs do, so
+  // CUPTI's kernel times can be set beside the events' (`timing_cross_check`).
   Status runStatus;
   std::optional<std::vector<KernelActivity>> launched;
   if (trace && options.launchTracer) {
+    if (Status status = runner.flushL2(); !status.isOk())
+      return makeFailure(FailedCheck::Crash, status.message());
     auto traced = options.launchTracer(
         [&] {
           runStatus = runner.run();

@@ -8,7 +8,7 @@
 //
 // Every measurement kopt reports is taken the same way (docs/Design.md,
 // "Timing protocol"): before the start event, outside the timed region, a
-// scratch buffer twice the L2 size is written so no run finds the previous
+// scratch buffer twice the L2 size is read so no run finds the previous
 // one's data in L2; then the work is enqueued between two CUDA events on
 // the stream, and the end is waited for before the time is read. The
 // evaluator (PlanRunner::timeRun), `kopt plan --run` (PlanRunner::timePlan)
@@ -44,6 +44,10 @@ public:
   /// the time between the events in microseconds.
   Result<double> time(const std::function<Status()> &enqueue,
                       bool waitForContext = false);
+
+  /// Enqueues the L2 flush alone on the context's stream: a kernel that
+  /// reads the scratch buffer, so L2 holds only clean lines afterwards.
+  Status flush();
 
 private:
   struct Impl;

@@ -109,7 +109,7 @@ public:
   /// Times the whole plan: untimed runs for `warmupMs` milliseconds (at
   /// least one), then `iterations` runs, each between two CUDA events on the
   /// stream. Before each timed run, outside the timed region, a scratch
-  /// buffer twice the L2 size is written so no run finds the previous one's
+  /// buffer twice the L2 size is read so no run finds the previous one's
   /// data in L2.
   Result<PlanTiming> timePlan(unsigned iterations, double warmupMs);
 
@@ -122,6 +122,9 @@ public:
   /// time in microseconds. Lets a caller interleave the runs of several
   /// plans.
   Result<double> timeRun();
+  /// The L2 flush of `timeRun` alone, waited for: the next run starts cold,
+  /// as a timed run does.
+  Status flushL2();
 
   /// Downloads tensor `name` (an input, output or temporary).
   Result<std::vector<uint8_t>> readTensor(std::string_view name) const;
