@@ -7,8 +7,26 @@
 # ===----------------------------------------------------------------------===#
 #
 # kopt.runtime runs kopt's runtime modules on PyTorch tensors through
-# libkoptrt (docs/Python.md). Importing kopt loads nothing.
+# libkoptrt; kopt.backend and kopt.compile make kopt a torch.compile
+# backend (kopt.dynamo). docs/Python.md describes both. Importing kopt
+# loads neither libkoptrt nor torch.
 #
 # ===----------------------------------------------------------------------===#
 
 __version__ = "0.1.0"
+
+
+def backend(gm=None, example_inputs=None, **kwargs):
+    """The torch.compile backend: torch.compile(model, backend=kopt.backend)
+    or, with options, backend=kopt.backend(db=..., tune=...). See
+    kopt.dynamo.backend."""
+    from .dynamo import backend as implementation
+    return implementation(gm, example_inputs, **kwargs)
+
+
+def compile(model, **kwargs):
+    """torch.compile with the kopt backend, on static shapes; keyword
+    arguments are the backend's options (kopt.dynamo.Options) and
+    torch.compile's `fullgraph` and `dynamic`. See kopt.dynamo.compile."""
+    from .dynamo import compile as implementation
+    return implementation(model, **kwargs)
