@@ -11,8 +11,11 @@
 #
 # Builds SOURCE (python/) into a wheel with `PYTHON -m pip wheel`, as
 # `pip install ./python` does, from a scratch copy in WORK (pip builds in
-# place), checks that the wheel holds the kopt package and nothing else,
-# then imports kopt.runtime from the wheel alone and has it load LIBKOPTRT.
+# place), checks that the wheel holds the kopt package and nothing else and
+# registers the torch.compile backend "kopt" (the torch_dynamo_backends
+# entry point), then imports kopt.runtime from the wheel alone and has it
+# load LIBKOPTRT, and loads the backend through its entry point (which
+# needs no torch).
 # Exits 77 (skipped) when PYTHON lacks pip, setuptools or wheel.
 #
 #===------------------------------------------------------------------------===#
@@ -44,6 +47,7 @@ names = zipfile.ZipFile(sys.argv[1]).namelist()
 package = sorted(n for n in names if not n.startswith("kopt-0.1.0.dist-info/"))
 print("\n".join(package))
 assert "kopt/runtime/__init__.py" in package, package
+assert "kopt/dynamo/__init__.py" in package, package
 assert all(n.startswith("kopt/") and n.endswith(".py") for n in package), package
 PY
 
@@ -54,4 +58,10 @@ import kopt.runtime as rt
 assert rt.__file__.startswith('$wheel'), rt.__file__
 from kopt.runtime import _capi
 print('libkoptrt:', _capi.library().path)
+from importlib.metadata import entry_points
+[backend] = [e for e in entry_points(group='torch_dynamo_backends')
+             if e.name == 'kopt']
+print('torch_dynamo_backends:', backend.name, '=', backend.value)
+import kopt.dynamo
+assert backend.load() is kopt.dynamo.backend
 "
