@@ -115,19 +115,53 @@ def _check_inputs(args):
                            "torch.no_grad() or torch.inference_mode()")
 
 
-def _check_module(info, imported, args):
+def _results(gm):
+    """How the graph returns its results ("tuple", "list" or "tensor") and
+    what it returns, in order."""
+    node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
+    value = node.args[0]
+    if isinstance(value, (tuple, list)):
+        return ("list" if isinstance(value, list) else "tuple"), list(value)
+    return "tensor", [value]
+
+
+def _check_module(info, imported, args, results):
     """CompileError when the module's inputs are not what the importer said
-    it would bind to them."""
+    it would bind to them, or its outputs not what the graph returns."""
+    import torch
+
+    def dtype_name(tensor):
+        return str(tensor.dtype).replace("torch.", "")
+
     if len(info.inputs) != len(imported.arguments):
         raise CompileError(f"the module takes {len(info.inputs)} inputs, the "
                            f"importer bound {len(imported.arguments)}")
     for tensor, source in zip(info.inputs, imported.arguments):
         value = args[source] if isinstance(source, int) else source
-        dtype = str(value.dtype).replace("torch.", "")
-        if tuple(value.shape) != tensor.shape or dtype != tensor.dtype:
+        if not isinstance(value, torch.Tensor):
+            raise CompileError(f"module input {tensor} is bound to a "
+                               f"{type(value).__name__}, not a tensor")
+        if (tuple(value.shape) != tensor.shape or
+                dtype_name(value) != tensor.dtype):
             raise CompileError(
                 f"module input {tensor} does not fit the graph's "
-                f"{dtype}{list(value.shape)}")
+                f"{dtype_name(value)}{list(value.shape)}")
+    if len(info.outputs) != len(results):
+        raise CompileError(f"the module has {len(info.outputs)} outputs, the "
+                           f"graph returns {len(results)} values")
+    for tensor, result in zip(info.outputs, results):
+        if not isinstance(result, torch.fx.Node):
+            raise CompileError(f"the graph returns a {type(result).__name__}"
+                               ", not a tensor")
+        value = result.meta.get("example_value")
+        if not isinstance(value, torch.Tensor):
+            continue
+        shape = tuple(value.shape)
+        if dtype_name(value) != tensor.dtype or (all(
+                isinstance(s, int) for s in shape) and shape != tensor.shape):
+            raise CompileError(
+                f"module output {tensor} is not the graph's "
+                f"{dtype_name(value)}{list(shape)}")
 
 
 def _warn(record, reason, source):
@@ -158,15 +192,12 @@ class Backend:
                   for node in gm.graph.nodes)
         record = GraphRecord(f"g{next(_counter)}", ops, _frame())
         self.graphs.append(record)
-        as_list = False
-        for node in gm.graph.nodes:
-            if node.op == "output":
-                as_list = isinstance(node.args[0], list)
+        results = _results(gm)
         warned = []
 
         def make(args, stem):
             try:
-                compiled = self._compile(gm, args, options, stem, as_list,
+                compiled = self._compile(gm, args, options, stem, results,
                                          record)
             except CompileError as error:
                 if not options.fallback:
@@ -186,7 +217,7 @@ class Backend:
                 lambda args: make(args, f"{record.name}_s{next(count)}"))
         return make(list(example_inputs), record.name)
 
-    def _compile(self, gm, args, options, stem, as_list, record):
+    def _compile(self, gm, args, options, stem, results, record):
         _check_inputs(args)
         importer = options.importer or fx_importer
         try:
@@ -204,7 +235,8 @@ class Backend:
             f.write(imported.mlir)
         result = compile_module(options, mlir, stem)
         info = rt.describe(result.kmod)
-        _check_module(info, imported, args)
+        returns, values = results
+        _check_module(info, imported, args, values)
         record.totals = result.totals
         if result.totals:
             totals = result.totals
@@ -214,7 +246,7 @@ class Backend:
                 totals.get("hits"), totals.get("tuned"), totals.get("missed"),
                 totals.get("seconds", 0.0), result.kmod)
         return CompiledGraph(stem, result.kmod, info, imported.arguments,
-                             args, as_list)
+                             args, returns)
 
 
 def backend(gm=None, example_inputs=None, *, options=None, **kwargs):

@@ -46,7 +46,8 @@ class CompiledGraph:
     graph. `arguments` is the importer's (ImportedGraph.arguments): per
     module input, the graph's input index or a tensor to bind. `example` is
     the graph's example inputs, which tell static inputs and inputs to make
-    contiguous apart. `as_list`: the graph returns a list, not a tuple.
+    contiguous apart. `returns`: how the graph returns its results, "tuple",
+    "list" or "tensor" (one, bare).
 
     The first call goes through Module.run, which checks every tensor. Later
     calls with CUDA tensors take a hot path without those checks: Dynamo's
@@ -55,7 +56,8 @@ class CompiledGraph:
     it changed, allocates the outputs and launches the module on torch's
     current stream."""
 
-    def __init__(self, name, kmod, info, arguments, example, as_list=False):
+    def __init__(self, name, kmod, info, arguments, example,
+                 returns="tuple"):
         self.name = name
         self.kmod = kmod
         self.info = info
@@ -82,7 +84,7 @@ class CompiledGraph:
             i for i in self._per_call if not example[i].is_contiguous()
         }
         self._bound = ()
-        self._as_list = as_list
+        self._returns = returns
         self._hot = None
 
     def _load(self, args):
@@ -163,7 +165,9 @@ class CompiledGraph:
             outputs = module.run(self._inputs(args))
             if first and cuda:
                 self._hot = self._make_hot(module)
-        return outputs if self._as_list else tuple(outputs)
+        if self._returns == "tuple":
+            return tuple(outputs)
+        return outputs if self._returns == "list" else outputs[0]
 
 
 def signature(args):

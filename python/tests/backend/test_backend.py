@@ -27,6 +27,7 @@ import glob
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -231,11 +232,15 @@ class CompileTest(BackendTestCase):
     def test_the_backend_name_is_an_entry_point(self):
         """torch.compile(backend="kopt") with the package installed as pip
         installs it (a wheel on the path)."""
+        # pip builds in place: from a copy, as check-wheel.sh does.
+        source = os.path.join(self.folder.name, "src")
+        shutil.copytree(os.path.join(REPO, "python"), source,
+                        ignore=shutil.ignore_patterns("build", "*.egg-info",
+                                                      "tests", "__pycache__"))
         wheels = os.path.join(self.folder.name, "wheels")
         build = subprocess.run([
             sys.executable, "-m", "pip", "wheel", "--no-deps",
-            "--no-build-isolation", "--no-index", "-q", "-w", wheels,
-            os.path.join(REPO, "python")
+            "--no-build-isolation", "--no-index", "-q", "-w", wheels, source
         ], capture_output=True, text=True, cwd=self.folder.name)
         if build.returncode != 0:
             self.skipTest(f"pip cannot build the wheel: {build.stderr}")
@@ -373,6 +378,23 @@ class FallbackTest(BackendTestCase):
         self.assert_one_warning(caught, "module input arg0: 8 float32 does "
                                 "not fit the graph's int64[8]")
 
+    def test_a_module_with_other_outputs_is_refused(self):
+        addf = FPOWI.replace("math.fpowi %in, %c2 : f32, i32",
+                             "arith.addf %in, %in : f32")
+        for graph, text in (
+            (lambda x: (x * 2, x + 1), "the module has 1 outputs, the graph "
+             "returns 2 values"),
+            (lambda x: (x * 2).double(), "module output out0: 8 float32 is "
+             "not the graph's float64[8]"),
+        ):
+            torch._dynamo.reset()
+            compiled = torch.compile(graph, backend=self.backend(
+                importer=lambda gm, args: kd.ImportedGraph(addf, (0,))))
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                compiled(torch.randn(8))
+            self.assert_one_warning(caught, text)
+
 
 @needs_torch_mlir
 class ImporterTest(unittest.TestCase):
@@ -459,13 +481,13 @@ class CompiledGraphTest(unittest.TestCase):
     def tearDown(self):
         rt.Module = self.saved
 
-    def make(self, example, arguments, as_list=False):
+    def make(self, example, arguments, returns="tuple"):
         names = [f"arg{i}" for i in range(len(arguments))]
         info = ModuleInfo(
             tuple(TensorInfo(n, (2,), "float32", 8) for n in names),
             (TensorInfo("out0", (2,), "float32", 8),))
         return _compiled.CompiledGraph("g", "g.kmod", info, arguments,
-                                       example, as_list)
+                                       example, returns)
 
     def test_weights_are_bound_once_and_inputs_every_call(self):
         weight = nn.Parameter(torch.ones(2))
@@ -489,7 +511,7 @@ class CompiledGraphTest(unittest.TestCase):
     def test_a_new_weight_object_is_bound_again(self):
         weight = nn.Parameter(torch.ones(2))
         x = torch.zeros(2)
-        graph = self.make([x, weight], (0, 1), as_list=True)
+        graph = self.make([x, weight], (0, 1), returns="list")
         self.assertIsInstance(graph(x, weight), list)
         other = nn.Parameter(torch.ones(2))
         graph(x, other)
@@ -500,8 +522,8 @@ class CompiledGraphTest(unittest.TestCase):
 
     def test_a_strided_input_is_made_contiguous(self):
         strided = torch.zeros(2, 2).t()[0]
-        graph = self.make([strided], (0,))
-        graph(strided)
+        graph = self.make([strided], (0,), returns="tensor")
+        self.assertIsInstance(graph(strided), torch.Tensor)
         [module] = FakeModule.instances
         self.assertTrue(module.runs[0][0].is_contiguous())
         self.assertFalse(module.runs[0][0] is strided)
