@@ -49,11 +49,13 @@
 # ===----------------------------------------------------------------------===#
 
 import argparse
+import atexit
 import copy
 import importlib.util
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -263,8 +265,9 @@ def main():
         import dry
         rt.Module = dry.DryModule
     if args.db is None and args.dry_run:
-        args.db = os.path.join(tempfile.mkdtemp(prefix="kopt-dry-"),
-                               "kernels.db")
+        scratch = tempfile.mkdtemp(prefix="kopt-dry-")
+        atexit.register(shutil.rmtree, scratch, True)
+        args.db = os.path.join(scratch, "kernels.db")
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
