@@ -113,17 +113,29 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
             count + "; t += (long long)gridDim.x * blockDim.x) {");
   code.indent();
   code.line("const long long base = t * " + std::to_string(width) + ";");
-  if (rank) {
+  // Only the indices the code reads are declared (NVRTC warns about the
+  // others), and the linear index is divided down only as far as the
+  // outermost of them. The lane loop always reads the innermost.
+  int outermost = rank;
+  for (unsigned d = 0; d < rank; ++d)
+    if (emitter.usesDim(d) || (width > 1 && d == rank - 1)) {
+      outermost = d;
+      break;
+    }
+  if (outermost < int(rank)) {
     code.line("long long rest = base;");
-    for (int d = rank - 1; d >= 0; --d) {
+    for (int d = rank - 1; d >= outermost; --d) {
       std::string name = d == int(rank) - 1 ? innermost : names[d];
+      bool used = emitter.usesDim(d) || (width > 1 && d == int(rank) - 1);
       if (d == 0) {
         code.line("const long long " + name + " = rest;");
-      } else {
+        continue;
+      }
+      if (used)
         code.line("const long long " + name + " = rest % " +
                   std::to_string(shape[d]) + "LL;");
+      if (d > outermost)
         code.line("rest /= " + std::to_string(shape[d]) + "LL;");
-      }
     }
   }
   auto appendLines = [&](const std::string &text) {

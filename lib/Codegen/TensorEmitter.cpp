@@ -124,10 +124,24 @@ AffineExpr TensorEmitter::linearize(llvm::ArrayRef<AffineExpr> index,
   return linear;
 }
 
-std::string TensorEmitter::print(AffineExpr expr) const {
+std::string TensorEmitter::print(AffineExpr expr) {
   expr = simplifyAffineExpr(expr, dimNames.size(), 0);
-  return printAffineExpr(expr,
-                         [&](unsigned position) { return dimNames[position]; });
+  return printAffineExpr(expr, [&](unsigned position) {
+    noteUse(position);
+    return dimNames[position];
+  });
+}
+
+void TensorEmitter::noteUse(unsigned dim) {
+  if (dim >= numKernelDims || dryRun)
+    return;
+  if (usedDims.size() < numKernelDims)
+    usedDims.resize(numKernelDims, false);
+  usedDims[dim] = true;
+}
+
+bool TensorEmitter::usesDim(unsigned dim) const {
+  return dim < usedDims.size() && usedDims[dim];
 }
 
 TensorEmitter::Key
@@ -244,6 +258,7 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
     auto printAtBase = [&](AffineExpr expr) {
       expr = simplifyAffineExpr(expr, dimNames.size(), 0);
       return printAffineExpr(expr, [&](unsigned position) {
+        noteUse(position);
         return position == *laneDim ? laneBase : dimNames[position];
       });
     };

@@ -135,6 +135,11 @@ public:
   void pushScope() { scopes.emplace_back(); }
   void popScope() { scopes.pop_back(); }
 
+  /// Whether the code emitted so far reads kernel index dimension `dim`
+  /// (a dry run does not count): a kernel declares only those it reads,
+  /// since NVRTC warns about unused variables.
+  bool usesDim(unsigned dim) const;
+
   /// The leaves read so far, in order of first use.
   const std::vector<LeafTensor> &getLeaves() const { return leaves; }
 
@@ -164,7 +169,8 @@ private:
   std::optional<std::string> lookupMemo(const Key &key) const;
   void memoize(const Key &key, std::string expr);
   Key makeKey(Value value, llvm::ArrayRef<AffineExpr> index) const;
-  std::string print(AffineExpr expr) const;
+  std::string print(AffineExpr expr);
+  void noteUse(unsigned dim);
   bool isCooperative(Operation *op, llvm::ArrayRef<AffineExpr> parallelIndex);
   unsigned newLoopDim(llvm::StringRef prefix);
 
@@ -175,6 +181,8 @@ private:
   LeafFn leafOf;
   std::vector<LeafTensor> leaves;
   std::vector<std::map<Key, std::string>> scopes;
+  /// Per kernel index dimension: whether emitted code reads it.
+  std::vector<bool> usedDims;
 
   std::optional<unsigned> threadDim;
   unsigned blockSize = 256;
