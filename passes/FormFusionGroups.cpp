@@ -17,6 +17,8 @@
 #include "kopt/Analysis/GroupAttributes.h"
 #include "passes/Passes.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+
 #define DEBUG_TYPE "kopt-form-fusion-groups"
 
 namespace mlir::kopt {
@@ -51,9 +53,18 @@ void FormFusionGroupsPass::runOnOperation() {
                   builder.getStringAttr(stringifyOpKind(group.kind)));
     }
   }
-  if (emitRemarks)
-    for (const SkippedOp &skipped : plan.skipped)
-      skipped.op->emitRemark("kopt: not fused: ") << skipped.reason;
+  if (!emitRemarks)
+    return;
+  for (const SkippedOp &skipped : plan.skipped)
+    skipped.op->emitRemark("kopt: not fused: ") << skipped.reason;
+  // torch-mlir guards gathers and divisions with assertions; kopt's kernels
+  // and runtime modules do not evaluate them (an out-of-range gather index
+  // is clamped instead).
+  func.walk([](cf::AssertOp assertOp) {
+    assertOp.emitRemark("kopt: cf.assert dropped: kopt's kernels do not "
+                        "check \"")
+        << assertOp.getMsg() << "\"";
+  });
 }
 
 } // namespace mlir::kopt

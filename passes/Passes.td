@@ -37,7 +37,9 @@ def FormFusionGroupsPass
     No op is duplicated: every op belongs to at most one group, and a value
     used outside its group becomes a group output. No merge may create a
     cycle between groups. An op with a dynamic shape or an unsupported form
-    is left to the default lowering with a remark that says why.
+    is left to the default lowering with a remark that says why. Each
+    `cf.assert` (torch-mlir's bounds and zero checks) gets a remark too:
+    kopt's kernels do not check it.
 
     Before:
     ```mlir

@@ -8,6 +8,8 @@
 
 #include "kopt/Analysis/OpClassification.h"
 
+#include "kopt/Analysis/BodyOps.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -44,22 +46,13 @@ StringRef mlir::kopt::stringifyOpKind(OpKind kind) {
   llvm_unreachable("unknown OpKind");
 }
 
-/// Element types the code generators handle.
-static bool isSupportedElementType(Type type) {
-  if (isa<Float16Type, BFloat16Type, Float32Type, Float64Type>(type))
-    return true;
-  if (auto intType = dyn_cast<IntegerType>(type))
-    return llvm::is_contained({1u, 8u, 16u, 32u, 64u}, intType.getWidth());
-  return isa<IndexType>(type);
-}
-
 /// Checks the tensor operands and results of `op`: static shapes and
 /// supported element types. Returns the reason for refusal, or "".
 static std::string checkTensorTypes(Operation *op) {
   auto check = [&](Type type) -> std::string {
     auto shaped = dyn_cast<ShapedType>(type);
     if (!shaped)
-      return isSupportedElementType(type)
+      return isSupportedScalarType(type)
                  ? ""
                  : "unsupported scalar type " + debugString(type);
     // Buffers get their own reason, checked here because the ranked-tensor
@@ -72,7 +65,7 @@ static std::string checkTensorTypes(Operation *op) {
     if (!shaped.hasStaticShape())
       return "dynamic shape " + debugString(type) +
              " (only static shapes are tuned)";
-    if (!isSupportedElementType(shaped.getElementType()))
+    if (!isSupportedScalarType(shaped.getElementType()))
       return "unsupported element type in " + debugString(type);
     return "";
   };
@@ -85,22 +78,15 @@ static std::string checkTensorTypes(Operation *op) {
   return "";
 }
 
-/// Returns the first op in the body of `op` that the code generators cannot
-/// translate, or nullptr.
-static Operation *findUnsupportedBodyOp(Operation *op) {
-  Operation *bad = nullptr;
+/// Why the code generators cannot translate the body of `op`, or "".
+static std::string checkBody(Operation *op) {
+  std::string why;
   for (Region &region : op->getRegions())
     region.walk([&](Operation *inner) {
-      if (bad)
-        return;
-      Dialect *dialect = inner->getDialect();
-      bool ok =
-          isa<linalg::YieldOp, linalg::IndexOp>(inner) ||
-          (dialect && isa<arith::ArithDialect, math::MathDialect>(dialect));
-      if (!ok)
-        bad = inner;
+      if (why.empty())
+        why = checkBodyOp(inner, op);
     });
-  return bad;
+  return why;
 }
 
 /// Returns true if every indexing map of `op` is a projected permutation,
@@ -174,9 +160,8 @@ OpClassification mlir::kopt::classifyOp(Operation *op) {
   if (!linalgOp)
     return refuse("'" + op->getName().getStringRef().str() +
                   "' is not a structured linalg op kopt can fuse");
-  if (Operation *bad = findUnsupportedBodyOp(op))
-    return refuse("its body uses '" + bad->getName().getStringRef().str() +
-                  "', which kopt cannot generate code for");
+  if (std::string why = checkBody(op); !why.empty())
+    return refuse(why);
 
   result.domain = linalgOp.getStaticLoopRanges();
 

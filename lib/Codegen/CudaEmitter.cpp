@@ -11,9 +11,11 @@
 #include "kopt/Codegen/Identifier.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Support/DebugStringHelper.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -267,6 +269,8 @@ static std::string substitute(llvm::StringRef pattern, llvm::StringRef a,
 
 /// The unsigned C type of the same width as integer type `type`.
 static std::string unsignedOf(Type type) {
+  if (type.isIndex())
+    return "unsigned long long";
   switch (type.getIntOrFloatBitWidth()) {
   case 1:
     return "bool";
@@ -310,6 +314,19 @@ static const char *cmpiOperator(arith::CmpIPredicate predicate,
 llvm::Expected<std::string>
 BodyEmitter::emitOp(Operation *op,
                     const std::function<std::string(unsigned)> &indexOf) {
+  if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+    if (!extractAt)
+      return llvm::createStringError(
+          "no CUDA translation for 'tensor.extract' here");
+    SmallVector<std::string> indices;
+    for (Value index : extract.getIndices()) {
+      auto text = lookup(index, indexOf);
+      if (!text)
+        return text.takeError();
+      indices.push_back(*text);
+    }
+    return extractAt(extract, indices);
+  }
   SmallVector<std::string> args;
   for (Value operand : op->getOperands()) {
     auto text = lookup(operand, indexOf);
@@ -339,6 +356,35 @@ BodyEmitter::emitOp(Operation *op,
     if (!target)
       return target.takeError();
     return "(" + *target + ")(" + args[0] + ")";
+  };
+  Type operandType =
+      op->getNumOperands() ? op->getOperand(0).getType() : Type();
+  // Classification of a float operand: |x| against infinity (NaN fails
+  // every comparison).
+  auto magnitude = [&]() {
+    return std::string(operandType.isF64() ? "fabs(" : "fabsf(") + args[0] +
+           ")";
+  };
+  std::string infinity =
+      operandType && operandType.isF64() ? "KOPT_INF_D" : "KOPT_INF_F";
+  // Bit counts of an integer operand, as unsigned bits of its width.
+  auto bits = [&]() -> std::string {
+    unsigned width = operandType.getIntOrFloatBitWidth();
+    if (width >= 32)
+      return "(" + unsignedOf(operandType) + ")(" + args[0] + ")";
+    return "((unsigned int)(" + args[0] + ") & " +
+           std::to_string((1u << width) - 1) + "u)";
+  };
+  // An int expression of the bit count `fn32` or `fn64` gives, as the
+  // result type.
+  auto bitCount = [&](llvm::StringRef fn32, llvm::StringRef fn64,
+                      llvm::StringRef adjust) -> llvm::Expected<std::string> {
+    auto type = getCudaScalarType(resultType);
+    if (!type)
+      return type.takeError();
+    bool wide = operandType.getIntOrFloatBitWidth() == 64;
+    std::string count = (wide ? fn64 : fn32).str() + "(" + bits() + ")";
+    return "(" + *type + ")(" + substitute(adjust, count) + ")";
   };
 
   return llvm::TypeSwitch<Operation *, llvm::Expected<std::string>>(op)
@@ -401,6 +447,43 @@ BodyEmitter::emitOp(Operation *op,
         return "(" + args[0] + " < " + args[1] + " ? " + args[0] + " : " +
                args[1] + ")";
       })
+      .Case<arith::MaxUIOp, arith::MinUIOp>([&](Operation *o) {
+        std::string u = unsignedOf(resultType);
+        const char *symbol = isa<arith::MaxUIOp>(o) ? " > " : " < ";
+        return "((" + u + ")" + args[0] + symbol + "(" + u + ")" + args[1] +
+               " ? " + args[0] + " : " + args[1] + ")";
+      })
+      .Case([&](arith::CeilDivUIOp) -> llvm::Expected<std::string> {
+        auto type = getCudaScalarType(resultType);
+        if (!type)
+          return type.takeError();
+        std::string u = unsignedOf(resultType);
+        std::string a = "(" + u + ")" + args[0], b = "(" + u + ")" + args[1];
+        return "(" + *type + ")(" + a + " / " + b + " + (" + a + " % " + b +
+               " != 0))";
+      })
+      .Case([&](arith::BitcastOp) -> llvm::Expected<std::string> {
+        Type from = operandType;
+        if (from == resultType)
+          return args[0];
+        if (from.isF32())
+          return "__float_as_int(" + args[0] + ")";
+        if (from.isF64())
+          return "__double_as_longlong(" + args[0] + ")";
+        if (from.isF16())
+          return "__half_as_short(__float2half_rn(" + args[0] + "))";
+        if (from.isBF16())
+          return "__bfloat16_as_short(__float2bfloat16_rn(" + args[0] + "))";
+        if (resultType.isF32())
+          return "__int_as_float(" + args[0] + ")";
+        if (resultType.isF64())
+          return "__longlong_as_double(" + args[0] + ")";
+        if (resultType.isF16())
+          return "__half2float(__short_as_half(" + args[0] + "))";
+        if (resultType.isBF16())
+          return "__bfloat162float(__short_as_bfloat16(" + args[0] + "))";
+        return castTo(resultType); // Integers of one width.
+      })
       .Case([&](arith::ExtFOp) { return castTo(resultType); })
       .Case([&](arith::TruncFOp) -> llvm::Expected<std::string> {
         // Values of 16-bit formats are held in float: round explicitly.
@@ -444,6 +527,59 @@ BodyEmitter::emitOp(Operation *op,
       .Case([&](math::RsqrtOp) { return fn("rsqrt"); })
       .Case([&](math::CbrtOp) { return fn("cbrt"); })
       .Case([&](math::PowFOp) { return fn("pow"); })
+      .Case([&](math::FPowIOp fpowi) -> std::string {
+        // Small constant exponents (x**2 in RMSNorm, x**3 in tanh-GELU)
+        // are products, as eager frameworks compute them.
+        IntegerAttr exponent;
+        if (matchPattern(fpowi.getRhs(), m_Constant(&exponent))) {
+          int64_t n = exponent.getValue().getSExtValue();
+          if (n >= -4 && n <= 4) {
+            std::string product = isDouble ? "1.0" : "1.0f";
+            for (int64_t i = 0; i < std::abs(n); ++i)
+              product = i ? product + " * " + args[0] : args[0];
+            if (n < 0)
+              return "(" + std::string(isDouble ? "1.0" : "1.0f") + " / (" +
+                     product + "))";
+            return "(" + product + ")";
+          }
+        }
+        return std::string(isDouble ? "pow(" : "powf(") + args[0] + ", (" +
+               (isDouble ? "double" : "float") + ")(" + args[1] + "))";
+      })
+      .Case([&](math::IPowIOp) { return emitIntegerPower(op, args); })
+      .Case([&](math::AcoshOp) { return fn("acosh"); })
+      .Case([&](math::AsinhOp) { return fn("asinh"); })
+      .Case([&](math::AtanhOp) { return fn("atanh"); })
+      .Case([&](math::IsInfOp) {
+        return "(" + magnitude() + " == " + infinity + ")";
+      })
+      .Case([&](math::IsFiniteOp) {
+        return "(" + magnitude() + " < " + infinity + ")";
+      })
+      .Case([&](math::IsNormalOp) {
+        // The smallest normal number of the operand's own format.
+        double smallest = operandType.isF16()   ? 0x1p-14
+                          : operandType.isF64() ? 0x1p-1022
+                                                : 0x1p-126;
+        return "(" + magnitude() +
+               " >= " + printFloat(smallest, operandType.isF64()) + " && " +
+               magnitude() + " < " + infinity + ")";
+      })
+      .Case([&](math::CountLeadingZerosOp) {
+        // __clz counts in 32 bits.
+        unsigned width = operandType.getIntOrFloatBitWidth();
+        return bitCount("__clz", "__clzll",
+                        width >= 32 ? "%0"
+                                    : "%0 - " + std::to_string(32 - width));
+      })
+      .Case([&](math::CountTrailingZerosOp) {
+        // __ffs is 1 + the position of the lowest set bit, 0 for 0.
+        unsigned width = operandType.getIntOrFloatBitWidth();
+        return bitCount("__ffs", "__ffsll",
+                        bits() + " == 0 ? " + std::to_string(width) +
+                            " : %0 - 1");
+      })
+      .Case([&](math::CtPopOp) { return bitCount("__popc", "__popcll", "%0"); })
       .Case([&](math::AbsFOp) { return fn("fabs"); })
       .Case([&](math::SinOp) { return fn("sin"); })
       .Case([&](math::CosOp) { return fn("cos"); })
@@ -472,6 +608,42 @@ BodyEmitter::emitOp(Operation *op,
       });
 }
 
+llvm::Expected<std::string>
+BodyEmitter::emitIntegerPower(Operation *op, llvm::ArrayRef<std::string> args) {
+  // Square and multiply in unsigned 64-bit arithmetic, which wraps like the
+  // op; a negative exponent gives 0 except for the bases 1 and -1.
+  Type type = op->getResult(0).getType();
+  auto cudaType = getCudaScalarType(type);
+  if (!cudaType)
+    return cudaType.takeError();
+  std::string power = out.fresh("pow"), base = out.fresh("base"),
+              exponent = out.fresh("exp");
+  std::string a = "(long long)(" + args[0] + ")",
+              n = "(long long)(" + args[1] + ")";
+  out.line("unsigned long long " + power + " = 1ULL;");
+  out.line("if (" + n + " < 0) " + power + " = " + a + " == 1 ? 1ULL : (" + a +
+           " == -1 ? ((" + n + " & 1) ? ~0ULL : 1ULL) : 0ULL);");
+  out.line("else for (unsigned long long " + base + " = " + a + ", " +
+           exponent + " = " + n + "; " + exponent + "; " + exponent +
+           " >>= 1, " + base + " *= " + base + ") if (" + exponent + " & 1) " +
+           power + " *= " + base + ";");
+  return "(" + *cudaType + ")(" + power + ")";
+}
+
+/// The ops of `body` the yielded values depend on.
+static llvm::DenseSet<Operation *> getLiveOps(Block &body) {
+  llvm::DenseSet<Operation *> live;
+  for (Operation &op : llvm::reverse(body)) {
+    bool used = isa<linalg::YieldOp>(op) ||
+                llvm::any_of(op.getUsers(), [&](Operation *user) {
+                  return live.contains(user);
+                });
+    if (used)
+      live.insert(&op);
+  }
+  return live;
+}
+
 llvm::Expected<SmallVector<std::string>>
 BodyEmitter::emit(Block &body, llvm::ArrayRef<std::string> arguments,
                   const std::function<std::string(unsigned)> &indexOf) {
@@ -480,8 +652,15 @@ BodyEmitter::emit(Block &body, llvm::ArrayRef<std::string> arguments,
                                    body.getNumArguments(), arguments.size());
   for (auto [arg, text] : llvm::zip(body.getArguments(), arguments))
     names[arg] = text;
+  llvm::DenseSet<Operation *> live = getLiveOps(body);
   SmallVector<std::string> yielded;
   for (Operation &op : body) {
+    if (auto assertOp = dyn_cast<cf::AssertOp>(op)) {
+      out.comment("not checked: cf.assert \"" + assertOp.getMsg().str() + "\"");
+      continue;
+    }
+    if (!live.contains(&op))
+      continue;
     if (auto yield = dyn_cast<linalg::YieldOp>(op)) {
       for (Value value : yield.getValues()) {
         auto text = lookup(value, indexOf);

@@ -171,7 +171,7 @@ llvm::Error ReferenceInterpreter::Impl::addGeneric(linalg::GenericOp op) {
 
   // Compile the body.
   Block &block = op.getRegion().front();
-  ProgramBuilder builder(node.body, scalars);
+  ProgramBuilder builder(node.body, scalars, &nodeOf);
   for (BlockArgument arg : block.getArguments())
     builder.addArgument(arg);
   for (Operation &bodyOp : block) {
@@ -462,7 +462,8 @@ void ReferenceInterpreter::Impl::gatherElementwise(Frame &frame,
              lanes[k]);
   }
 
-  runBatch(node.body, lanes, count, needIvs ? ivs.data() : nullptr, numLoops);
+  runBatch(node.body, lanes, count, needIvs ? ivs.data() : nullptr, numLoops,
+           gatherIn(frame));
   if (lanes[yield] != values)
     std::copy(lanes[yield], lanes[yield] + count, values);
   if (allOn)
@@ -514,7 +515,7 @@ void ReferenceInterpreter::Impl::computeGenericWhole(Frame &frame,
     }
     if (!frame.error.empty())
       return;
-    run(body, slots.data(), ivs.data());
+    run(body, slots.data(), ivs.data(), gatherIn(frame));
     for (unsigned o = 0; o < numOutputs; ++o)
       acc[o][outIndex[o]] = slots[body.yields[o]];
     for (int64_t d = static_cast<int64_t>(numLoops) - 1; d >= 0; --d) {

@@ -17,7 +17,11 @@
 #include "ReferenceInterpreterImpl.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/APFloat.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/bit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -118,6 +122,13 @@ Opcode reference::getOpcode(StringRef name) {
       .Case("math.isnan", Opcode::IsNaN)
       .Case("math.isinf", Opcode::IsInf)
       .Case("math.isfinite", Opcode::IsFinite)
+      .Case("math.isnormal", Opcode::IsNormal)
+      .Case("arith.ceildivui", Opcode::CeilDivUI)
+      .Case("math.ctlz", Opcode::Ctlz)
+      .Case("math.cttz", Opcode::Cttz)
+      .Case("math.ctpop", Opcode::Ctpop)
+      .Case("arith.bitcast", Opcode::Bitcast)
+      .Case("tensor.extract", Opcode::Extract)
       .Default(Opcode::Unknown);
 }
 
@@ -270,6 +281,59 @@ static double minimumF(double a, double b) {
   return a < b ? a : b;
 }
 
+/// The float formats arith.bitcast reinterprets, as `Instr::attr` encodes
+/// them: 0 for an integer.
+enum class BitFormat : int32_t { Integer, F16, BF16, F32, F64 };
+
+static const llvm::fltSemantics &getSemantics(BitFormat format) {
+  switch (format) {
+  case BitFormat::F16:
+    return llvm::APFloat::IEEEhalf();
+  case BitFormat::BF16:
+    return llvm::APFloat::BFloat();
+  case BitFormat::F32:
+    return llvm::APFloat::IEEEsingle();
+  default:
+    return llvm::APFloat::IEEEdouble();
+  }
+}
+
+static BitFormat getBitFormat(Type type) {
+  if (type.isF16())
+    return BitFormat::F16;
+  if (type.isBF16())
+    return BitFormat::BF16;
+  if (type.isF32())
+    return BitFormat::F32;
+  if (type.isF64())
+    return BitFormat::F64;
+  return BitFormat::Integer;
+}
+
+/// arith.bitcast: the value's bits in its own format (a float rounded to it
+/// first: held values are exact), read in the result's.
+static double bitcast(double value, const Instr &in) {
+  auto from = static_cast<BitFormat>(in.attr >> 4);
+  auto to = static_cast<BitFormat>(in.attr & 15);
+  uint64_t bits;
+  if (from == BitFormat::Integer) {
+    bits = toUnsigned(value, in.srcWidth);
+  } else {
+    llvm::APFloat number(value);
+    bool losesInfo = false;
+    number.convert(getSemantics(from), llvm::APFloat::rmNearestTiesToEven,
+                   &losesInfo);
+    bits = number.bitcastToAPInt().getZExtValue();
+  }
+  if (to == BitFormat::Integer)
+    return fromInt(static_cast<int64_t>(bits), in.width);
+  llvm::APFloat number(getSemantics(to), llvm::APInt(in.width, bits));
+  bool losesInfo = false;
+  number.convert(llvm::APFloat::IEEEdouble(),
+                 llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+  return number.convertToDouble();
+}
+
 /// The result of `in` on the operand values `a`, `b` and `c`.
 static double execute(const Instr &in, double a, double b, double c,
                       const int64_t *ivs) {
@@ -343,13 +407,26 @@ static double execute(const Instr &in, double a, double b, double c,
     return fromInt(q, w);
   }
   case Opcode::DivUI:
-  case Opcode::RemUI: {
+  case Opcode::RemUI:
+  case Opcode::CeilDivUI: {
     uint64_t x = toUnsigned(a, w), y = toUnsigned(b, w);
     if (y == 0)
       return 0.0;
-    return fromInt(
-        static_cast<int64_t>(in.code == Opcode::DivUI ? x / y : x % y), w);
+    uint64_t result = in.code == Opcode::RemUI ? x % y : x / y;
+    if (in.code == Opcode::CeilDivUI && x % y != 0)
+      ++result;
+    return fromInt(static_cast<int64_t>(result), w);
   }
+  case Opcode::Ctlz:
+    return fromInt(llvm::countl_zero(toUnsigned(a, w)) - (64 - w), w);
+  case Opcode::Cttz: {
+    uint64_t x = toUnsigned(a, w);
+    return fromInt(x == 0 ? w : llvm::countr_zero(x), w);
+  }
+  case Opcode::Ctpop:
+    return fromInt(llvm::popcount(toUnsigned(a, w)), w);
+  case Opcode::Bitcast:
+    return bitcast(a, in);
   case Opcode::AndI:
     return fromInt(static_cast<int64_t>(toUnsigned(a, w) & toUnsigned(b, w)),
                    w);
@@ -484,13 +561,41 @@ static double execute(const Instr &in, double a, double b, double c,
     return fromBool(std::isinf(a));
   case Opcode::IsFinite:
     return fromBool(std::isfinite(a));
+  case Opcode::IsNormal:
+    // `imm` holds the smallest normal number of the operand's format.
+    return fromBool(std::isfinite(a) && std::fabs(a) >= in.imm);
+  case Opcode::Extract:
+    break; // Run by `run` and `runBatch`, which can read tensors.
   }
   return std::nan("");
 }
 
-void reference::run(const Program &program, double *slots, const int64_t *ivs) {
-  for (const Instr &in : program.instrs)
+/// The linear index of the element a `tensor.extract` reads, its
+/// coordinates `coordinate(slot)` each clamped into their dimension.
+template <typename Coordinate>
+static int64_t extractIndex(const ExtractSite &site, Coordinate coordinate) {
+  const TensorNode *tensor = site.tensor;
+  int64_t linear = 0;
+  for (auto [dim, slot] : llvm::enumerate(site.coordinates)) {
+    int64_t at = toInt(coordinate(slot));
+    at = std::min(std::max<int64_t>(at, 0), tensor->shape[dim] - 1);
+    linear += at * tensor->strides[dim];
+  }
+  return linear;
+}
+
+void reference::run(const Program &program, double *slots, const int64_t *ivs,
+                    GatherFn gather) {
+  for (const Instr &in : program.instrs) {
+    if (in.code == Opcode::Extract) {
+      const ExtractSite &site = program.extracts[in.attr];
+      int64_t index =
+          extractIndex(site, [&](int32_t slot) { return slots[slot]; });
+      gather(site.tensor, ArrayRef<int64_t>(index), &slots[in.result]);
+      continue;
+    }
     slots[in.result] = execute(in, slots[in.a], slots[in.b], slots[in.c], ivs);
+  }
 }
 
 double reference::fold(const Instr &in, bool accIsA, double acc,
@@ -539,7 +644,8 @@ double reference::fold(const Instr &in, bool accIsA, double acc,
 }
 
 void reference::runBatch(const Program &program, ArrayRef<double *> lanes,
-                         size_t count, const int64_t *ivs, unsigned numLoops) {
+                         size_t count, const int64_t *ivs, unsigned numLoops,
+                         GatherFn gather) {
   for (const Instr &in : program.instrs) {
     double *r = lanes[in.result];
     const double *a = lanes[in.a], *b = lanes[in.b], *c = lanes[in.c];
@@ -596,6 +702,16 @@ void reference::runBatch(const Program &program, ArrayRef<double *> lanes,
       for (size_t i = 0; i < count; ++i)
         r[i] = std::erf(a[i]);
       continue;
+    case Opcode::Extract: {
+      // The whole batch's elements in one gather.
+      const ExtractSite &site = program.extracts[in.attr];
+      std::vector<int64_t> indices(count);
+      for (size_t i = 0; i < count; ++i)
+        indices[i] =
+            extractIndex(site, [&](int32_t slot) { return lanes[slot][i]; });
+      gather(site.tensor, indices, r);
+      continue;
+    }
     default:
       for (size_t i = 0; i < count; ++i)
         r[i] =
@@ -609,7 +725,38 @@ void reference::runBatch(const Program &program, ArrayRef<double *> lanes,
 // Compiling op bodies
 //===----------------------------------------------------------------------===//
 
+llvm::Error ProgramBuilder::addExtract(Operation *op) {
+  auto extract = cast<tensor::ExtractOp>(op);
+  auto it = tensors ? tensors->find(extract.getTensor())
+                    : DenseMap<Value, TensorNode *>::const_iterator();
+  if (!tensors || it == tensors->end())
+    return makeError("the tensor " + describe(op) +
+                     " reads is not produced by a supported operation");
+  ExtractSite site;
+  site.tensor = it->second;
+  for (Value index : extract.getIndices()) {
+    auto slot = getSlot(index, op);
+    if (!slot)
+      return slot.takeError();
+    site.coordinates.push_back(*slot);
+  }
+  Instr in;
+  in.code = Opcode::Extract;
+  in.attr = static_cast<int32_t>(program.extracts.size());
+  in.result = newSlot(0.0);
+  slotOf[extract.getResult()] = in.result;
+  program.extracts.push_back(std::move(site));
+  program.instrs.push_back(in);
+  return llvm::Error::success();
+}
+
 llvm::Error ProgramBuilder::addOp(Operation *op) {
+  // Kernels do not check assertions (a remark says so); nor does the
+  // reference, which computes what they compute.
+  if (isa<cf::AssertOp>(op))
+    return llvm::Error::success();
+  if (isa<tensor::ExtractOp>(op))
+    return addExtract(op);
   Opcode code = getOpcode(op->getName().getStringRef());
   if (code == Opcode::Unknown || op->getNumResults() != 1 ||
       op->getNumRegions() != 0)
@@ -634,6 +781,20 @@ llvm::Error ProgramBuilder::addOp(Operation *op) {
     in.srcWidth = getIntWidth(op->getOperand(0).getType());
   if (code == Opcode::FPowI)
     in.srcWidth = getIntWidth(op->getOperand(1).getType());
+  if (code == Opcode::Bitcast) {
+    Type from = op->getOperand(0).getType(), to = result.getType();
+    if (from.isIndex() || to.isIndex() ||
+        from.getIntOrFloatBitWidth() != to.getIntOrFloatBitWidth())
+      return makeError("unsupported operation " + describe(op));
+    in.attr = static_cast<int32_t>(getBitFormat(from)) << 4 |
+              static_cast<int32_t>(getBitFormat(to));
+    in.width = static_cast<int32_t>(to.getIntOrFloatBitWidth());
+    in.srcWidth = in.width;
+  }
+  if (code == Opcode::IsNormal) {
+    Type type = op->getOperand(0).getType();
+    in.imm = type.isF16() ? 0x1p-14 : type.isF64() ? 0x1p-1022 : 0x1p-126;
+  }
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
     std::optional<double> value = getScalarAttrValue(constant.getValue());
     if (!value)

@@ -26,6 +26,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 
 #include <condition_variable>
@@ -132,6 +133,14 @@ enum class Opcode : uint8_t {
   IsNaN,
   IsInf,
   IsFinite,
+  IsNormal,
+  CeilDivUI,
+  Ctlz,
+  Cttz,
+  Ctpop,
+  Bitcast,
+  /// tensor.extract: `attr` indexes `Program::extracts`.
+  Extract,
 };
 
 /// One scalar operation: `slots[result] = op(slots[a], slots[b], slots[c])`.
@@ -148,15 +157,45 @@ struct Instr {
   double imm = 0.0;
 };
 
+struct TensorNode;
+
+/// A `tensor.extract` in a body: the tensor read and the slots of its
+/// coordinates, each clamped into its dimension as the CUDA code does.
+struct ExtractSite {
+  TensorNode *tensor = nullptr;
+  SmallVector<int32_t> coordinates;
+};
+
+/// Writes the elements of a tensor node at `indices` to `values`, for
+/// `tensor.extract` (`ReferenceInterpreter::Impl::gather`).
+using GatherFn = llvm::function_ref<void(
+    TensorNode *, ArrayRef<int64_t> indices, double *values)>;
+
 /// A compiled op body: block arguments live in slots [0, numArgs), values
 /// captured from outside the body in constant slots.
 struct Program {
   std::vector<Instr> instrs;
+  /// The `tensor.extract`s, indexed by their instructions' `attr`.
+  std::vector<ExtractSite> extracts;
   /// Initial slot contents (the captured constants); each evaluating thread
   /// works on its own copy (`Frame::slots`).
   std::vector<double> slots;
   /// Slots of the yielded values.
   SmallVector<int32_t> yields;
+
+  /// Calls `fn` on each slot `in` reads: its operands, or the coordinates
+  /// of a `tensor.extract`.
+  template <typename Fn>
+  void forEachOperand(const Instr &in, Fn fn) const {
+    if (in.code == Opcode::Extract) {
+      for (int32_t slot : extracts[in.attr].coordinates)
+        fn(slot);
+      return;
+    }
+    fn(in.a);
+    fn(in.b);
+    fn(in.c);
+  }
 
   /// The slots holding captured constants: neither the first `numArgs`
   /// (the arguments) nor an instruction's result.
@@ -176,8 +215,10 @@ struct Program {
 Opcode getOpcode(StringRef name);
 
 /// Runs `program` on the working slots `slots` (a copy of its `slots`) at
-/// loop point `ivs` (null outside a loop nest).
-void run(const Program &program, double *slots, const int64_t *ivs);
+/// loop point `ivs` (null outside a loop nest); `gather` reads the elements
+/// its `tensor.extract`s read.
+void run(const Program &program, double *slots, const int64_t *ivs,
+         GatherFn gather = {});
 
 /// Runs `in`, whose operands are `acc` and the lane `x` (`acc` first when
 /// `accIsA`), over the `count` values of `x` in order, feeding each result
@@ -188,10 +229,11 @@ double fold(const Instr &in, bool accIsA, double acc, const double *x,
 /// Runs `program` at `count` loop points at once, each instruction over all
 /// of them: slot s of point i is `lanes[s][i]` (the caller fills the lanes of
 /// the arguments and of the captured constants), and the loop indices of
-/// point i are `ivs[i * numLoops ...]` (null when the body reads none).
+/// point i are `ivs[i * numLoops ...]` (null when the body reads none); a
+/// `tensor.extract` reads the elements of every point with one `gather`.
 /// Every point gets the values `run` gives it.
 void runBatch(const Program &program, ArrayRef<double *> lanes, size_t count,
-              const int64_t *ivs, unsigned numLoops);
+              const int64_t *ivs, unsigned numLoops, GatherFn gather = {});
 
 inline llvm::Error makeError(const Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -204,9 +246,11 @@ inline std::string describe(Operation *op) {
 /// Compiles scalar ops into a Program.
 class ProgramBuilder {
 public:
-  /// `outer` maps scalar values defined outside the body to their values.
-  ProgramBuilder(Program &program, const DenseMap<Value, double> &outer)
-      : program(program), outer(outer) {}
+  /// `outer` maps scalar values defined outside the body to their values,
+  /// `tensors` tensor values to their nodes (for `tensor.extract`).
+  ProgramBuilder(Program &program, const DenseMap<Value, double> &outer,
+                 const DenseMap<Value, TensorNode *> *tensors = nullptr)
+      : program(program), outer(outer), tensors(tensors) {}
 
   /// Gives `value` a fresh argument slot.
   void addArgument(Value value) { slotOf[value] = newSlot(0.0); }
@@ -229,8 +273,11 @@ private:
 
   llvm::Expected<int32_t> getSlot(Value value, Operation *user);
 
+  llvm::Error addExtract(Operation *op);
+
   Program &program;
   const DenseMap<Value, double> &outer;
+  const DenseMap<Value, TensorNode *> *tensors;
   DenseMap<Value, int32_t> slotOf;
 };
 
@@ -316,7 +363,6 @@ struct Cache {
 };
 
 struct GenericNode;
-struct TensorNode;
 
 /// A tensor placed in a window of a Place node (`PlacedTensor`), or the
 /// window a Slice node reads (`SliceRead`, whose `resultDims` are held in
@@ -531,6 +577,14 @@ struct ReferenceInterpreter::Impl {
               ArrayRef<int64_t> indices, double *values);
   double valueAt(reference::Frame &frame, reference::TensorNode *node,
                  int64_t index);
+  /// The `reference::GatherFn` of the `tensor.extract`s of bodies run in
+  /// `frame`.
+  auto gatherIn(reference::Frame &frame) {
+    return [this, &frame](reference::TensorNode *node,
+                          ArrayRef<int64_t> indices, double *values) {
+      gather(frame, node, indices, values);
+    };
+  }
   /// A memoised element: looked up, or computed once.
   double memoisedAt(reference::Frame &frame, reference::TensorNode *node,
                     int64_t index);

@@ -8,16 +8,17 @@
 //
 // Spreads an evaluation of sampled points over threads
 // (ReferenceInterpreter.cpp describes the evaluation). Which elements a point
-// reads depends only on indices, never on values, so the memoised elements the
-// points read through elementwise nodes (a row's reduction, a softmax row, a
-// GEMM element) are known before anything is computed. They are computed first,
-// node after node in the function's order, each node's elements in parallel;
-// what they read in turn is computed by the thread that needs it, once, while
-// other threads needing the same element wait for it. The points come last, in
-// parallel blocks, and find every costly element memoised. Each thread owns
-// a Frame; the memoised elements are shared. A value is computed by the same
-// operations in the same order whichever thread computes it, so the values
-// do not depend on the number of threads.
+// reads depends only on indices, never on values (but for a body's
+// `tensor.extract`, whose elements are left to the thread that reads them), so
+// the memoised elements the points read through elementwise nodes (a row's
+// reduction, a softmax row, a GEMM element) are known before anything is
+// computed. They are computed first, node after node in the function's order,
+// each node's elements in parallel; what they read in turn is computed by the
+// thread that needs it, once, while other threads needing the same element wait
+// for it. The points come last, in parallel blocks, and find every costly
+// element memoised. Each thread owns a Frame; the memoised elements are shared.
+// A value is computed by the same operations in the same order whichever thread
+// computes it, so the values do not depend on the number of threads.
 //
 //===----------------------------------------------------------------------===//
 

@@ -62,7 +62,7 @@ void reference::planReduction(GenericNode &node) {
         live[body.yields[o]] = true;
     for (const Instr &in : llvm::reverse(body.instrs))
       if (live[in.result])
-        live[in.a] = live[in.b] = live[in.c] = true;
+        body.forEachOperand(in, [&](int32_t slot) { live[slot] = true; });
     changed = false;
     for (unsigned o = 0; o < numOutputs; ++o)
       if (!plan.liveOutputs[o] && live[numInputs + o])
@@ -74,20 +74,22 @@ void reference::planReduction(GenericNode &node) {
   for (unsigned o = 0; o < numOutputs; ++o)
     dependent[numInputs + o] = true;
   plan.batch.slots = plan.sequential.slots = body.slots;
+  plan.batch.extracts = plan.sequential.extracts = body.extracts;
   for (const Instr &in : body.instrs) {
     if (!live[in.result])
       continue;
     // An operand an instruction does not use defaults to slot 0, which may
     // make it look dependent: that only costs speed.
-    bool isDependent = in.code == Opcode::Index || dependent[in.a] ||
-                       dependent[in.b] || dependent[in.c];
+    bool isDependent = in.code == Opcode::Index;
+    body.forEachOperand(in,
+                        [&](int32_t slot) { isDependent |= dependent[slot]; });
     dependent[in.result] = isDependent;
     (isDependent ? plan.sequential : plan.batch).instrs.push_back(in);
   }
   plan.sequential.yields = plan.batch.yields = body.yields;
   std::vector<bool> needed(body.slots.size(), false);
   for (const Instr &in : plan.sequential.instrs)
-    needed[in.a] = needed[in.b] = needed[in.c] = true;
+    body.forEachOperand(in, [&](int32_t slot) { needed[slot] = true; });
   for (unsigned o = 0; o < numOutputs; ++o)
     if (plan.liveOutputs[o])
       needed[body.yields[o]] = true;
@@ -242,7 +244,7 @@ void ReferenceInterpreter::Impl::computeGenericPoint(Frame &frame,
       gather(frame, stream.access->tensor, stream.indices,
              stream.values.data());
 
-    runBatch(plan.batch, lanes, size_t(count), nullptr, 0);
+    runBatch(plan.batch, lanes, size_t(count), nullptr, 0, gatherIn(frame));
     if (plan.fold) {
       unsigned o = plan.foldOutput;
       acc[o] = fold(*plan.fold, plan.foldAccIsA, acc[o],
@@ -257,7 +259,7 @@ void ReferenceInterpreter::Impl::computeGenericPoint(Frame &frame,
         slots[slot] = lanes[slot][p];
       for (unsigned o = 0; o < numOutputs; ++o)
         slots[numInputs + o] = acc[o];
-      run(plan.sequential, slots.data(), ivs.data());
+      run(plan.sequential, slots.data(), ivs.data(), gatherIn(frame));
       for (unsigned o = 0; o < numOutputs; ++o)
         if (plan.liveOutputs[o])
           acc[o] = slots[plan.sequential.yields[o]];

@@ -294,6 +294,27 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
 }
 
 llvm::Expected<std::string>
+TensorEmitter::gatherAt(tensor::ExtractOp extract,
+                        llvm::ArrayRef<std::string> coordinates) {
+  // Each coordinate is clamped into its dimension, so an out-of-range index
+  // (an embedding id past the table) reads the nearest element instead of
+  // memory outside the tensor. It becomes a new index dimension named after
+  // its variable, and the tensor is read there like any other value: a
+  // leaf is loaded, a producer inlined.
+  auto type = cast<RankedTensorType>(extract.getTensor().getType());
+  SmallVector<AffineExpr> index;
+  for (auto [dim, coordinate] : llvm::enumerate(coordinates)) {
+    std::string name = out->fresh("at");
+    out->line("const long long " + name + " = min(max((long long)(" +
+              coordinate + "), 0LL), " +
+              std::to_string(type.getDimSize(dim) - 1) + "LL);");
+    dimNames.push_back(name);
+    index.push_back(getAffineDimExpr(dimNames.size() - 1, context));
+  }
+  return valueAt(extract.getTensor(), index);
+}
+
+llvm::Expected<std::string>
 TensorEmitter::valueOfOp(Operation *op, unsigned resultNumber,
                          llvm::ArrayRef<AffineExpr> index) {
   if (auto constant = dyn_cast<arith::ConstantOp>(op))
@@ -569,6 +590,10 @@ TensorEmitter::emitGeneric(Operation *op, unsigned resultNumber,
     }
     args.append(outArgs.begin(), outArgs.end());
     BodyEmitter emitter(*out);
+    emitter.setExtractHandler(
+        [this](tensor::ExtractOp extract, llvm::ArrayRef<std::string> at) {
+          return gatherAt(extract, at);
+        });
     return emitter.emit(body, args, indexOf);
   };
   auto initOf = [&](OpOperand &init) -> llvm::Expected<std::string> {
@@ -753,6 +778,10 @@ llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red,
   }
   args.push_back(acc);
   BodyEmitter emitter(*out);
+  emitter.setExtractHandler(
+      [this](tensor::ExtractOp extract, llvm::ArrayRef<std::string> at) {
+        return gatherAt(extract, at);
+      });
   auto yielded = emitter.emit(generic.getRegion().front(), args,
                               [&](unsigned dim) { return print(loops[dim]); });
   if (!yielded)

@@ -6,7 +6,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // The remark, word for word, for each op the planner leaves out, and that the
-// op is left untagged. With emit-remarks=false nothing is printed.
+// op is left untagged; then the remarks for assertions, which do not keep an
+// op out. With emit-remarks=false nothing is printed.
 // QUIET-NOT: remark: kopt
 // CHECK-NOT: kopt.group_id
 
@@ -25,17 +26,34 @@ func.func @dynamic(%a: tensor<?x8xf32>, %b: tensor<?x8xf32>) -> tensor<?x8xf32> 
 
 // -----
 
-// A body op outside arith/math (a gather through tensor.extract).
+// A gather from a tensor of unknown size (kopt clamps gather indices into
+// static shapes).
 #id = affine_map<(d0, d1) -> (d0, d1)>
-func.func @gather_body(%ids: tensor<4x8xindex>, %table: tensor<100xf32>, %o: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  // expected-remark @+1 {{kopt: not fused: its body uses 'tensor.extract', which kopt cannot generate code for}}
+func.func @gather_body(%ids: tensor<4x8xindex>, %table: tensor<?xf32>, %o: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  // expected-remark @+1 {{kopt: not fused: its body uses 'tensor.extract' on tensor<?xf32>, a type kopt cannot generate code for}}
   %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
       ins(%ids : tensor<4x8xindex>) outs(%o : tensor<4x8xf32>) {
   ^bb0(%i: index, %out: f32):
-    %v = tensor.extract %table[%i] : tensor<100xf32>
+    %v = tensor.extract %table[%i] : tensor<?xf32>
     linalg.yield %v : f32
   } -> tensor<4x8xf32>
   return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// A body op with two results.
+#id = affine_map<(d0) -> (d0)>
+func.func @two_results(%x: tensor<8xf32>, %o: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-remark @+1 {{kopt: not fused: its body uses 'math.sincos', which has two results; kopt translates single-result ops}}
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<8xf32>) outs(%o : tensor<8xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %s, %c = math.sincos %a : f32
+    %v = arith.addf %s, %c : f32
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  return %0 : tensor<8xf32>
 }
 
 // -----
@@ -82,4 +100,35 @@ func.func @multi_block(%a: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<8xf32> {
   %0 = linalg.map { math.exp } ins(%a : tensor<8xf32>) outs(%b : tensor<8xf32>)
   %1 = linalg.map { math.tanh } ins(%0 : tensor<8xf32>) outs(%b : tensor<8xf32>)
   return %1 : tensor<8xf32>
+}
+
+// -----
+
+// An embedding lookup guarded by torch-mlir's bounds checks is fused with
+// the add after it (the gather is supported), and each assertion is said
+// to be dropped.
+#ids = affine_map<(d0, d1) -> (d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: @asserts
+func.func @asserts(%ids: tensor<4xi64>, %table: tensor<16x8xf32>, %x: tensor<4x8xf32>, %o: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %c0 = arith.constant 0 : i64
+  %c16 = arith.constant 16 : index
+  %0 = linalg.generic {indexing_maps = [#ids, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<4xi64>) outs(%o : tensor<4x8xf32>) {
+  ^bb0(%id: i64, %out: f32):
+    %i = arith.index_cast %id : i64 to index
+    %j = linalg.index 1 : index
+    %lt = arith.cmpi slt, %i, %c16 : index
+    // expected-remark @+1 {{kopt: cf.assert dropped: kopt's kernels do not check "index must be smaller than dim size"}}
+    cf.assert %lt, "index must be smaller than dim size"
+    %ge = arith.cmpi sge, %id, %c0 : i64
+    // expected-remark @+1 {{kopt: cf.assert dropped: kopt's kernels do not check "index must be larger or equal to 0"}}
+    cf.assert %ge, "index must be larger or equal to 0"
+    %v = tensor.extract %table[%i, %j] : tensor<16x8xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x8xf32>
+  // CHECK: linalg.map
+  // CHECK-SAME: kopt.group_id = 0
+  %1 = linalg.map { arith.addf } ins(%0, %x : tensor<4x8xf32>, tensor<4x8xf32>) outs(%o : tensor<4x8xf32>)
+  return %1 : tensor<4x8xf32>
 }

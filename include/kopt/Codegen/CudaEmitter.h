@@ -18,6 +18,7 @@
 
 #include "kopt/Codegen/KernelTask.h"
 
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Block.h"
 #include "llvm/ADT/DenseMap.h"
@@ -70,12 +71,23 @@ printAffineExpr(AffineExpr expr,
 /// Translates the scalar ops of a linalg body into CUDA statements.
 class BodyEmitter {
 public:
+  /// Gives an expression for the element of a `tensor.extract`'s tensor at
+  /// the index whose coordinates are the C expressions `indices`.
+  using ExtractFn = std::function<llvm::Expected<std::string>(
+      tensor::ExtractOp, llvm::ArrayRef<std::string>)>;
+
   explicit BodyEmitter(CodeWriter &out) : out(out) {}
+
+  /// Lets bodies read other tensors through `tensor.extract` (gathers);
+  /// without it such a body is an error.
+  void setExtractHandler(ExtractFn handler) { extractAt = std::move(handler); }
 
   /// Emits the ops of `body` (a linalg region's block) given expressions
   /// for its arguments, and returns the expressions it yields. `indexOf(d)`
   /// gives the loop index `linalg.index d` refers to. Values from outside
-  /// the body (captured constants) are emitted on first use.
+  /// the body (captured constants) are emitted on first use. Only ops the
+  /// yielded values depend on are emitted: `cf.assert` (which kernels do
+  /// not check) and the conditions only it reads leave a comment.
   llvm::Expected<llvm::SmallVector<std::string>>
   emit(Block &body, llvm::ArrayRef<std::string> arguments,
        const std::function<std::string(unsigned)> &indexOf);
@@ -90,8 +102,12 @@ private:
   llvm::Expected<std::string>
   lookup(Value value, const std::function<std::string(unsigned)> &indexOf);
 
+  llvm::Expected<std::string>
+  emitIntegerPower(Operation *op, llvm::ArrayRef<std::string> args);
+
   CodeWriter &out;
   llvm::DenseMap<Value, std::string> names;
+  ExtractFn extractAt;
 };
 
 /// The C type holding scalars of MLIR type `type` during computation.

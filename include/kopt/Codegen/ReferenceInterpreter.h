@@ -55,9 +55,12 @@ public:
 /// linalg ops that generalise to it, linalg.fill, linalg.softmax),
 /// tensor.empty (read as zero), arith.constant (scalars and dense tensors),
 /// tensor.expand_shape, tensor.collapse_shape, tensor.cast, tensor.pad with a
-/// scalar padding value, scalar arith/math ops, and `func.return`. Tensors are
-/// row-major arrays of doubles. The MLIRContext of the function must outlive
-/// the interpreter.
+/// scalar padding value, scalar arith/math ops, and `func.return`. Bodies
+/// may gather with `tensor.extract` from any tensor of the function, each
+/// index clamped into its dimension as the CUDA code does. `cf.assert` is
+/// not checked, in bodies or outside them, as kernels do not check it.
+/// Tensors are row-major arrays of doubles. The MLIRContext of the function
+/// must outlive the interpreter.
 class ReferenceInterpreter {
 public:
   /// Prepares `func`: clones it, generalises its named linalg ops on the clone

@@ -164,6 +164,8 @@ private:
                                       llvm::ArrayRef<AffineExpr> loops);
   llvm::Expected<std::string> emitPlacement(Operation *op,
                                             llvm::ArrayRef<AffineExpr> index);
+  llvm::Expected<std::string> gatherAt(tensor::ExtractOp extract,
+                                       llvm::ArrayRef<std::string> coordinates);
   llvm::Expected<std::string> emitGeneric(Operation *op, unsigned resultNumber,
                                           llvm::ArrayRef<AffineExpr> index);
   std::optional<std::string> lookupMemo(const Key &key) const;
