@@ -19,6 +19,7 @@
 #include "kopt/LLM/LlmProposer.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -140,6 +141,13 @@ PseudoCodePrinter::printBodyOp(Operation &op,
     expr = operand(0) + " ? " + operand(1) + " : " + operand(2);
   } else if (isa<arith::NegFOp>(op)) {
     expr = "-" + operand(0);
+  } else if (isa<tensor::ExtractOp>(op)) {
+    // A gather: kopt's kernels clamp each index into the tensor.
+    std::vector<std::string> indices;
+    for (unsigned i = 1; i < op.getNumOperands(); ++i)
+      indices.push_back(operand(i));
+    expr = operand(0) + "[" + llvm::join(indices, ", ") +
+           "] (indices clamped into the tensor)";
   } else {
     // Calls: math.exp(x), arith.maximumf(a, b), arith.extf(x) to f64, ...
     std::vector<std::string> args;
@@ -282,8 +290,9 @@ void PseudoCodePrinter::print(func::FuncOp func) {
 
 std::string mlir::kopt::formatPseudoCode(llvm::StringRef mlirText) {
   DialectRegistry registry;
-  registry.insert<arith::ArithDialect, func::FuncDialect, linalg::LinalgDialect,
-                  math::MathDialect, tensor::TensorDialect>();
+  registry.insert<arith::ArithDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, linalg::LinalgDialect, math::MathDialect,
+                  tensor::TensorDialect>();
   MLIRContext context(registry);
   context.allowUnregisteredDialects(false);
   // A group the parser cannot read (a test's stand-in text) has no loops.

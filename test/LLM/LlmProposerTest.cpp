@@ -420,6 +420,28 @@ func.func private @g(%arg0: tensor<4x8xf32>) -> tensor<4xf32> {
   EXPECT_THAT(loops, HasSubstr("v0 = arith.maximumf(in0[d0, d1], t3[d0])"));
   EXPECT_THAT(loops, HasSubstr("t3[d0] = v0"));
   EXPECT_THAT(loops, HasSubstr("out0 = t3  (f32[4], output)"));
+  // A gather guarded by an assertion, which kernels do not check.
+  std::string gather = formatPseudoCode(R"mlir(
+#map = affine_map<(d0) -> (d0)>
+func.func private @g(%arg0: tensor<4xi64>, %arg1: tensor<9xf32>) -> tensor<4xf32> {
+  %c9 = arith.constant 9 : index
+  %e = tensor.empty() : tensor<4xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map],
+                       iterator_types = ["parallel"]}
+      ins(%arg0 : tensor<4xi64>) outs(%e : tensor<4xf32>) {
+  ^bb0(%id: i64, %o: f32):
+    %i = arith.index_cast %id : i64 to index
+    %ok = arith.cmpi slt, %i, %c9 : index
+    cf.assert %ok, "index must be smaller than dim size"
+    %v = tensor.extract %arg1[%i] : tensor<9xf32>
+    linalg.yield %v : f32
+  } -> tensor<4xf32>
+  return %r : tensor<4xf32>
+}
+)mlir");
+  EXPECT_THAT(gather,
+              HasSubstr("v2 = in1[v0] (indices clamped into the tensor)"));
+  EXPECT_THAT(gather, Not(HasSubstr("cf.assert")));
   // Text that is no MLIR gives no loops, and the prompt says so.
   EXPECT_EQ(formatPseudoCode("not mlir"), "");
   EXPECT_THAT(buildPrompt(makeTask(), nullptr, {}).user,
