@@ -69,6 +69,7 @@ llvm::Error mlir::kopt::prepareRuntimeModuleGraph(ModuleOp module) {
   auto entry = findEntryFunction(module);
   if (!entry)
     return entry.takeError();
+  dropAssertions(*entry);
   auto tagged = tagSingletonGroups(*entry);
   if (!tagged)
     return tagged.takeError();

@@ -38,8 +38,9 @@ void addFusionPlanningPasses(OpPassManager &pm);
 LogicalResult prepareModelGraph(ModuleOp module);
 
 /// Readies a tuned graph for a runtime module (`emitRuntimeModule`,
-/// kopt/Autotune/ModuleEmitter.h): every compute op left outside the fusion
-/// groups of the entry function becomes an outlined group of its own. Call it
+/// kopt/Autotune/ModuleEmitter.h): the entry function's assertions and what
+/// only they read are dropped (`dropAssertions`), and every compute op left
+/// outside the fusion groups becomes an outlined group of its own. Call it
 /// on a copy: the graph `kopt compile` writes keeps those ops inline.
 llvm::Error prepareRuntimeModuleGraph(ModuleOp module);
 

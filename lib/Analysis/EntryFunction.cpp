@@ -11,9 +11,11 @@
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Analysis/OpClassification.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -68,4 +70,15 @@ llvm::Expected<bool> mlir::kopt::tagSingletonGroups(func::FuncOp entry) {
     op.setAttr(kGroupKindAttrName, builder.getStringAttr(kind));
   }
   return next != 1000;
+}
+
+void mlir::kopt::dropAssertions(func::FuncOp entry) {
+  Block &body = entry.getBody().front();
+  for (Operation &op : llvm::make_early_inc_range(body))
+    if (isa<cf::AssertOp>(op))
+      op.erase();
+  // In reverse, so that an op whose only users were just erased goes too.
+  for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body)))
+    if (isOpTriviallyDead(&op))
+      op.erase();
 }

@@ -33,6 +33,13 @@ llvm::Expected<func::FuncOp> findEntryFunction(ModuleOp module);
 /// and the outlining.
 llvm::Expected<bool> tagSingletonGroups(func::FuncOp entry);
 
+/// Erases the `cf.assert` ops of `entry`'s body (kopt-form-fusion-groups
+/// has said in a remark that they are not checked) and then the ops left
+/// computing nothing but their conditions (shape checks on `tensor.dim`,
+/// say), so that a runtime module need not run them.
+/// `prepareRuntimeModuleGraph` does this before tagging.
+void dropAssertions(func::FuncOp entry);
+
 } // namespace mlir::kopt
 
 #endif // KOPT_ANALYSIS_ENTRYFUNCTION_H
