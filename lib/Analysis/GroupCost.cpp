@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <algorithm>
@@ -66,6 +67,29 @@ static int64_t countBodyFlops(Operation *op) {
   return count;
 }
 
+/// The bytes the group reads of argument `arg`: all of it, unless only
+/// gathers (`tensor.extract` in a body) read it, which read at most one
+/// element per iteration of their op (an embedding lookup reads the rows
+/// it is asked for, not the table).
+static int64_t getArgumentBytes(BlockArgument arg) {
+  int64_t bytes = getTensorBytes(arg.getType());
+  int64_t gathered = 0;
+  for (Operation *user : arg.getUsers()) {
+    auto linalgOp = isa<tensor::ExtractOp>(user)
+                        ? user->getParentOfType<linalg::LinalgOp>()
+                        : linalg::LinalgOp();
+    if (!linalgOp)
+      return bytes;
+    int64_t iterations = 1;
+    for (int64_t size : linalgOp.getStaticLoopRanges())
+      iterations *= std::max<int64_t>(size, 0);
+    auto tensor = cast<RankedTensorType>(arg.getType());
+    gathered +=
+        iterations * ((getElementBits(tensor.getElementType()) + 7) / 8);
+  }
+  return std::min(bytes, gathered);
+}
+
 static bool is16BitFloat(Type type) {
   auto tensor = dyn_cast<ShapedType>(type);
   Type element = tensor ? tensor.getElementType() : type;
@@ -76,8 +100,8 @@ GroupCost mlir::kopt::computeGroupCost(func::FuncOp func,
                                        const DeviceRoofline &device) {
   GroupCost cost;
   Block &body = func.getBody().front();
-  for (Type type : func.getArgumentTypes())
-    cost.bytesFused += getTensorBytes(type);
+  for (BlockArgument arg : func.getArguments())
+    cost.bytesFused += getArgumentBytes(arg);
   for (Type type : func.getResultTypes())
     cost.bytesFused += getTensorBytes(type);
 

@@ -59,6 +59,35 @@ func.func @f(%a: tensor<4096x4096xf32>, %b: tensor<4096x4096xf32>) -> tensor<409
   EXPECT_NEAR(cost.speedupBound, 1.0, 1e-9);
 }
 
+TEST(GroupCostTest, GatheredTableCountsTheElementsRead) {
+  auto context = makeContext();
+  // 256 ids look up rows of 768 f32 in a table of 30522 rows: the group
+  // reads 256 * 768 elements of the table (768 KB), not all 94 MB of it;
+  // a table smaller than what is looked up is read once.
+  auto module = parse(*context, R"mlir(
+#ids = affine_map<(d0, d1) -> (d0)>
+#out = affine_map<(d0, d1) -> (d0, d1)>
+func.func @f(%ids: tensor<256xi64>, %table: tensor<30522x768xf32>, %small: tensor<4x768xf32>) -> (tensor<256x768xf32>, tensor<256x768xf32>) {
+  %e = tensor.empty() : tensor<256x768xf32>
+  %r:2 = linalg.generic {indexing_maps = [#ids, #out, #out], iterator_types = ["parallel", "parallel"]}
+      ins(%ids : tensor<256xi64>) outs(%e, %e : tensor<256x768xf32>, tensor<256x768xf32>) {
+  ^bb0(%id: i64, %o: f32, %p: f32):
+    %i = arith.index_cast %id : i64 to index
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%i, %j] : tensor<30522x768xf32>
+    %w = tensor.extract %small[%i, %j] : tensor<4x768xf32>
+    linalg.yield %v, %w : f32, f32
+  } -> (tensor<256x768xf32>, tensor<256x768xf32>)
+  return %r#0, %r#1 : tensor<256x768xf32>, tensor<256x768xf32>
+}
+)mlir");
+  ASSERT_TRUE(module);
+  GroupCost cost =
+      computeGroupCost(firstFunction(*module), DeviceRoofline::h200());
+  int64_t ids = 256 * 8, rows = 256 * 768 * 4, small = 4 * 768 * 4;
+  EXPECT_EQ(cost.bytesFused, ids + rows + small + 2 * rows);
+}
+
 TEST(GroupCostTest, TensorBytes) {
   auto context = makeContext();
   Builder b(context.get());

@@ -44,8 +44,9 @@ struct GroupCost {
   double flops = 0;
   /// The part of `flops` done by contractions/convolutions on 16-bit floats.
   double tensorFlops = 0;
-  /// Bytes moved when fused: every group input read once, every group output
-  /// written once.
+  /// Bytes moved when fused: every group input read once (an input only
+  /// gathered from, such as an embedding table, at most one element per
+  /// iteration of each gather), every group output written once.
   int64_t bytesFused = 0;
   /// Bytes moved when every op runs as its own kernel: `bytesFused` plus each
   /// intermediate tensor written once and read once.
