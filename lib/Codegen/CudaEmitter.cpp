@@ -368,8 +368,12 @@ BodyEmitter::emitOp(Operation *op,
   std::string infinity =
       operandType && operandType.isF64() ? "KOPT_INF_D" : "KOPT_INF_F";
   // Bit counts of an integer operand, as unsigned bits of its width.
+  unsigned width = !operandType            ? 0
+                   : operandType.isIndex() ? 64
+                   : operandType.isIntOrFloat()
+                       ? operandType.getIntOrFloatBitWidth()
+                       : 0;
   auto bits = [&]() -> std::string {
-    unsigned width = operandType.getIntOrFloatBitWidth();
     if (width >= 32)
       return "(" + unsignedOf(operandType) + ")(" + args[0] + ")";
     return "((unsigned int)(" + args[0] + ") & " +
@@ -382,7 +386,7 @@ BodyEmitter::emitOp(Operation *op,
     auto type = getCudaScalarType(resultType);
     if (!type)
       return type.takeError();
-    bool wide = operandType.getIntOrFloatBitWidth() == 64;
+    bool wide = width == 64;
     std::string count = (wide ? fn64 : fn32).str() + "(" + bits() + ")";
     return "(" + *type + ")(" + substitute(adjust, count) + ")";
   };
@@ -567,14 +571,12 @@ BodyEmitter::emitOp(Operation *op,
       })
       .Case([&](math::CountLeadingZerosOp) {
         // __clz counts in 32 bits.
-        unsigned width = operandType.getIntOrFloatBitWidth();
         return bitCount("__clz", "__clzll",
                         width >= 32 ? "%0"
                                     : "%0 - " + std::to_string(32 - width));
       })
       .Case([&](math::CountTrailingZerosOp) {
         // __ffs is 1 + the position of the lowest set bit, 0 for 0.
-        unsigned width = operandType.getIntOrFloatBitWidth();
         return bitCount("__ffs", "__ffsll",
                         bits() + " == 0 ? " + std::to_string(width) +
                             " : %0 - 1");
