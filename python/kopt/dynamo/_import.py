@@ -143,6 +143,7 @@ def fx_importer(gm, args):
     try:
         from torch_mlir import fx
         from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+        from torch._decomp import get_decompositions
     except ImportError as error:
         raise CompileError("torch-mlir is not installed (pip install "
                            f"torch-mlir): {error}") from None
@@ -170,8 +171,11 @@ def fx_importer(gm, args):
         try:
             program = torch.export.export(Specialised(), tensors, strict=False)
             # torch-mlir's decompositions, which also make writes to inputs
-            # show in the signature.
-            program = program.run_decompositions(get_decomposition_table())
+            # show in the signature, with PyTorch's own for GELU: torch-mlir
+            # lowers the tanh approximation with sqrt(2/pi) as 0.797724.
+            table = dict(get_decomposition_table())
+            table.update(get_decompositions([torch.ops.aten.gelu]))
+            program = program.run_decompositions(table)
         except Exception as error:  # noqa: BLE001 - a reason for the user
             line = (str(error).strip().splitlines() or [""])[0]
             raise CompileError(f"torch.export: {type(error).__name__}: "

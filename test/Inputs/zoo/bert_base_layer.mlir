@@ -22,170 +22,170 @@ module {
     %cst = arith.constant 0.000000e+00 : f64
     %cst_0 = arith.constant 0.000000e+00 : f32
     %cst_1 = arith.constant 0xFF800000 : f32
-    %cst_2 = arith.constant 1.000000e+00 : f32
-    %cst_3 = arith.constant 5.000000e-01 : f32
-    %cst_4 = arith.constant dense<1.000000e+00> : tensor<f32>
-    %cst_5 = arith.constant 9.9999999999999998E-13 : f64
-    %cst_6 = arith.constant 7.680000e+02 : f64
-    %cst_7 = arith.constant 7.680000e+02 : f32
-    %cst_8 = arith.constant -3.40282347E+38 : f32
-    %cst_9 = arith.constant 8.000000e+00 : f32
-    %cst_10 = arith.constant 1.41421354 : f32
+    %cst_2 = arith.constant dense<1.000000e+00> : tensor<f32>
+    %cst_3 = arith.constant 0.70710678118654757 : f64
+    %cst_4 = arith.constant 9.9999999999999998E-13 : f64
+    %cst_5 = arith.constant 7.680000e+02 : f64
+    %cst_6 = arith.constant 7.680000e+02 : f32
+    %cst_7 = arith.constant -3.40282347E+38 : f32
+    %cst_8 = arith.constant 8.000000e+00 : f32
+    %cst_9 = arith.constant 5.000000e-01 : f32
+    %cst_10 = arith.constant 1.000000e+00 : f32
     %0 = tensor.empty() : tensor<128xi64>
     %1 = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel"]} outs(%0 : tensor<128xi64>) {
     ^bb0(%out: i64):
-      %118 = linalg.index 0 : index
-      %119 = arith.index_cast %118 : index to i64
-      linalg.yield %119 : i64
+      %122 = linalg.index 0 : index
+      %123 = arith.index_cast %122 : index to i64
+      linalg.yield %123 : i64
     } -> tensor<128xi64>
     %expanded = tensor.expand_shape %1 [[0, 1]] output_shape [1, 128] : tensor<128xi64> into tensor<1x128xi64>
     %2 = tensor.empty() : tensor<2x128x768xf32>
     %3 = linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0 : tensor<2x128xi64>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: i64, %out: f32):
-      %118 = arith.index_cast %in : i64 to index
-      %119 = linalg.index 2 : index
-      %120 = arith.cmpi slt, %118, %c30522 : index
-      cf.assert %120, "index must be smaller than dim size"
-      %121 = arith.cmpi sge, %in, %c0_i64 : i64
-      cf.assert %121, "index must be larger or equal to 0"
-      %extracted = tensor.extract %arg3[%118, %119] : tensor<30522x768xf32>
+      %122 = arith.index_cast %in : i64 to index
+      %123 = linalg.index 2 : index
+      %124 = arith.cmpi slt, %122, %c30522 : index
+      cf.assert %124, "index must be smaller than dim size"
+      %125 = arith.cmpi sge, %in, %c0_i64 : i64
+      cf.assert %125, "index must be larger or equal to 0"
+      %extracted = tensor.extract %arg3[%122, %123] : tensor<30522x768xf32>
       linalg.yield %extracted : f32
     } -> tensor<2x128x768xf32>
     %4 = tensor.empty() : tensor<1x128x768xf32>
     %5 = linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded : tensor<1x128xi64>) outs(%4 : tensor<1x128x768xf32>) {
     ^bb0(%in: i64, %out: f32):
-      %118 = arith.index_cast %in : i64 to index
-      %119 = linalg.index 2 : index
-      %120 = arith.cmpi slt, %118, %c512 : index
-      cf.assert %120, "index must be smaller than dim size"
-      %121 = arith.cmpi sge, %in, %c0_i64 : i64
-      cf.assert %121, "index must be larger or equal to 0"
-      %extracted = tensor.extract %arg4[%118, %119] : tensor<512x768xf32>
+      %122 = arith.index_cast %in : i64 to index
+      %123 = linalg.index 2 : index
+      %124 = arith.cmpi slt, %122, %c512 : index
+      cf.assert %124, "index must be smaller than dim size"
+      %125 = arith.cmpi sge, %in, %c0_i64 : i64
+      cf.assert %125, "index must be larger or equal to 0"
+      %extracted = tensor.extract %arg4[%122, %123] : tensor<512x768xf32>
       linalg.yield %extracted : f32
     } -> tensor<1x128x768xf32>
     %6 = linalg.generic {indexing_maps = [#map2, #map3, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%3, %5 : tensor<2x128x768xf32>, tensor<1x128x768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %7 = linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg1 : tensor<2x128xi64>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: i64, %out: f32):
-      %118 = arith.index_cast %in : i64 to index
-      %119 = linalg.index 2 : index
-      %120 = arith.cmpi slt, %118, %c2 : index
-      cf.assert %120, "index must be smaller than dim size"
-      %121 = arith.cmpi sge, %in, %c0_i64 : i64
-      cf.assert %121, "index must be larger or equal to 0"
-      %extracted = tensor.extract %arg5[%118, %119] : tensor<2x768xf32>
+      %122 = arith.index_cast %in : i64 to index
+      %123 = linalg.index 2 : index
+      %124 = arith.cmpi slt, %122, %c2 : index
+      cf.assert %124, "index must be smaller than dim size"
+      %125 = arith.cmpi sge, %in, %c0_i64 : i64
+      cf.assert %125, "index must be larger or equal to 0"
+      %extracted = tensor.extract %arg5[%122, %123] : tensor<2x768xf32>
       linalg.yield %extracted : f32
     } -> tensor<2x128x768xf32>
     %8 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%6, %7 : tensor<2x128x768xf32>, tensor<2x128x768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %9 = tensor.empty() : tensor<2x128x768xf64>
     %10 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%8 : tensor<2x128x768xf32>) outs(%9 : tensor<2x128x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %118 = arith.extf %in : f32 to f64
-      linalg.yield %118 : f64
+      %122 = arith.extf %in : f32 to f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x768xf64>
     %11 = tensor.empty() : tensor<2x128x1xf64>
     %12 = linalg.fill ins(%cst : f64) outs(%11 : tensor<2x128x1xf64>) -> tensor<2x128x1xf64>
     %13 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%10 : tensor<2x128x768xf64>) outs(%12 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.addf %in, %out : f64
-      linalg.yield %118 : f64
+      %122 = arith.addf %in, %out : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
     %14 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%13 : tensor<2x128x1xf64>) outs(%11 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.divf %in, %cst_6 : f64
-      linalg.yield %118 : f64
+      %122 = arith.divf %in, %cst_5 : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
     %15 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%10, %14 : tensor<2x128x768xf64>, tensor<2x128x1xf64>) outs(%9 : tensor<2x128x768xf64>) {
     ^bb0(%in: f64, %in_37: f64, %out: f64):
-      %118 = arith.subf %in, %in_37 : f64
-      linalg.yield %118 : f64
+      %122 = arith.subf %in, %in_37 : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x768xf64>
     %16 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%15, %15 : tensor<2x128x768xf64>, tensor<2x128x768xf64>) outs(%9 : tensor<2x128x768xf64>) {
     ^bb0(%in: f64, %in_37: f64, %out: f64):
-      %118 = arith.mulf %in, %in_37 : f64
-      linalg.yield %118 : f64
+      %122 = arith.mulf %in, %in_37 : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x768xf64>
     %17 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%16 : tensor<2x128x768xf64>) outs(%12 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.addf %in, %out : f64
-      linalg.yield %118 : f64
+      %122 = arith.addf %in, %out : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
     %18 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%17 : tensor<2x128x1xf64>) outs(%11 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.divf %in, %cst_6 : f64
-      linalg.yield %118 : f64
+      %122 = arith.divf %in, %cst_5 : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
     %19 = tensor.empty() : tensor<2x128x1xf32>
     %20 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%18 : tensor<2x128x1xf64>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %118 = arith.truncf %in : f64 to f32
-      linalg.yield %118 : f32
+      %122 = arith.truncf %in : f64 to f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
     %21 = linalg.fill ins(%cst_0 : f32) outs(%19 : tensor<2x128x1xf32>) -> tensor<2x128x1xf32>
     %22 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%8 : tensor<2x128x768xf32>) outs(%21 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.addf %in, %out : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %out : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
     %23 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%22 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.divf %in, %cst_7 : f32
-      linalg.yield %118 : f32
+      %122 = arith.divf %in, %cst_6 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
     %24 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%20 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.truncf %cst_5 : f64 to f32
-      %119 = arith.addf %in, %118 : f32
-      linalg.yield %119 : f32
+      %122 = arith.truncf %cst_4 : f64 to f32
+      %123 = arith.addf %in, %122 : f32
+      linalg.yield %123 : f32
     } -> tensor<2x128x1xf32>
     %25 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%24 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = math.rsqrt %in : f32
-      linalg.yield %118 : f32
+      %122 = math.rsqrt %in : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
     %26 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%8, %23 : tensor<2x128x768xf32>, tensor<2x128x1xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.subf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.subf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %27 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%26, %25 : tensor<2x128x768xf32>, tensor<2x128x1xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.mulf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.mulf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %28 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%27, %arg6 : tensor<2x128x768xf32>, tensor<768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.mulf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.mulf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %29 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%28, %arg7 : tensor<2x128x768xf32>, tensor<768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %expanded_11 = tensor.expand_shape %arg2 [[0], [1, 2, 3]] output_shape [2, 1, 1, 128] : tensor<2x128xi64> into tensor<2x1x1x128xi64>
     %30 = tensor.empty() : tensor<2x1x1x128xf32>
     %31 = linalg.generic {indexing_maps = [#map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded_11 : tensor<2x1x1x128xi64>) outs(%30 : tensor<2x1x1x128xf32>) {
     ^bb0(%in: i64, %out: f32):
-      %118 = arith.sitofp %in : i64 to f32
-      linalg.yield %118 : f32
+      %122 = arith.sitofp %in : i64 to f32
+      linalg.yield %122 : f32
     } -> tensor<2x1x1x128xf32>
-    %32 = linalg.generic {indexing_maps = [#map7, #map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cst_4, %31 : tensor<f32>, tensor<2x1x1x128xf32>) outs(%30 : tensor<2x1x1x128xf32>) {
+    %32 = linalg.generic {indexing_maps = [#map7, #map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cst_2, %31 : tensor<f32>, tensor<2x1x1x128xf32>) outs(%30 : tensor<2x1x1x128xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.subf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.subf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x1x1x128xf32>
     %33 = linalg.generic {indexing_maps = [#map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%32 : tensor<2x1x1x128xf32>) outs(%30 : tensor<2x1x1x128xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.mulf %in, %cst_8 : f32
-      linalg.yield %118 : f32
+      %122 = arith.mulf %in, %cst_7 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x1x1x128xf32>
     %collapsed = tensor.collapse_shape %29 [[0, 1], [2]] : tensor<2x128x768xf32> into tensor<256x768xf32>
     %34 = tensor.empty() : tensor<768x768xf32>
@@ -199,8 +199,8 @@ module {
     } -> tensor<256x768xf32>
     %39 = linalg.generic {indexing_maps = [#map9, #map9, #map9], iterator_types = ["parallel", "parallel"]} ins(%37, %38 : tensor<256x768xf32>, tensor<256x768xf32>) outs(%35 : tensor<256x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<256x768xf32>
     %expanded_12 = tensor.expand_shape %39 [[0, 1], [2, 3]] output_shape [2, 128, 12, 64] : tensor<256x768xf32> into tensor<2x128x12x64xf32>
     %40 = tensor.empty() : tensor<2x12x128x64xf32>
@@ -213,8 +213,8 @@ module {
     } -> tensor<256x768xf32>
     %43 = linalg.generic {indexing_maps = [#map9, #map9, #map9], iterator_types = ["parallel", "parallel"]} ins(%41, %42 : tensor<256x768xf32>, tensor<256x768xf32>) outs(%35 : tensor<256x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<256x768xf32>
     %expanded_15 = tensor.expand_shape %43 [[0, 1], [2, 3]] output_shape [2, 128, 12, 64] : tensor<256x768xf32> into tensor<2x128x12x64xf32>
     %transposed_16 = linalg.transpose ins(%arg12 : tensor<768x768xf32>) outs(%34 : tensor<768x768xf32>) permutation = [1, 0] 
@@ -225,8 +225,8 @@ module {
     } -> tensor<256x768xf32>
     %46 = linalg.generic {indexing_maps = [#map9, #map9, #map9], iterator_types = ["parallel", "parallel"]} ins(%44, %45 : tensor<256x768xf32>, tensor<256x768xf32>) outs(%35 : tensor<256x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<256x768xf32>
     %expanded_17 = tensor.expand_shape %46 [[0, 1], [2, 3]] output_shape [2, 128, 12, 64] : tensor<256x768xf32> into tensor<2x128x12x64xf32>
     %transposed_18 = linalg.transpose ins(%expanded_17 : tensor<2x128x12x64xf32>) outs(%40 : tensor<2x12x128x64xf32>) permutation = [0, 2, 1, 3] 
@@ -241,13 +241,13 @@ module {
     %51 = tensor.empty() : tensor<2x12x128x128xf32>
     %52 = linalg.generic {indexing_maps = [#map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded_22 : tensor<2x12x128x128xf32>) outs(%51 : tensor<2x12x128x128xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.divf %in, %cst_9 : f32
-      linalg.yield %118 : f32
+      %122 = arith.divf %in, %cst_8 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x12x128x128xf32>
     %53 = linalg.generic {indexing_maps = [#map6, #map10, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%52, %33 : tensor<2x12x128x128xf32>, tensor<2x1x1x128xf32>) outs(%51 : tensor<2x12x128x128xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x12x128x128xf32>
     %54 = tensor.empty() : tensor<2x12x128xi64>
     %55 = linalg.fill ins(%c0_i64 : i64) outs(%54 : tensor<2x12x128xi64>) -> tensor<2x12x128xi64>
@@ -255,35 +255,35 @@ module {
     %57 = linalg.fill ins(%cst_1 : f32) outs(%56 : tensor<2x12x128xf32>) -> tensor<2x12x128xf32>
     %58:2 = linalg.generic {indexing_maps = [#map6, #map11, #map11], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%53 : tensor<2x12x128x128xf32>) outs(%57, %55 : tensor<2x12x128xf32>, tensor<2x12x128xi64>) {
     ^bb0(%in: f32, %out: f32, %out_37: i64):
-      %118 = linalg.index 3 : index
-      %119 = arith.index_cast %118 : index to i64
-      %120 = arith.maximumf %in, %out : f32
-      %121 = arith.cmpf ogt, %in, %out : f32
-      %122 = arith.select %121, %119, %out_37 : i64
-      linalg.yield %120, %122 : f32, i64
+      %122 = linalg.index 3 : index
+      %123 = arith.index_cast %122 : index to i64
+      %124 = arith.maximumf %in, %out : f32
+      %125 = arith.cmpf ogt, %in, %out : f32
+      %126 = arith.select %125, %123, %out_37 : i64
+      linalg.yield %124, %126 : f32, i64
     } -> (tensor<2x12x128xf32>, tensor<2x12x128xi64>)
     %expanded_23 = tensor.expand_shape %58#0 [[0], [1], [2, 3]] output_shape [2, 12, 128, 1] : tensor<2x12x128xf32> into tensor<2x12x128x1xf32>
     %59 = linalg.generic {indexing_maps = [#map6, #map12, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%53, %expanded_23 : tensor<2x12x128x128xf32>, tensor<2x12x128x1xf32>) outs(%51 : tensor<2x12x128x128xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.subf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.subf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x12x128x128xf32>
     %60 = linalg.generic {indexing_maps = [#map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%59 : tensor<2x12x128x128xf32>) outs(%51 : tensor<2x12x128x128xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = math.exp %in : f32
-      linalg.yield %118 : f32
+      %122 = math.exp %in : f32
+      linalg.yield %122 : f32
     } -> tensor<2x12x128x128xf32>
     %61 = tensor.empty() : tensor<2x12x128x1xf32>
     %62 = linalg.fill ins(%cst_0 : f32) outs(%61 : tensor<2x12x128x1xf32>) -> tensor<2x12x128x1xf32>
     %63 = linalg.generic {indexing_maps = [#map6, #map12], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%60 : tensor<2x12x128x128xf32>) outs(%62 : tensor<2x12x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.addf %in, %out : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %out : f32
+      linalg.yield %122 : f32
     } -> tensor<2x12x128x1xf32>
     %64 = linalg.generic {indexing_maps = [#map6, #map12, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%60, %63 : tensor<2x12x128x128xf32>, tensor<2x12x128x1xf32>) outs(%51 : tensor<2x12x128x128xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.divf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.divf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x12x128x128xf32>
     %collapsed_24 = tensor.collapse_shape %64 [[0, 1], [2], [3]] : tensor<2x12x128x128xf32> into tensor<24x128x128xf32>
     %collapsed_25 = tensor.collapse_shape %transposed_18 [[0, 1], [2], [3]] : tensor<2x12x128x64xf32> into tensor<24x128x64xf32>
@@ -302,95 +302,95 @@ module {
     } -> tensor<256x768xf32>
     %71 = linalg.generic {indexing_maps = [#map9, #map9, #map9], iterator_types = ["parallel", "parallel"]} ins(%69, %70 : tensor<256x768xf32>, tensor<256x768xf32>) outs(%35 : tensor<256x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<256x768xf32>
     %expanded_30 = tensor.expand_shape %71 [[0, 1], [2]] output_shape [2, 128, 768] : tensor<256x768xf32> into tensor<2x128x768xf32>
     %72 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_30, %29 : tensor<2x128x768xf32>, tensor<2x128x768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %73 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%72 : tensor<2x128x768xf32>) outs(%9 : tensor<2x128x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %118 = arith.extf %in : f32 to f64
-      linalg.yield %118 : f64
+      %122 = arith.extf %in : f32 to f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x768xf64>
     %74 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%73 : tensor<2x128x768xf64>) outs(%12 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.addf %in, %out : f64
-      linalg.yield %118 : f64
+      %122 = arith.addf %in, %out : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
     %75 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%74 : tensor<2x128x1xf64>) outs(%11 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.divf %in, %cst_6 : f64
-      linalg.yield %118 : f64
+      %122 = arith.divf %in, %cst_5 : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
     %76 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%73, %75 : tensor<2x128x768xf64>, tensor<2x128x1xf64>) outs(%9 : tensor<2x128x768xf64>) {
     ^bb0(%in: f64, %in_37: f64, %out: f64):
-      %118 = arith.subf %in, %in_37 : f64
-      linalg.yield %118 : f64
+      %122 = arith.subf %in, %in_37 : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x768xf64>
     %77 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%76, %76 : tensor<2x128x768xf64>, tensor<2x128x768xf64>) outs(%9 : tensor<2x128x768xf64>) {
     ^bb0(%in: f64, %in_37: f64, %out: f64):
-      %118 = arith.mulf %in, %in_37 : f64
-      linalg.yield %118 : f64
+      %122 = arith.mulf %in, %in_37 : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x768xf64>
     %78 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%77 : tensor<2x128x768xf64>) outs(%12 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.addf %in, %out : f64
-      linalg.yield %118 : f64
+      %122 = arith.addf %in, %out : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
     %79 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%78 : tensor<2x128x1xf64>) outs(%11 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.divf %in, %cst_6 : f64
-      linalg.yield %118 : f64
+      %122 = arith.divf %in, %cst_5 : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
     %80 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%79 : tensor<2x128x1xf64>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %118 = arith.truncf %in : f64 to f32
-      linalg.yield %118 : f32
+      %122 = arith.truncf %in : f64 to f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
     %81 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%72 : tensor<2x128x768xf32>) outs(%21 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.addf %in, %out : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %out : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
     %82 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%81 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.divf %in, %cst_7 : f32
-      linalg.yield %118 : f32
+      %122 = arith.divf %in, %cst_6 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
     %83 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%80 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.truncf %cst_5 : f64 to f32
-      %119 = arith.addf %in, %118 : f32
-      linalg.yield %119 : f32
+      %122 = arith.truncf %cst_4 : f64 to f32
+      %123 = arith.addf %in, %122 : f32
+      linalg.yield %123 : f32
     } -> tensor<2x128x1xf32>
     %84 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%83 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = math.rsqrt %in : f32
-      linalg.yield %118 : f32
+      %122 = math.rsqrt %in : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
     %85 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%72, %82 : tensor<2x128x768xf32>, tensor<2x128x1xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.subf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.subf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %86 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%85, %84 : tensor<2x128x768xf32>, tensor<2x128x1xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.mulf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.mulf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %87 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%86, %arg16 : tensor<2x128x768xf32>, tensor<768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.mulf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.mulf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %88 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%87, %arg17 : tensor<2x128x768xf32>, tensor<768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
     %collapsed_31 = tensor.collapse_shape %88 [[0, 1], [2]] : tensor<2x128x768xf32> into tensor<256x768xf32>
     %89 = tensor.empty() : tensor<768x3072xf32>
@@ -404,120 +404,137 @@ module {
     } -> tensor<256x3072xf32>
     %94 = linalg.generic {indexing_maps = [#map9, #map9, #map9], iterator_types = ["parallel", "parallel"]} ins(%92, %93 : tensor<256x3072xf32>, tensor<256x3072xf32>) outs(%90 : tensor<256x3072xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<256x3072xf32>
     %expanded_33 = tensor.expand_shape %94 [[0, 1], [2]] output_shape [2, 128, 3072] : tensor<256x3072xf32> into tensor<2x128x3072xf32>
     %95 = tensor.empty() : tensor<2x128x3072xf32>
     %96 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_33 : tensor<2x128x3072xf32>) outs(%95 : tensor<2x128x3072xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.divf %in, %cst_10 : f32
-      %119 = math.erf %118 : f32
-      %120 = arith.addf %119, %cst_2 : f32
-      %121 = arith.mulf %120, %cst_3 : f32
-      %122 = arith.mulf %in, %121 : f32
+      %122 = arith.mulf %in, %cst_9 : f32
       linalg.yield %122 : f32
     } -> tensor<2x128x3072xf32>
-    %collapsed_34 = tensor.collapse_shape %96 [[0, 1], [2]] : tensor<2x128x3072xf32> into tensor<256x3072xf32>
-    %97 = tensor.empty() : tensor<3072x768xf32>
-    %transposed_35 = linalg.transpose ins(%arg20 : tensor<768x3072xf32>) outs(%97 : tensor<3072x768xf32>) permutation = [1, 0] 
-    %98 = linalg.matmul ins(%collapsed_34, %transposed_35 : tensor<256x3072xf32>, tensor<3072x768xf32>) outs(%36 : tensor<256x768xf32>) -> tensor<256x768xf32>
-    %99 = linalg.generic {indexing_maps = [#map8, #map9], iterator_types = ["parallel", "parallel"]} ins(%arg21 : tensor<768xf32>) outs(%35 : tensor<256x768xf32>) {
+    %97 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_33 : tensor<2x128x3072xf32>) outs(%95 : tensor<2x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %122 = arith.truncf %cst_3 : f64 to f32
+      %123 = arith.mulf %in, %122 : f32
+      linalg.yield %123 : f32
+    } -> tensor<2x128x3072xf32>
+    %98 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%97 : tensor<2x128x3072xf32>) outs(%95 : tensor<2x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %122 = math.erf %in : f32
+      linalg.yield %122 : f32
+    } -> tensor<2x128x3072xf32>
+    %99 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%98 : tensor<2x128x3072xf32>) outs(%95 : tensor<2x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %122 = arith.addf %in, %cst_10 : f32
+      linalg.yield %122 : f32
+    } -> tensor<2x128x3072xf32>
+    %100 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%96, %99 : tensor<2x128x3072xf32>, tensor<2x128x3072xf32>) outs(%95 : tensor<2x128x3072xf32>) {
+    ^bb0(%in: f32, %in_37: f32, %out: f32):
+      %122 = arith.mulf %in, %in_37 : f32
+      linalg.yield %122 : f32
+    } -> tensor<2x128x3072xf32>
+    %collapsed_34 = tensor.collapse_shape %100 [[0, 1], [2]] : tensor<2x128x3072xf32> into tensor<256x3072xf32>
+    %101 = tensor.empty() : tensor<3072x768xf32>
+    %transposed_35 = linalg.transpose ins(%arg20 : tensor<768x3072xf32>) outs(%101 : tensor<3072x768xf32>) permutation = [1, 0] 
+    %102 = linalg.matmul ins(%collapsed_34, %transposed_35 : tensor<256x3072xf32>, tensor<3072x768xf32>) outs(%36 : tensor<256x768xf32>) -> tensor<256x768xf32>
+    %103 = linalg.generic {indexing_maps = [#map8, #map9], iterator_types = ["parallel", "parallel"]} ins(%arg21 : tensor<768xf32>) outs(%35 : tensor<256x768xf32>) {
     ^bb0(%in: f32, %out: f32):
       linalg.yield %in : f32
     } -> tensor<256x768xf32>
-    %100 = linalg.generic {indexing_maps = [#map9, #map9, #map9], iterator_types = ["parallel", "parallel"]} ins(%98, %99 : tensor<256x768xf32>, tensor<256x768xf32>) outs(%35 : tensor<256x768xf32>) {
+    %104 = linalg.generic {indexing_maps = [#map9, #map9, #map9], iterator_types = ["parallel", "parallel"]} ins(%102, %103 : tensor<256x768xf32>, tensor<256x768xf32>) outs(%35 : tensor<256x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<256x768xf32>
-    %expanded_36 = tensor.expand_shape %100 [[0, 1], [2]] output_shape [2, 128, 768] : tensor<256x768xf32> into tensor<2x128x768xf32>
-    %101 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_36, %88 : tensor<2x128x768xf32>, tensor<2x128x768xf32>) outs(%2 : tensor<2x128x768xf32>) {
+    %expanded_36 = tensor.expand_shape %104 [[0, 1], [2]] output_shape [2, 128, 768] : tensor<256x768xf32> into tensor<2x128x768xf32>
+    %105 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_36, %88 : tensor<2x128x768xf32>, tensor<2x128x768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
-    %102 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%101 : tensor<2x128x768xf32>) outs(%9 : tensor<2x128x768xf64>) {
+    %106 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%105 : tensor<2x128x768xf32>) outs(%9 : tensor<2x128x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %118 = arith.extf %in : f32 to f64
-      linalg.yield %118 : f64
-    } -> tensor<2x128x768xf64>
-    %103 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%102 : tensor<2x128x768xf64>) outs(%12 : tensor<2x128x1xf64>) {
-    ^bb0(%in: f64, %out: f64):
-      %118 = arith.addf %in, %out : f64
-      linalg.yield %118 : f64
-    } -> tensor<2x128x1xf64>
-    %104 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%103 : tensor<2x128x1xf64>) outs(%11 : tensor<2x128x1xf64>) {
-    ^bb0(%in: f64, %out: f64):
-      %118 = arith.divf %in, %cst_6 : f64
-      linalg.yield %118 : f64
-    } -> tensor<2x128x1xf64>
-    %105 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%102, %104 : tensor<2x128x768xf64>, tensor<2x128x1xf64>) outs(%9 : tensor<2x128x768xf64>) {
-    ^bb0(%in: f64, %in_37: f64, %out: f64):
-      %118 = arith.subf %in, %in_37 : f64
-      linalg.yield %118 : f64
-    } -> tensor<2x128x768xf64>
-    %106 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%105, %105 : tensor<2x128x768xf64>, tensor<2x128x768xf64>) outs(%9 : tensor<2x128x768xf64>) {
-    ^bb0(%in: f64, %in_37: f64, %out: f64):
-      %118 = arith.mulf %in, %in_37 : f64
-      linalg.yield %118 : f64
+      %122 = arith.extf %in : f32 to f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x768xf64>
     %107 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%106 : tensor<2x128x768xf64>) outs(%12 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.addf %in, %out : f64
-      linalg.yield %118 : f64
+      %122 = arith.addf %in, %out : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
     %108 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%107 : tensor<2x128x1xf64>) outs(%11 : tensor<2x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %118 = arith.divf %in, %cst_6 : f64
-      linalg.yield %118 : f64
+      %122 = arith.divf %in, %cst_5 : f64
+      linalg.yield %122 : f64
     } -> tensor<2x128x1xf64>
-    %109 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%108 : tensor<2x128x1xf64>) outs(%19 : tensor<2x128x1xf32>) {
+    %109 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%106, %108 : tensor<2x128x768xf64>, tensor<2x128x1xf64>) outs(%9 : tensor<2x128x768xf64>) {
+    ^bb0(%in: f64, %in_37: f64, %out: f64):
+      %122 = arith.subf %in, %in_37 : f64
+      linalg.yield %122 : f64
+    } -> tensor<2x128x768xf64>
+    %110 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%109, %109 : tensor<2x128x768xf64>, tensor<2x128x768xf64>) outs(%9 : tensor<2x128x768xf64>) {
+    ^bb0(%in: f64, %in_37: f64, %out: f64):
+      %122 = arith.mulf %in, %in_37 : f64
+      linalg.yield %122 : f64
+    } -> tensor<2x128x768xf64>
+    %111 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%110 : tensor<2x128x768xf64>) outs(%12 : tensor<2x128x1xf64>) {
+    ^bb0(%in: f64, %out: f64):
+      %122 = arith.addf %in, %out : f64
+      linalg.yield %122 : f64
+    } -> tensor<2x128x1xf64>
+    %112 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%111 : tensor<2x128x1xf64>) outs(%11 : tensor<2x128x1xf64>) {
+    ^bb0(%in: f64, %out: f64):
+      %122 = arith.divf %in, %cst_5 : f64
+      linalg.yield %122 : f64
+    } -> tensor<2x128x1xf64>
+    %113 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%112 : tensor<2x128x1xf64>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %118 = arith.truncf %in : f64 to f32
-      linalg.yield %118 : f32
+      %122 = arith.truncf %in : f64 to f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
-    %110 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%101 : tensor<2x128x768xf32>) outs(%21 : tensor<2x128x1xf32>) {
+    %114 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%105 : tensor<2x128x768xf32>) outs(%21 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.addf %in, %out : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %out : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
-    %111 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%110 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
+    %115 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%114 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.divf %in, %cst_7 : f32
-      linalg.yield %118 : f32
+      %122 = arith.divf %in, %cst_6 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
-    %112 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%109 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
+    %116 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%113 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = arith.truncf %cst_5 : f64 to f32
-      %119 = arith.addf %in, %118 : f32
-      linalg.yield %119 : f32
+      %122 = arith.truncf %cst_4 : f64 to f32
+      %123 = arith.addf %in, %122 : f32
+      linalg.yield %123 : f32
     } -> tensor<2x128x1xf32>
-    %113 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%112 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
+    %117 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%116 : tensor<2x128x1xf32>) outs(%19 : tensor<2x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %118 = math.rsqrt %in : f32
-      linalg.yield %118 : f32
+      %122 = math.rsqrt %in : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x1xf32>
-    %114 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%101, %111 : tensor<2x128x768xf32>, tensor<2x128x1xf32>) outs(%2 : tensor<2x128x768xf32>) {
+    %118 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%105, %115 : tensor<2x128x768xf32>, tensor<2x128x1xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.subf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.subf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
-    %115 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%114, %113 : tensor<2x128x768xf32>, tensor<2x128x1xf32>) outs(%2 : tensor<2x128x768xf32>) {
+    %119 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%118, %117 : tensor<2x128x768xf32>, tensor<2x128x1xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.mulf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.mulf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
-    %116 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%115, %arg22 : tensor<2x128x768xf32>, tensor<768xf32>) outs(%2 : tensor<2x128x768xf32>) {
+    %120 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%119, %arg22 : tensor<2x128x768xf32>, tensor<768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.mulf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.mulf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
-    %117 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%116, %arg23 : tensor<2x128x768xf32>, tensor<768xf32>) outs(%2 : tensor<2x128x768xf32>) {
+    %121 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%120, %arg23 : tensor<2x128x768xf32>, tensor<768xf32>) outs(%2 : tensor<2x128x768xf32>) {
     ^bb0(%in: f32, %in_37: f32, %out: f32):
-      %118 = arith.addf %in, %in_37 : f32
-      linalg.yield %118 : f32
+      %122 = arith.addf %in, %in_37 : f32
+      linalg.yield %122 : f32
     } -> tensor<2x128x768xf32>
-    return %117 : tensor<2x128x768xf32>
+    return %121 : tensor<2x128x768xf32>
   }
 }

@@ -29,177 +29,177 @@ module {
     %cst_0 = arith.constant 0.000000e+00 : f32
     %c12 = arith.constant 12 : index
     %cst_1 = arith.constant 0xFF800000 : f32
-    %cst_2 = arith.constant 1.000000e+00 : f32
-    %cst_3 = arith.constant 5.000000e-01 : f32
-    %cst_4 = arith.constant dense<1.000000e+00> : tensor<f32>
-    %cst_5 = arith.constant 9.9999999999999998E-13 : f64
-    %cst_6 = arith.constant 7.680000e+02 : f64
-    %cst_7 = arith.constant 7.680000e+02 : f32
-    %cst_8 = arith.constant -3.40282347E+38 : f32
-    %cst_9 = arith.constant 8.000000e+00 : f32
-    %cst_10 = arith.constant 1.41421354 : f32
+    %cst_2 = arith.constant dense<1.000000e+00> : tensor<f32>
+    %cst_3 = arith.constant 0.70710678118654757 : f64
+    %cst_4 = arith.constant 9.9999999999999998E-13 : f64
+    %cst_5 = arith.constant 7.680000e+02 : f64
+    %cst_6 = arith.constant 7.680000e+02 : f32
+    %cst_7 = arith.constant -3.40282347E+38 : f32
+    %cst_8 = arith.constant 8.000000e+00 : f32
+    %cst_9 = arith.constant 5.000000e-01 : f32
+    %cst_10 = arith.constant 1.000000e+00 : f32
     %dim = tensor.dim %arg2, %c0 : tensor<?x128xi64>
     %0 = arith.index_cast %dim : index to i64
     %1 = tensor.empty() : tensor<128xi64>
     %2 = linalg.generic {indexing_maps = [#map], iterator_types = ["parallel"]} outs(%1 : tensor<128xi64>) {
     ^bb0(%out: i64):
-      %167 = linalg.index 0 : index
-      %168 = arith.index_cast %167 : index to i64
-      linalg.yield %168 : i64
+      %171 = linalg.index 0 : index
+      %172 = arith.index_cast %171 : index to i64
+      linalg.yield %172 : i64
     } -> tensor<128xi64>
     %expanded = tensor.expand_shape %2 [[0, 1]] output_shape [1, 128] : tensor<128xi64> into tensor<1x128xi64>
     %dim_11 = tensor.dim %arg0, %c0 : tensor<?x128xi64>
     %3 = tensor.empty(%dim_11) : tensor<?x128x768xf32>
     %4 = linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0 : tensor<?x128xi64>) outs(%3 : tensor<?x128x768xf32>) {
     ^bb0(%in: i64, %out: f32):
-      %167 = arith.index_cast %in : i64 to index
-      %168 = linalg.index 2 : index
-      %169 = arith.cmpi slt, %167, %c30522 : index
-      cf.assert %169, "index must be smaller than dim size"
-      %170 = arith.cmpi sge, %in, %c0_i64 : i64
-      cf.assert %170, "index must be larger or equal to 0"
-      %extracted = tensor.extract %arg3[%167, %168] : tensor<30522x768xf32>
+      %171 = arith.index_cast %in : i64 to index
+      %172 = linalg.index 2 : index
+      %173 = arith.cmpi slt, %171, %c30522 : index
+      cf.assert %173, "index must be smaller than dim size"
+      %174 = arith.cmpi sge, %in, %c0_i64 : i64
+      cf.assert %174, "index must be larger or equal to 0"
+      %extracted = tensor.extract %arg3[%171, %172] : tensor<30522x768xf32>
       linalg.yield %extracted : f32
     } -> tensor<?x128x768xf32>
     %5 = tensor.empty() : tensor<1x128x768xf32>
     %6 = linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded : tensor<1x128xi64>) outs(%5 : tensor<1x128x768xf32>) {
     ^bb0(%in: i64, %out: f32):
-      %167 = arith.index_cast %in : i64 to index
-      %168 = linalg.index 2 : index
-      %169 = arith.cmpi slt, %167, %c512 : index
-      cf.assert %169, "index must be smaller than dim size"
-      %170 = arith.cmpi sge, %in, %c0_i64 : i64
-      cf.assert %170, "index must be larger or equal to 0"
-      %extracted = tensor.extract %arg4[%167, %168] : tensor<512x768xf32>
+      %171 = arith.index_cast %in : i64 to index
+      %172 = linalg.index 2 : index
+      %173 = arith.cmpi slt, %171, %c512 : index
+      cf.assert %173, "index must be smaller than dim size"
+      %174 = arith.cmpi sge, %in, %c0_i64 : i64
+      cf.assert %174, "index must be larger or equal to 0"
+      %extracted = tensor.extract %arg4[%171, %172] : tensor<512x768xf32>
       linalg.yield %extracted : f32
     } -> tensor<1x128x768xf32>
     %7 = linalg.generic {indexing_maps = [#map2, #map3, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%4, %6 : tensor<?x128x768xf32>, tensor<1x128x768xf32>) outs(%3 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %dim_12 = tensor.dim %arg1, %c0 : tensor<?x128xi64>
     %8 = tensor.empty(%dim_12) : tensor<?x128x768xf32>
     %9 = linalg.generic {indexing_maps = [#map1, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg1 : tensor<?x128xi64>) outs(%8 : tensor<?x128x768xf32>) {
     ^bb0(%in: i64, %out: f32):
-      %167 = arith.index_cast %in : i64 to index
-      %168 = linalg.index 2 : index
-      %169 = arith.cmpi slt, %167, %c2 : index
-      cf.assert %169, "index must be smaller than dim size"
-      %170 = arith.cmpi sge, %in, %c0_i64 : i64
-      cf.assert %170, "index must be larger or equal to 0"
-      %extracted = tensor.extract %arg5[%167, %168] : tensor<2x768xf32>
+      %171 = arith.index_cast %in : i64 to index
+      %172 = linalg.index 2 : index
+      %173 = arith.cmpi slt, %171, %c2 : index
+      cf.assert %173, "index must be smaller than dim size"
+      %174 = arith.cmpi sge, %in, %c0_i64 : i64
+      cf.assert %174, "index must be larger or equal to 0"
+      %extracted = tensor.extract %arg5[%171, %172] : tensor<2x768xf32>
       linalg.yield %extracted : f32
     } -> tensor<?x128x768xf32>
     %10 = arith.cmpi eq, %dim_11, %dim_12 : index
     cf.assert %10, "mismatched size for broadcast"
     %11 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%7, %9 : tensor<?x128x768xf32>, tensor<?x128x768xf32>) outs(%3 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %12 = tensor.empty(%dim_11) : tensor<?x128x768xf64>
     %13 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%11 : tensor<?x128x768xf32>) outs(%12 : tensor<?x128x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %167 = arith.extf %in : f32 to f64
-      linalg.yield %167 : f64
+      %171 = arith.extf %in : f32 to f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x768xf64>
     %14 = tensor.empty(%dim_11) : tensor<?x128x1xf64>
     %15 = linalg.fill ins(%cst : f64) outs(%14 : tensor<?x128x1xf64>) -> tensor<?x128x1xf64>
     %16 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%13 : tensor<?x128x768xf64>) outs(%15 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.addf %in, %out : f64
-      linalg.yield %167 : f64
+      %171 = arith.addf %in, %out : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
     %17 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%16 : tensor<?x128x1xf64>) outs(%14 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.divf %in, %cst_6 : f64
-      linalg.yield %167 : f64
+      %171 = arith.divf %in, %cst_5 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
     %18 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%13, %17 : tensor<?x128x768xf64>, tensor<?x128x1xf64>) outs(%12 : tensor<?x128x768xf64>) {
     ^bb0(%in: f64, %in_39: f64, %out: f64):
-      %167 = arith.subf %in, %in_39 : f64
-      linalg.yield %167 : f64
+      %171 = arith.subf %in, %in_39 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x768xf64>
     %19 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%18, %18 : tensor<?x128x768xf64>, tensor<?x128x768xf64>) outs(%12 : tensor<?x128x768xf64>) {
     ^bb0(%in: f64, %in_39: f64, %out: f64):
-      %167 = arith.mulf %in, %in_39 : f64
-      linalg.yield %167 : f64
+      %171 = arith.mulf %in, %in_39 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x768xf64>
     %20 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%19 : tensor<?x128x768xf64>) outs(%15 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.addf %in, %out : f64
-      linalg.yield %167 : f64
+      %171 = arith.addf %in, %out : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
     %21 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%20 : tensor<?x128x1xf64>) outs(%14 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.divf %in, %cst_6 : f64
-      linalg.yield %167 : f64
+      %171 = arith.divf %in, %cst_5 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
     %22 = tensor.empty(%dim_11) : tensor<?x128x1xf32>
     %23 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%21 : tensor<?x128x1xf64>) outs(%22 : tensor<?x128x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %167 = arith.truncf %in : f64 to f32
-      linalg.yield %167 : f32
+      %171 = arith.truncf %in : f64 to f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
     %24 = linalg.fill ins(%cst_0 : f32) outs(%22 : tensor<?x128x1xf32>) -> tensor<?x128x1xf32>
     %25 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%11 : tensor<?x128x768xf32>) outs(%24 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.addf %in, %out : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %out : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
     %26 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%25 : tensor<?x128x1xf32>) outs(%22 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.divf %in, %cst_7 : f32
-      linalg.yield %167 : f32
+      %171 = arith.divf %in, %cst_6 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
     %27 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%23 : tensor<?x128x1xf32>) outs(%22 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.truncf %cst_5 : f64 to f32
-      %168 = arith.addf %in, %167 : f32
-      linalg.yield %168 : f32
+      %171 = arith.truncf %cst_4 : f64 to f32
+      %172 = arith.addf %in, %171 : f32
+      linalg.yield %172 : f32
     } -> tensor<?x128x1xf32>
     %28 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%27 : tensor<?x128x1xf32>) outs(%22 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = math.rsqrt %in : f32
-      linalg.yield %167 : f32
+      %171 = math.rsqrt %in : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
     %29 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%11, %26 : tensor<?x128x768xf32>, tensor<?x128x1xf32>) outs(%3 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.subf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.subf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %30 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%29, %28 : tensor<?x128x768xf32>, tensor<?x128x1xf32>) outs(%3 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.mulf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.mulf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %31 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%30, %arg6 : tensor<?x128x768xf32>, tensor<768xf32>) outs(%3 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.mulf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.mulf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %32 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%31, %arg7 : tensor<?x128x768xf32>, tensor<768xf32>) outs(%3 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %expanded_13 = tensor.expand_shape %arg2 [[0], [1, 2, 3]] output_shape [%dim, 1, 1, 128] : tensor<?x128xi64> into tensor<?x1x1x128xi64>
     %33 = tensor.empty(%dim) : tensor<?x1x1x128xf32>
     %34 = linalg.generic {indexing_maps = [#map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded_13 : tensor<?x1x1x128xi64>) outs(%33 : tensor<?x1x1x128xf32>) {
     ^bb0(%in: i64, %out: f32):
-      %167 = arith.sitofp %in : i64 to f32
-      linalg.yield %167 : f32
+      %171 = arith.sitofp %in : i64 to f32
+      linalg.yield %171 : f32
     } -> tensor<?x1x1x128xf32>
-    %35 = linalg.generic {indexing_maps = [#map7, #map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cst_4, %34 : tensor<f32>, tensor<?x1x1x128xf32>) outs(%33 : tensor<?x1x1x128xf32>) {
+    %35 = linalg.generic {indexing_maps = [#map7, #map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cst_2, %34 : tensor<f32>, tensor<?x1x1x128xf32>) outs(%33 : tensor<?x1x1x128xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.subf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.subf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x1x1x128xf32>
     %36 = linalg.generic {indexing_maps = [#map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%35 : tensor<?x1x1x128xf32>) outs(%33 : tensor<?x1x1x128xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.mulf %in, %cst_8 : f32
-      linalg.yield %167 : f32
+      %171 = arith.mulf %in, %cst_7 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x1x1x128xf32>
     %37 = arith.muli %0, %c128_i64 : i64
     %collapsed = tensor.collapse_shape %32 [[0, 1], [2]] : tensor<?x128x768xf32> into tensor<?x768xf32>
@@ -221,8 +221,8 @@ module {
     cf.assert %47, "mismatched size for broadcast"
     %48 = linalg.generic {indexing_maps = [#map10, #map10, #map10], iterator_types = ["parallel", "parallel"]} ins(%42, %46 : tensor<?x768xf32>, tensor<?x768xf32>) outs(%40 : tensor<?x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x768xf32>
     %49 = arith.divsi %39, %c128 : index
     %expanded_14 = tensor.expand_shape %48 [[0, 1], [2, 3]] output_shape [%49, 128, 12, 64] : tensor<?x768xf32> into tensor<?x128x12x64xf32>
@@ -238,8 +238,8 @@ module {
     cf.assert %47, "mismatched size for broadcast"
     %53 = linalg.generic {indexing_maps = [#map10, #map10, #map10], iterator_types = ["parallel", "parallel"]} ins(%51, %52 : tensor<?x768xf32>, tensor<?x768xf32>) outs(%40 : tensor<?x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x768xf32>
     %expanded_17 = tensor.expand_shape %53 [[0, 1], [2, 3]] output_shape [%49, 128, 12, 64] : tensor<?x768xf32> into tensor<?x128x12x64xf32>
     %transposed_18 = linalg.transpose ins(%arg12 : tensor<768x768xf32>) outs(%38 : tensor<768x768xf32>) permutation = [1, 0] 
@@ -252,8 +252,8 @@ module {
     cf.assert %47, "mismatched size for broadcast"
     %56 = linalg.generic {indexing_maps = [#map10, #map10, #map10], iterator_types = ["parallel", "parallel"]} ins(%54, %55 : tensor<?x768xf32>, tensor<?x768xf32>) outs(%40 : tensor<?x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x768xf32>
     %expanded_19 = tensor.expand_shape %56 [[0, 1], [2, 3]] output_shape [%49, 128, 12, 64] : tensor<?x768xf32> into tensor<?x128x12x64xf32>
     %transposed_20 = linalg.transpose ins(%expanded_19 : tensor<?x128x12x64xf32>) outs(%50 : tensor<?x12x128x64xf32>) permutation = [0, 2, 1, 3] 
@@ -264,13 +264,13 @@ module {
     %59 = tensor.empty(%dim) : tensor<?x12x128x64xf32>
     %60 = linalg.generic {indexing_maps = [#map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%59 : tensor<?x12x128x64xf32>) {
     ^bb0(%out: f32):
-      %167 = linalg.index 0 : index
-      %168 = linalg.index 1 : index
-      %169 = linalg.index 2 : index
-      %170 = linalg.index 3 : index
-      %171 = arith.cmpi eq, %49, %c1 : index
-      %172 = arith.select %171, %c0, %167 : index
-      %extracted = tensor.extract %transposed_15[%172, %168, %169, %170] : tensor<?x12x128x64xf32>
+      %171 = linalg.index 0 : index
+      %172 = linalg.index 1 : index
+      %173 = linalg.index 2 : index
+      %174 = linalg.index 3 : index
+      %175 = arith.cmpi eq, %49, %c1 : index
+      %176 = arith.select %175, %c0, %171 : index
+      %extracted = tensor.extract %transposed_15[%176, %172, %173, %174] : tensor<?x12x128x64xf32>
       linalg.yield %extracted : f32
     } -> tensor<?x12x128x64xf32>
     %collapsed_22 = tensor.collapse_shape %60 [[0, 1], [2], [3]] : tensor<?x12x128x64xf32> into tensor<?x128x64xf32>
@@ -278,13 +278,13 @@ module {
     %61 = tensor.empty(%dim) : tensor<?x12x64x128xf32>
     %62 = linalg.generic {indexing_maps = [#map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%61 : tensor<?x12x64x128xf32>) {
     ^bb0(%out: f32):
-      %167 = linalg.index 0 : index
-      %168 = linalg.index 1 : index
-      %169 = linalg.index 2 : index
-      %170 = linalg.index 3 : index
-      %171 = arith.cmpi eq, %49, %c1 : index
-      %172 = arith.select %171, %c0, %167 : index
-      %extracted = tensor.extract %transposed_21[%172, %168, %169, %170] : tensor<?x12x64x128xf32>
+      %171 = linalg.index 0 : index
+      %172 = linalg.index 1 : index
+      %173 = linalg.index 2 : index
+      %174 = linalg.index 3 : index
+      %175 = arith.cmpi eq, %49, %c1 : index
+      %176 = arith.select %175, %c0, %171 : index
+      %extracted = tensor.extract %transposed_21[%176, %172, %173, %174] : tensor<?x12x64x128xf32>
       linalg.yield %extracted : f32
     } -> tensor<?x12x64x128xf32>
     %collapsed_23 = tensor.collapse_shape %62 [[0, 1], [2], [3]] : tensor<?x12x64x128xf32> into tensor<?x64x128xf32>
@@ -297,15 +297,15 @@ module {
     %68 = tensor.empty(%67) : tensor<?x12x128x128xf32>
     %69 = linalg.generic {indexing_maps = [#map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded_24 : tensor<?x12x128x128xf32>) outs(%68 : tensor<?x12x128x128xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.divf %in, %cst_9 : f32
-      linalg.yield %167 : f32
+      %171 = arith.divf %in, %cst_8 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x12x128x128xf32>
     %70 = arith.cmpi eq, %67, %dim : index
     cf.assert %70, "mismatched size for broadcast"
     %71 = linalg.generic {indexing_maps = [#map6, #map12, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%69, %36 : tensor<?x12x128x128xf32>, tensor<?x1x1x128xf32>) outs(%68 : tensor<?x12x128x128xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x12x128x128xf32>
     %72 = tensor.empty(%67) : tensor<?x12x128xi64>
     %73 = linalg.fill ins(%c0_i64 : i64) outs(%72 : tensor<?x12x128xi64>) -> tensor<?x12x128xi64>
@@ -313,60 +313,60 @@ module {
     %75 = linalg.fill ins(%cst_1 : f32) outs(%74 : tensor<?x12x128xf32>) -> tensor<?x12x128xf32>
     %76:2 = linalg.generic {indexing_maps = [#map6, #map13, #map13], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%71 : tensor<?x12x128x128xf32>) outs(%75, %73 : tensor<?x12x128xf32>, tensor<?x12x128xi64>) {
     ^bb0(%in: f32, %out: f32, %out_39: i64):
-      %167 = linalg.index 3 : index
-      %168 = arith.index_cast %167 : index to i64
-      %169 = arith.maximumf %in, %out : f32
-      %170 = arith.cmpf ogt, %in, %out : f32
-      %171 = arith.select %170, %168, %out_39 : i64
-      linalg.yield %169, %171 : f32, i64
+      %171 = linalg.index 3 : index
+      %172 = arith.index_cast %171 : index to i64
+      %173 = arith.maximumf %in, %out : f32
+      %174 = arith.cmpf ogt, %in, %out : f32
+      %175 = arith.select %174, %172, %out_39 : i64
+      linalg.yield %173, %175 : f32, i64
     } -> (tensor<?x12x128xf32>, tensor<?x12x128xi64>)
     %expanded_25 = tensor.expand_shape %76#0 [[0], [1], [2, 3]] output_shape [%67, 12, 128, 1] : tensor<?x12x128xf32> into tensor<?x12x128x1xf32>
     %77 = linalg.generic {indexing_maps = [#map6, #map14, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%71, %expanded_25 : tensor<?x12x128x128xf32>, tensor<?x12x128x1xf32>) outs(%68 : tensor<?x12x128x128xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.subf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.subf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x12x128x128xf32>
     %78 = linalg.generic {indexing_maps = [#map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%77 : tensor<?x12x128x128xf32>) outs(%68 : tensor<?x12x128x128xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = math.exp %in : f32
-      linalg.yield %167 : f32
+      %171 = math.exp %in : f32
+      linalg.yield %171 : f32
     } -> tensor<?x12x128x128xf32>
     %79 = tensor.empty(%67) : tensor<?x12x128x1xf32>
     %80 = linalg.fill ins(%cst_0 : f32) outs(%79 : tensor<?x12x128x1xf32>) -> tensor<?x12x128x1xf32>
     %81 = linalg.generic {indexing_maps = [#map6, #map14], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%78 : tensor<?x12x128x128xf32>) outs(%80 : tensor<?x12x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.addf %in, %out : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %out : f32
+      linalg.yield %171 : f32
     } -> tensor<?x12x128x1xf32>
     %82 = linalg.generic {indexing_maps = [#map6, #map14, #map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%78, %81 : tensor<?x12x128x128xf32>, tensor<?x12x128x1xf32>) outs(%68 : tensor<?x12x128x128xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.divf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.divf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x12x128x128xf32>
     cf.assert %58, "unimplemented: dynamic negative broadcast sizes"
     %83 = tensor.empty(%dim) : tensor<?x12x128x128xf32>
     %84 = linalg.generic {indexing_maps = [#map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%83 : tensor<?x12x128x128xf32>) {
     ^bb0(%out: f32):
-      %167 = linalg.index 0 : index
-      %168 = linalg.index 1 : index
-      %169 = linalg.index 2 : index
-      %170 = linalg.index 3 : index
-      %171 = arith.cmpi eq, %67, %c1 : index
-      %172 = arith.select %171, %c0, %167 : index
-      %extracted = tensor.extract %82[%172, %168, %169, %170] : tensor<?x12x128x128xf32>
+      %171 = linalg.index 0 : index
+      %172 = linalg.index 1 : index
+      %173 = linalg.index 2 : index
+      %174 = linalg.index 3 : index
+      %175 = arith.cmpi eq, %67, %c1 : index
+      %176 = arith.select %175, %c0, %171 : index
+      %extracted = tensor.extract %82[%176, %172, %173, %174] : tensor<?x12x128x128xf32>
       linalg.yield %extracted : f32
     } -> tensor<?x12x128x128xf32>
     %collapsed_26 = tensor.collapse_shape %84 [[0, 1], [2], [3]] : tensor<?x12x128x128xf32> into tensor<?x128x128xf32>
     cf.assert %58, "unimplemented: dynamic negative broadcast sizes"
     %85 = linalg.generic {indexing_maps = [#map6], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%59 : tensor<?x12x128x64xf32>) {
     ^bb0(%out: f32):
-      %167 = linalg.index 0 : index
-      %168 = linalg.index 1 : index
-      %169 = linalg.index 2 : index
-      %170 = linalg.index 3 : index
-      %171 = arith.cmpi eq, %49, %c1 : index
-      %172 = arith.select %171, %c0, %167 : index
-      %extracted = tensor.extract %transposed_20[%172, %168, %169, %170] : tensor<?x12x128x64xf32>
+      %171 = linalg.index 0 : index
+      %172 = linalg.index 1 : index
+      %173 = linalg.index 2 : index
+      %174 = linalg.index 3 : index
+      %175 = arith.cmpi eq, %49, %c1 : index
+      %176 = arith.select %175, %c0, %171 : index
+      %extracted = tensor.extract %transposed_20[%176, %172, %173, %174] : tensor<?x12x128x64xf32>
       linalg.yield %extracted : f32
     } -> tensor<?x12x128x64xf32>
     %collapsed_27 = tensor.collapse_shape %85 [[0, 1], [2], [3]] : tensor<?x12x128x64xf32> into tensor<?x128x64xf32>
@@ -391,8 +391,8 @@ module {
     cf.assert %95, "mismatched size for broadcast"
     %96 = linalg.generic {indexing_maps = [#map10, #map10, #map10], iterator_types = ["parallel", "parallel"]} ins(%93, %94 : tensor<?x768xf32>, tensor<?x768xf32>) outs(%91 : tensor<?x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x768xf32>
     %97 = arith.divsi %90, %c128 : index
     %expanded_32 = tensor.expand_shape %96 [[0, 1], [2]] output_shape [%97, 128, 768] : tensor<?x768xf32> into tensor<?x128x768xf32>
@@ -401,94 +401,94 @@ module {
     %99 = tensor.empty(%97) : tensor<?x128x768xf32>
     %100 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_32, %32 : tensor<?x128x768xf32>, tensor<?x128x768xf32>) outs(%99 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %101 = tensor.empty(%97) : tensor<?x128x768xf64>
     %102 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%100 : tensor<?x128x768xf32>) outs(%101 : tensor<?x128x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %167 = arith.extf %in : f32 to f64
-      linalg.yield %167 : f64
+      %171 = arith.extf %in : f32 to f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x768xf64>
     %103 = tensor.empty(%97) : tensor<?x128x1xf64>
     %104 = linalg.fill ins(%cst : f64) outs(%103 : tensor<?x128x1xf64>) -> tensor<?x128x1xf64>
     %105 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%102 : tensor<?x128x768xf64>) outs(%104 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.addf %in, %out : f64
-      linalg.yield %167 : f64
+      %171 = arith.addf %in, %out : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
     %106 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%105 : tensor<?x128x1xf64>) outs(%103 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.divf %in, %cst_6 : f64
-      linalg.yield %167 : f64
+      %171 = arith.divf %in, %cst_5 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
     %107 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%102, %106 : tensor<?x128x768xf64>, tensor<?x128x1xf64>) outs(%101 : tensor<?x128x768xf64>) {
     ^bb0(%in: f64, %in_39: f64, %out: f64):
-      %167 = arith.subf %in, %in_39 : f64
-      linalg.yield %167 : f64
+      %171 = arith.subf %in, %in_39 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x768xf64>
     %108 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%107, %107 : tensor<?x128x768xf64>, tensor<?x128x768xf64>) outs(%101 : tensor<?x128x768xf64>) {
     ^bb0(%in: f64, %in_39: f64, %out: f64):
-      %167 = arith.mulf %in, %in_39 : f64
-      linalg.yield %167 : f64
+      %171 = arith.mulf %in, %in_39 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x768xf64>
     %109 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%108 : tensor<?x128x768xf64>) outs(%104 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.addf %in, %out : f64
-      linalg.yield %167 : f64
+      %171 = arith.addf %in, %out : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
     %110 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%109 : tensor<?x128x1xf64>) outs(%103 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.divf %in, %cst_6 : f64
-      linalg.yield %167 : f64
+      %171 = arith.divf %in, %cst_5 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
     %111 = tensor.empty(%97) : tensor<?x128x1xf32>
     %112 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%110 : tensor<?x128x1xf64>) outs(%111 : tensor<?x128x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %167 = arith.truncf %in : f64 to f32
-      linalg.yield %167 : f32
+      %171 = arith.truncf %in : f64 to f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
     %113 = linalg.fill ins(%cst_0 : f32) outs(%111 : tensor<?x128x1xf32>) -> tensor<?x128x1xf32>
     %114 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%100 : tensor<?x128x768xf32>) outs(%113 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.addf %in, %out : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %out : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
     %115 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%114 : tensor<?x128x1xf32>) outs(%111 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.divf %in, %cst_7 : f32
-      linalg.yield %167 : f32
+      %171 = arith.divf %in, %cst_6 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
     %116 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%112 : tensor<?x128x1xf32>) outs(%111 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.truncf %cst_5 : f64 to f32
-      %168 = arith.addf %in, %167 : f32
-      linalg.yield %168 : f32
+      %171 = arith.truncf %cst_4 : f64 to f32
+      %172 = arith.addf %in, %171 : f32
+      linalg.yield %172 : f32
     } -> tensor<?x128x1xf32>
     %117 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%116 : tensor<?x128x1xf32>) outs(%111 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = math.rsqrt %in : f32
-      linalg.yield %167 : f32
+      %171 = math.rsqrt %in : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
     %118 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%100, %115 : tensor<?x128x768xf32>, tensor<?x128x1xf32>) outs(%99 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.subf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.subf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %119 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%118, %117 : tensor<?x128x768xf32>, tensor<?x128x1xf32>) outs(%99 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.mulf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.mulf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %120 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%119, %arg16 : tensor<?x128x768xf32>, tensor<768xf32>) outs(%99 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.mulf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.mulf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %121 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%120, %arg17 : tensor<?x128x768xf32>, tensor<768xf32>) outs(%99 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
     %collapsed_33 = tensor.collapse_shape %121 [[0, 1], [2]] : tensor<?x128x768xf32> into tensor<?x768xf32>
     %122 = tensor.empty() : tensor<768x3072xf32>
@@ -507,136 +507,153 @@ module {
     cf.assert %129, "mismatched size for broadcast"
     %130 = linalg.generic {indexing_maps = [#map10, #map10, #map10], iterator_types = ["parallel", "parallel"]} ins(%126, %128 : tensor<?x3072xf32>, tensor<?x3072xf32>) outs(%124 : tensor<?x3072xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x3072xf32>
     %131 = arith.divsi %123, %c128 : index
     %expanded_35 = tensor.expand_shape %130 [[0, 1], [2]] output_shape [%131, 128, 3072] : tensor<?x3072xf32> into tensor<?x128x3072xf32>
     %132 = tensor.empty(%131) : tensor<?x128x3072xf32>
     %133 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_35 : tensor<?x128x3072xf32>) outs(%132 : tensor<?x128x3072xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.divf %in, %cst_10 : f32
-      %168 = math.erf %167 : f32
-      %169 = arith.addf %168, %cst_2 : f32
-      %170 = arith.mulf %169, %cst_3 : f32
-      %171 = arith.mulf %in, %170 : f32
+      %171 = arith.mulf %in, %cst_9 : f32
       linalg.yield %171 : f32
     } -> tensor<?x128x3072xf32>
-    %collapsed_36 = tensor.collapse_shape %133 [[0, 1], [2]] : tensor<?x128x3072xf32> into tensor<?x3072xf32>
-    %134 = tensor.empty() : tensor<3072x768xf32>
-    %transposed_37 = linalg.transpose ins(%arg20 : tensor<768x3072xf32>) outs(%134 : tensor<3072x768xf32>) permutation = [1, 0] 
-    %135 = affine.apply #map8()[%131]
-    %136 = tensor.empty(%135) : tensor<?x768xf32>
-    %137 = linalg.fill ins(%cst_0 : f32) outs(%136 : tensor<?x768xf32>) -> tensor<?x768xf32>
-    %138 = linalg.matmul ins(%collapsed_36, %transposed_37 : tensor<?x3072xf32>, tensor<3072x768xf32>) outs(%137 : tensor<?x768xf32>) -> tensor<?x768xf32>
+    %134 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_35 : tensor<?x128x3072xf32>) outs(%132 : tensor<?x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %171 = arith.truncf %cst_3 : f64 to f32
+      %172 = arith.mulf %in, %171 : f32
+      linalg.yield %172 : f32
+    } -> tensor<?x128x3072xf32>
+    %135 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%134 : tensor<?x128x3072xf32>) outs(%132 : tensor<?x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %171 = math.erf %in : f32
+      linalg.yield %171 : f32
+    } -> tensor<?x128x3072xf32>
+    %136 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%135 : tensor<?x128x3072xf32>) outs(%132 : tensor<?x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %171 = arith.addf %in, %cst_10 : f32
+      linalg.yield %171 : f32
+    } -> tensor<?x128x3072xf32>
+    %137 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%133, %136 : tensor<?x128x3072xf32>, tensor<?x128x3072xf32>) outs(%132 : tensor<?x128x3072xf32>) {
+    ^bb0(%in: f32, %in_39: f32, %out: f32):
+      %171 = arith.mulf %in, %in_39 : f32
+      linalg.yield %171 : f32
+    } -> tensor<?x128x3072xf32>
+    %collapsed_36 = tensor.collapse_shape %137 [[0, 1], [2]] : tensor<?x128x3072xf32> into tensor<?x3072xf32>
+    %138 = tensor.empty() : tensor<3072x768xf32>
+    %transposed_37 = linalg.transpose ins(%arg20 : tensor<768x3072xf32>) outs(%138 : tensor<3072x768xf32>) permutation = [1, 0] 
+    %139 = affine.apply #map8()[%131]
+    %140 = tensor.empty(%139) : tensor<?x768xf32>
+    %141 = linalg.fill ins(%cst_0 : f32) outs(%140 : tensor<?x768xf32>) -> tensor<?x768xf32>
+    %142 = linalg.matmul ins(%collapsed_36, %transposed_37 : tensor<?x3072xf32>, tensor<3072x768xf32>) outs(%141 : tensor<?x768xf32>) -> tensor<?x768xf32>
     cf.assert %43, "negative values not allowed in new dimensions"
-    %139 = linalg.generic {indexing_maps = [#map9, #map10], iterator_types = ["parallel", "parallel"]} ins(%arg21 : tensor<768xf32>) outs(%45 : tensor<?x768xf32>) {
+    %143 = linalg.generic {indexing_maps = [#map9, #map10], iterator_types = ["parallel", "parallel"]} ins(%arg21 : tensor<768xf32>) outs(%45 : tensor<?x768xf32>) {
     ^bb0(%in: f32, %out: f32):
       linalg.yield %in : f32
     } -> tensor<?x768xf32>
-    %140 = arith.cmpi eq, %135, %44 : index
-    cf.assert %140, "mismatched size for broadcast"
-    %141 = linalg.generic {indexing_maps = [#map10, #map10, #map10], iterator_types = ["parallel", "parallel"]} ins(%138, %139 : tensor<?x768xf32>, tensor<?x768xf32>) outs(%136 : tensor<?x768xf32>) {
+    %144 = arith.cmpi eq, %139, %44 : index
+    cf.assert %144, "mismatched size for broadcast"
+    %145 = linalg.generic {indexing_maps = [#map10, #map10, #map10], iterator_types = ["parallel", "parallel"]} ins(%142, %143 : tensor<?x768xf32>, tensor<?x768xf32>) outs(%140 : tensor<?x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x768xf32>
-    %142 = arith.divsi %135, %c128 : index
-    %expanded_38 = tensor.expand_shape %141 [[0, 1], [2]] output_shape [%142, 128, 768] : tensor<?x768xf32> into tensor<?x128x768xf32>
-    %143 = arith.cmpi eq, %142, %97 : index
-    cf.assert %143, "mismatched size for broadcast"
-    %144 = tensor.empty(%142) : tensor<?x128x768xf32>
-    %145 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_38, %121 : tensor<?x128x768xf32>, tensor<?x128x768xf32>) outs(%144 : tensor<?x128x768xf32>) {
+    %146 = arith.divsi %139, %c128 : index
+    %expanded_38 = tensor.expand_shape %145 [[0, 1], [2]] output_shape [%146, 128, 768] : tensor<?x768xf32> into tensor<?x128x768xf32>
+    %147 = arith.cmpi eq, %146, %97 : index
+    cf.assert %147, "mismatched size for broadcast"
+    %148 = tensor.empty(%146) : tensor<?x128x768xf32>
+    %149 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_38, %121 : tensor<?x128x768xf32>, tensor<?x128x768xf32>) outs(%148 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
-    %146 = tensor.empty(%142) : tensor<?x128x768xf64>
-    %147 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%145 : tensor<?x128x768xf32>) outs(%146 : tensor<?x128x768xf64>) {
+    %150 = tensor.empty(%146) : tensor<?x128x768xf64>
+    %151 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%149 : tensor<?x128x768xf32>) outs(%150 : tensor<?x128x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %167 = arith.extf %in : f32 to f64
-      linalg.yield %167 : f64
+      %171 = arith.extf %in : f32 to f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x768xf64>
-    %148 = tensor.empty(%142) : tensor<?x128x1xf64>
-    %149 = linalg.fill ins(%cst : f64) outs(%148 : tensor<?x128x1xf64>) -> tensor<?x128x1xf64>
-    %150 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%147 : tensor<?x128x768xf64>) outs(%149 : tensor<?x128x1xf64>) {
+    %152 = tensor.empty(%146) : tensor<?x128x1xf64>
+    %153 = linalg.fill ins(%cst : f64) outs(%152 : tensor<?x128x1xf64>) -> tensor<?x128x1xf64>
+    %154 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%151 : tensor<?x128x768xf64>) outs(%153 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.addf %in, %out : f64
-      linalg.yield %167 : f64
+      %171 = arith.addf %in, %out : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
-    %151 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%150 : tensor<?x128x1xf64>) outs(%148 : tensor<?x128x1xf64>) {
+    %155 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%154 : tensor<?x128x1xf64>) outs(%152 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.divf %in, %cst_6 : f64
-      linalg.yield %167 : f64
+      %171 = arith.divf %in, %cst_5 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
-    %152 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%147, %151 : tensor<?x128x768xf64>, tensor<?x128x1xf64>) outs(%146 : tensor<?x128x768xf64>) {
+    %156 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%151, %155 : tensor<?x128x768xf64>, tensor<?x128x1xf64>) outs(%150 : tensor<?x128x768xf64>) {
     ^bb0(%in: f64, %in_39: f64, %out: f64):
-      %167 = arith.subf %in, %in_39 : f64
-      linalg.yield %167 : f64
+      %171 = arith.subf %in, %in_39 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x768xf64>
-    %153 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%152, %152 : tensor<?x128x768xf64>, tensor<?x128x768xf64>) outs(%146 : tensor<?x128x768xf64>) {
+    %157 = linalg.generic {indexing_maps = [#map2, #map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%156, %156 : tensor<?x128x768xf64>, tensor<?x128x768xf64>) outs(%150 : tensor<?x128x768xf64>) {
     ^bb0(%in: f64, %in_39: f64, %out: f64):
-      %167 = arith.mulf %in, %in_39 : f64
-      linalg.yield %167 : f64
+      %171 = arith.mulf %in, %in_39 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x768xf64>
-    %154 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%153 : tensor<?x128x768xf64>) outs(%149 : tensor<?x128x1xf64>) {
+    %158 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%157 : tensor<?x128x768xf64>) outs(%153 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.addf %in, %out : f64
-      linalg.yield %167 : f64
+      %171 = arith.addf %in, %out : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
-    %155 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%154 : tensor<?x128x1xf64>) outs(%148 : tensor<?x128x1xf64>) {
+    %159 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%158 : tensor<?x128x1xf64>) outs(%152 : tensor<?x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %167 = arith.divf %in, %cst_6 : f64
-      linalg.yield %167 : f64
+      %171 = arith.divf %in, %cst_5 : f64
+      linalg.yield %171 : f64
     } -> tensor<?x128x1xf64>
-    %156 = tensor.empty(%142) : tensor<?x128x1xf32>
-    %157 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%155 : tensor<?x128x1xf64>) outs(%156 : tensor<?x128x1xf32>) {
+    %160 = tensor.empty(%146) : tensor<?x128x1xf32>
+    %161 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%159 : tensor<?x128x1xf64>) outs(%160 : tensor<?x128x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %167 = arith.truncf %in : f64 to f32
-      linalg.yield %167 : f32
+      %171 = arith.truncf %in : f64 to f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
-    %158 = linalg.fill ins(%cst_0 : f32) outs(%156 : tensor<?x128x1xf32>) -> tensor<?x128x1xf32>
-    %159 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%145 : tensor<?x128x768xf32>) outs(%158 : tensor<?x128x1xf32>) {
+    %162 = linalg.fill ins(%cst_0 : f32) outs(%160 : tensor<?x128x1xf32>) -> tensor<?x128x1xf32>
+    %163 = linalg.generic {indexing_maps = [#map2, #map4], iterator_types = ["parallel", "parallel", "reduction"]} ins(%149 : tensor<?x128x768xf32>) outs(%162 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.addf %in, %out : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %out : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
-    %160 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%159 : tensor<?x128x1xf32>) outs(%156 : tensor<?x128x1xf32>) {
+    %164 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%163 : tensor<?x128x1xf32>) outs(%160 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.divf %in, %cst_7 : f32
-      linalg.yield %167 : f32
+      %171 = arith.divf %in, %cst_6 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
-    %161 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%157 : tensor<?x128x1xf32>) outs(%156 : tensor<?x128x1xf32>) {
+    %165 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%161 : tensor<?x128x1xf32>) outs(%160 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = arith.truncf %cst_5 : f64 to f32
-      %168 = arith.addf %in, %167 : f32
-      linalg.yield %168 : f32
+      %171 = arith.truncf %cst_4 : f64 to f32
+      %172 = arith.addf %in, %171 : f32
+      linalg.yield %172 : f32
     } -> tensor<?x128x1xf32>
-    %162 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%161 : tensor<?x128x1xf32>) outs(%156 : tensor<?x128x1xf32>) {
+    %166 = linalg.generic {indexing_maps = [#map2, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%165 : tensor<?x128x1xf32>) outs(%160 : tensor<?x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %167 = math.rsqrt %in : f32
-      linalg.yield %167 : f32
+      %171 = math.rsqrt %in : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x1xf32>
-    %163 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%145, %160 : tensor<?x128x768xf32>, tensor<?x128x1xf32>) outs(%144 : tensor<?x128x768xf32>) {
+    %167 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%149, %164 : tensor<?x128x768xf32>, tensor<?x128x1xf32>) outs(%148 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.subf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.subf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
-    %164 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%163, %162 : tensor<?x128x768xf32>, tensor<?x128x1xf32>) outs(%144 : tensor<?x128x768xf32>) {
+    %168 = linalg.generic {indexing_maps = [#map2, #map4, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%167, %166 : tensor<?x128x768xf32>, tensor<?x128x1xf32>) outs(%148 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.mulf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.mulf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
-    %165 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%164, %arg22 : tensor<?x128x768xf32>, tensor<768xf32>) outs(%144 : tensor<?x128x768xf32>) {
+    %169 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%168, %arg22 : tensor<?x128x768xf32>, tensor<768xf32>) outs(%148 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.mulf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.mulf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
-    %166 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%165, %arg23 : tensor<?x128x768xf32>, tensor<768xf32>) outs(%144 : tensor<?x128x768xf32>) {
+    %170 = linalg.generic {indexing_maps = [#map2, #map5, #map2], iterator_types = ["parallel", "parallel", "parallel"]} ins(%169, %arg23 : tensor<?x128x768xf32>, tensor<768xf32>) outs(%148 : tensor<?x128x768xf32>) {
     ^bb0(%in: f32, %in_39: f32, %out: f32):
-      %167 = arith.addf %in, %in_39 : f32
-      linalg.yield %167 : f32
+      %171 = arith.addf %in, %in_39 : f32
+      linalg.yield %171 : f32
     } -> tensor<?x128x768xf32>
-    return %166 : tensor<?x128x768xf32>
+    return %170 : tensor<?x128x768xf32>
   }
 }

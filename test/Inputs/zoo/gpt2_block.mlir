@@ -19,103 +19,102 @@ module {
     %cst = arith.constant 0.000000e+00 : f64
     %cst_0 = arith.constant 0.000000e+00 : f32
     %cst_1 = arith.constant 0xFF800000 : f32
-    %c3_i64 = arith.constant 3 : i64
-    %cst_2 = arith.constant 4.471500e-02 : f32
-    %cst_3 = arith.constant 7.977240e-01 : f32
-    %cst_4 = arith.constant 1.000000e+00 : f32
-    %cst_5 = arith.constant 5.000000e-01 : f32
-    %cst_6 = arith.constant dense<true> : tensor<128x128xi1>
-    %cst_7 = arith.constant dense<-3.40282347E+38> : tensor<f32>
-    %cst_8 = arith.constant 1.000000e-05 : f64
-    %cst_9 = arith.constant 7.680000e+02 : f64
-    %cst_10 = arith.constant 7.680000e+02 : f32
-    %cst_11 = arith.constant 8.000000e+00 : f32
+    %cst_2 = arith.constant dense<true> : tensor<128x128xi1>
+    %cst_3 = arith.constant 0.79788456080286541 : f64
+    %cst_4 = arith.constant 4.471500e-02 : f64
+    %cst_5 = arith.constant dense<-3.40282347E+38> : tensor<f32>
+    %cst_6 = arith.constant 1.000000e-05 : f64
+    %cst_7 = arith.constant 7.680000e+02 : f64
+    %cst_8 = arith.constant 7.680000e+02 : f32
+    %cst_9 = arith.constant 8.000000e+00 : f32
+    %cst_10 = arith.constant 5.000000e-01 : f32
+    %cst_11 = arith.constant 1.000000e+00 : f32
     %0 = tensor.empty() : tensor<1x128x768xf64>
     %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0 : tensor<1x128x768xf32>) outs(%0 : tensor<1x128x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %90 = arith.extf %in : f32 to f64
-      linalg.yield %90 : f64
+      %98 = arith.extf %in : f32 to f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x768xf64>
     %2 = tensor.empty() : tensor<1x128x1xf64>
     %3 = linalg.fill ins(%cst : f64) outs(%2 : tensor<1x128x1xf64>) -> tensor<1x128x1xf64>
     %4 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%1 : tensor<1x128x768xf64>) outs(%3 : tensor<1x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %90 = arith.addf %in, %out : f64
-      linalg.yield %90 : f64
+      %98 = arith.addf %in, %out : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x1xf64>
     %5 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%4 : tensor<1x128x1xf64>) outs(%2 : tensor<1x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %90 = arith.divf %in, %cst_9 : f64
-      linalg.yield %90 : f64
+      %98 = arith.divf %in, %cst_7 : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x1xf64>
     %6 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%1, %5 : tensor<1x128x768xf64>, tensor<1x128x1xf64>) outs(%0 : tensor<1x128x768xf64>) {
     ^bb0(%in: f64, %in_35: f64, %out: f64):
-      %90 = arith.subf %in, %in_35 : f64
-      linalg.yield %90 : f64
+      %98 = arith.subf %in, %in_35 : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x768xf64>
     %7 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%6, %6 : tensor<1x128x768xf64>, tensor<1x128x768xf64>) outs(%0 : tensor<1x128x768xf64>) {
     ^bb0(%in: f64, %in_35: f64, %out: f64):
-      %90 = arith.mulf %in, %in_35 : f64
-      linalg.yield %90 : f64
+      %98 = arith.mulf %in, %in_35 : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x768xf64>
     %8 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%7 : tensor<1x128x768xf64>) outs(%3 : tensor<1x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %90 = arith.addf %in, %out : f64
-      linalg.yield %90 : f64
+      %98 = arith.addf %in, %out : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x1xf64>
     %9 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%8 : tensor<1x128x1xf64>) outs(%2 : tensor<1x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %90 = arith.divf %in, %cst_9 : f64
-      linalg.yield %90 : f64
+      %98 = arith.divf %in, %cst_7 : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x1xf64>
     %10 = tensor.empty() : tensor<1x128x1xf32>
     %11 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%9 : tensor<1x128x1xf64>) outs(%10 : tensor<1x128x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %90 = arith.truncf %in : f64 to f32
-      linalg.yield %90 : f32
+      %98 = arith.truncf %in : f64 to f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x1xf32>
     %12 = linalg.fill ins(%cst_0 : f32) outs(%10 : tensor<1x128x1xf32>) -> tensor<1x128x1xf32>
     %13 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0 : tensor<1x128x768xf32>) outs(%12 : tensor<1x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = arith.addf %in, %out : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %out : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x1xf32>
     %14 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%13 : tensor<1x128x1xf32>) outs(%10 : tensor<1x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = arith.divf %in, %cst_10 : f32
-      linalg.yield %90 : f32
+      %98 = arith.divf %in, %cst_8 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x1xf32>
     %15 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%11 : tensor<1x128x1xf32>) outs(%10 : tensor<1x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = arith.truncf %cst_8 : f64 to f32
-      %91 = arith.addf %in, %90 : f32
-      linalg.yield %91 : f32
+      %98 = arith.truncf %cst_6 : f64 to f32
+      %99 = arith.addf %in, %98 : f32
+      linalg.yield %99 : f32
     } -> tensor<1x128x1xf32>
     %16 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%15 : tensor<1x128x1xf32>) outs(%10 : tensor<1x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = math.rsqrt %in : f32
-      linalg.yield %90 : f32
+      %98 = math.rsqrt %in : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x1xf32>
     %17 = tensor.empty() : tensor<1x128x768xf32>
     %18 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0, %14 : tensor<1x128x768xf32>, tensor<1x128x1xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.subf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.subf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
     %19 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%18, %16 : tensor<1x128x768xf32>, tensor<1x128x1xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.mulf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.mulf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
     %20 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%19, %arg9 : tensor<1x128x768xf32>, tensor<768xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.mulf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.mulf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
     %21 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%20, %arg10 : tensor<1x128x768xf32>, tensor<768xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.addf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
     %collapsed = tensor.collapse_shape %21 [[0, 1], [2]] : tensor<1x128x768xf32> into tensor<128x768xf32>
     %22 = tensor.empty() : tensor<128x2304xf32>
@@ -127,8 +126,8 @@ module {
     } -> tensor<128x2304xf32>
     %26 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%24, %25 : tensor<128x2304xf32>, tensor<128x2304xf32>) outs(%22 : tensor<128x2304xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.addf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<128x2304xf32>
     %expanded = tensor.expand_shape %26 [[0, 1], [2]] output_shape [1, 128, 2304] : tensor<128x2304xf32> into tensor<1x128x2304xf32>
     %extracted_slice = tensor.extract_slice %expanded[0, 0, 0] [1, 128, 768] [1, 1, 1] : tensor<1x128x2304xf32> to tensor<1x128x768xf32>
@@ -151,39 +150,39 @@ module {
     %32 = tensor.empty() : tensor<1x12x128x128xf32>
     %33 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded_21 : tensor<1x12x128x128xf32>) outs(%32 : tensor<1x12x128x128xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = arith.divf %in, %cst_11 : f32
-      linalg.yield %90 : f32
+      %98 = arith.divf %in, %cst_9 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x12x128x128xf32>
     %34 = tensor.empty() : tensor<128xi64>
     %35 = linalg.generic {indexing_maps = [#map6], iterator_types = ["parallel"]} outs(%34 : tensor<128xi64>) {
     ^bb0(%out: i64):
-      %90 = linalg.index 0 : index
-      %91 = arith.index_cast %90 : index to i64
-      linalg.yield %91 : i64
+      %98 = linalg.index 0 : index
+      %99 = arith.index_cast %98 : index to i64
+      linalg.yield %99 : i64
     } -> tensor<128xi64>
     %expanded_22 = tensor.expand_shape %35 [[0, 1]] output_shape [1, 128] : tensor<128xi64> into tensor<1x128xi64>
     %expanded_23 = tensor.expand_shape %35 [[0, 1]] output_shape [128, 1] : tensor<128xi64> into tensor<128x1xi64>
     %36 = tensor.empty() : tensor<128x128xi64>
     %37 = linalg.generic {indexing_maps = [#map7, #map8, #map4], iterator_types = ["parallel", "parallel"]} ins(%expanded_22, %expanded_23 : tensor<1x128xi64>, tensor<128x1xi64>) outs(%36 : tensor<128x128xi64>) {
     ^bb0(%in: i64, %in_35: i64, %out: i64):
-      %90 = arith.subi %in, %in_35 : i64
-      linalg.yield %90 : i64
+      %98 = arith.subi %in, %in_35 : i64
+      linalg.yield %98 : i64
     } -> tensor<128x128xi64>
     %38 = tensor.empty() : tensor<128x128xi1>
     %39 = linalg.generic {indexing_maps = [#map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%37 : tensor<128x128xi64>) outs(%38 : tensor<128x128xi1>) {
     ^bb0(%in: i64, %out: i1):
-      %90 = arith.cmpi sle, %in, %c0_i64 : i64
-      linalg.yield %90 : i1
+      %98 = arith.cmpi sle, %in, %c0_i64 : i64
+      linalg.yield %98 : i1
     } -> tensor<128x128xi1>
-    %40 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%39, %cst_6 : tensor<128x128xi1>, tensor<128x128xi1>) outs(%38 : tensor<128x128xi1>) {
+    %40 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%39, %cst_2 : tensor<128x128xi1>, tensor<128x128xi1>) outs(%38 : tensor<128x128xi1>) {
     ^bb0(%in: i1, %in_35: i1, %out: i1):
-      %90 = arith.andi %in, %in_35 : i1
-      linalg.yield %90 : i1
+      %98 = arith.andi %in, %in_35 : i1
+      linalg.yield %98 : i1
     } -> tensor<128x128xi1>
-    %41 = linalg.generic {indexing_maps = [#map9, #map5, #map10, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%40, %33, %cst_7 : tensor<128x128xi1>, tensor<1x12x128x128xf32>, tensor<f32>) outs(%32 : tensor<1x12x128x128xf32>) {
+    %41 = linalg.generic {indexing_maps = [#map9, #map5, #map10, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%40, %33, %cst_5 : tensor<128x128xi1>, tensor<1x12x128x128xf32>, tensor<f32>) outs(%32 : tensor<1x12x128x128xf32>) {
     ^bb0(%in: i1, %in_35: f32, %in_36: f32, %out: f32):
-      %90 = arith.select %in, %in_35, %in_36 : f32
-      linalg.yield %90 : f32
+      %98 = arith.select %in, %in_35, %in_36 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x12x128x128xf32>
     %42 = tensor.empty() : tensor<1x12x128xi64>
     %43 = linalg.fill ins(%c0_i64 : i64) outs(%42 : tensor<1x12x128xi64>) -> tensor<1x12x128xi64>
@@ -191,35 +190,35 @@ module {
     %45 = linalg.fill ins(%cst_1 : f32) outs(%44 : tensor<1x12x128xf32>) -> tensor<1x12x128xf32>
     %46:2 = linalg.generic {indexing_maps = [#map5, #map11, #map11], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%41 : tensor<1x12x128x128xf32>) outs(%45, %43 : tensor<1x12x128xf32>, tensor<1x12x128xi64>) {
     ^bb0(%in: f32, %out: f32, %out_35: i64):
-      %90 = linalg.index 3 : index
-      %91 = arith.index_cast %90 : index to i64
-      %92 = arith.maximumf %in, %out : f32
-      %93 = arith.cmpf ogt, %in, %out : f32
-      %94 = arith.select %93, %91, %out_35 : i64
-      linalg.yield %92, %94 : f32, i64
+      %98 = linalg.index 3 : index
+      %99 = arith.index_cast %98 : index to i64
+      %100 = arith.maximumf %in, %out : f32
+      %101 = arith.cmpf ogt, %in, %out : f32
+      %102 = arith.select %101, %99, %out_35 : i64
+      linalg.yield %100, %102 : f32, i64
     } -> (tensor<1x12x128xf32>, tensor<1x12x128xi64>)
     %expanded_24 = tensor.expand_shape %46#0 [[0], [1], [2, 3]] output_shape [1, 12, 128, 1] : tensor<1x12x128xf32> into tensor<1x12x128x1xf32>
     %47 = linalg.generic {indexing_maps = [#map5, #map12, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%41, %expanded_24 : tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>) outs(%32 : tensor<1x12x128x128xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.subf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.subf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x12x128x128xf32>
     %48 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%47 : tensor<1x12x128x128xf32>) outs(%32 : tensor<1x12x128x128xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = math.exp %in : f32
-      linalg.yield %90 : f32
+      %98 = math.exp %in : f32
+      linalg.yield %98 : f32
     } -> tensor<1x12x128x128xf32>
     %49 = tensor.empty() : tensor<1x12x128x1xf32>
     %50 = linalg.fill ins(%cst_0 : f32) outs(%49 : tensor<1x12x128x1xf32>) -> tensor<1x12x128x1xf32>
     %51 = linalg.generic {indexing_maps = [#map5, #map12], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%48 : tensor<1x12x128x128xf32>) outs(%50 : tensor<1x12x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = arith.addf %in, %out : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %out : f32
+      linalg.yield %98 : f32
     } -> tensor<1x12x128x1xf32>
     %52 = linalg.generic {indexing_maps = [#map5, #map12, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%48, %51 : tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>) outs(%32 : tensor<1x12x128x128xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.divf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.divf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x12x128x128xf32>
     %collapsed_25 = tensor.collapse_shape %52 [[0, 1], [2], [3]] : tensor<1x12x128x128xf32> into tensor<12x128x128xf32>
     %collapsed_26 = tensor.collapse_shape %transposed_17 [[0, 1], [2], [3]] : tensor<1x12x128x64xf32> into tensor<12x128x64xf32>
@@ -239,95 +238,95 @@ module {
     } -> tensor<128x768xf32>
     %61 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%59, %60 : tensor<128x768xf32>, tensor<128x768xf32>) outs(%57 : tensor<128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.addf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<128x768xf32>
     %expanded_30 = tensor.expand_shape %61 [[0, 1], [2]] output_shape [1, 128, 768] : tensor<128x768xf32> into tensor<1x128x768xf32>
     %62 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%arg0, %expanded_30 : tensor<1x128x768xf32>, tensor<1x128x768xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.addf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
     %63 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%62 : tensor<1x128x768xf32>) outs(%0 : tensor<1x128x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %90 = arith.extf %in : f32 to f64
-      linalg.yield %90 : f64
+      %98 = arith.extf %in : f32 to f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x768xf64>
     %64 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%63 : tensor<1x128x768xf64>) outs(%3 : tensor<1x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %90 = arith.addf %in, %out : f64
-      linalg.yield %90 : f64
+      %98 = arith.addf %in, %out : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x1xf64>
     %65 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%64 : tensor<1x128x1xf64>) outs(%2 : tensor<1x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %90 = arith.divf %in, %cst_9 : f64
-      linalg.yield %90 : f64
+      %98 = arith.divf %in, %cst_7 : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x1xf64>
     %66 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%63, %65 : tensor<1x128x768xf64>, tensor<1x128x1xf64>) outs(%0 : tensor<1x128x768xf64>) {
     ^bb0(%in: f64, %in_35: f64, %out: f64):
-      %90 = arith.subf %in, %in_35 : f64
-      linalg.yield %90 : f64
+      %98 = arith.subf %in, %in_35 : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x768xf64>
     %67 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%66, %66 : tensor<1x128x768xf64>, tensor<1x128x768xf64>) outs(%0 : tensor<1x128x768xf64>) {
     ^bb0(%in: f64, %in_35: f64, %out: f64):
-      %90 = arith.mulf %in, %in_35 : f64
-      linalg.yield %90 : f64
+      %98 = arith.mulf %in, %in_35 : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x768xf64>
     %68 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%67 : tensor<1x128x768xf64>) outs(%3 : tensor<1x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %90 = arith.addf %in, %out : f64
-      linalg.yield %90 : f64
+      %98 = arith.addf %in, %out : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x1xf64>
     %69 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%68 : tensor<1x128x1xf64>) outs(%2 : tensor<1x128x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %90 = arith.divf %in, %cst_9 : f64
-      linalg.yield %90 : f64
+      %98 = arith.divf %in, %cst_7 : f64
+      linalg.yield %98 : f64
     } -> tensor<1x128x1xf64>
     %70 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%69 : tensor<1x128x1xf64>) outs(%10 : tensor<1x128x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %90 = arith.truncf %in : f64 to f32
-      linalg.yield %90 : f32
+      %98 = arith.truncf %in : f64 to f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x1xf32>
     %71 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%62 : tensor<1x128x768xf32>) outs(%12 : tensor<1x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = arith.addf %in, %out : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %out : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x1xf32>
     %72 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%71 : tensor<1x128x1xf32>) outs(%10 : tensor<1x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = arith.divf %in, %cst_10 : f32
-      linalg.yield %90 : f32
+      %98 = arith.divf %in, %cst_8 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x1xf32>
     %73 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%70 : tensor<1x128x1xf32>) outs(%10 : tensor<1x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = arith.truncf %cst_8 : f64 to f32
-      %91 = arith.addf %in, %90 : f32
-      linalg.yield %91 : f32
+      %98 = arith.truncf %cst_6 : f64 to f32
+      %99 = arith.addf %in, %98 : f32
+      linalg.yield %99 : f32
     } -> tensor<1x128x1xf32>
     %74 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%73 : tensor<1x128x1xf32>) outs(%10 : tensor<1x128x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %90 = math.rsqrt %in : f32
-      linalg.yield %90 : f32
+      %98 = math.rsqrt %in : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x1xf32>
     %75 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%62, %72 : tensor<1x128x768xf32>, tensor<1x128x1xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.subf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.subf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
     %76 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%75, %74 : tensor<1x128x768xf32>, tensor<1x128x1xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.mulf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.mulf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
     %77 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%76, %arg11 : tensor<1x128x768xf32>, tensor<768xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.mulf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.mulf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
     %78 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%77, %arg12 : tensor<1x128x768xf32>, tensor<768xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.addf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
     %collapsed_31 = tensor.collapse_shape %78 [[0, 1], [2]] : tensor<1x128x768xf32> into tensor<128x768xf32>
     %79 = tensor.empty() : tensor<128x3072xf32>
@@ -339,40 +338,75 @@ module {
     } -> tensor<128x3072xf32>
     %83 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%81, %82 : tensor<128x3072xf32>, tensor<128x3072xf32>) outs(%79 : tensor<128x3072xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.addf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<128x3072xf32>
     %expanded_32 = tensor.expand_shape %83 [[0, 1], [2]] output_shape [1, 128, 3072] : tensor<128x3072xf32> into tensor<1x128x3072xf32>
     %84 = tensor.empty() : tensor<1x128x3072xf32>
-    %85 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_32 : tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
-    ^bb0(%in: f32, %out: f32):
-      %90 = math.fpowi %in, %c3_i64 : f32, i64
-      %91 = arith.mulf %90, %cst_2 : f32
-      %92 = arith.addf %in, %91 : f32
-      %93 = arith.mulf %92, %cst_3 : f32
-      %94 = math.tanh %93 : f32
-      %95 = arith.addf %94, %cst_4 : f32
-      %96 = arith.mulf %95, %cst_5 : f32
-      %97 = arith.mulf %in, %96 : f32
-      linalg.yield %97 : f32
+    %85 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_32, %expanded_32 : tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
+    ^bb0(%in: f32, %in_35: f32, %out: f32):
+      %98 = arith.mulf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x3072xf32>
-    %collapsed_33 = tensor.collapse_shape %85 [[0, 1], [2]] : tensor<1x128x3072xf32> into tensor<128x3072xf32>
-    %86 = linalg.matmul ins(%collapsed_33, %arg7 : tensor<128x3072xf32>, tensor<3072x768xf32>) outs(%58 : tensor<128x768xf32>) -> tensor<128x768xf32>
-    %87 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["parallel", "parallel"]} ins(%arg8 : tensor<768xf32>) outs(%57 : tensor<128x768xf32>) {
+    %86 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%85, %expanded_32 : tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
+    ^bb0(%in: f32, %in_35: f32, %out: f32):
+      %98 = arith.mulf %in, %in_35 : f32
+      linalg.yield %98 : f32
+    } -> tensor<1x128x3072xf32>
+    %87 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%86 : tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %98 = arith.truncf %cst_4 : f64 to f32
+      %99 = arith.mulf %in, %98 : f32
+      linalg.yield %99 : f32
+    } -> tensor<1x128x3072xf32>
+    %88 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_32, %87 : tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
+    ^bb0(%in: f32, %in_35: f32, %out: f32):
+      %98 = arith.addf %in, %in_35 : f32
+      linalg.yield %98 : f32
+    } -> tensor<1x128x3072xf32>
+    %89 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%88 : tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %98 = arith.truncf %cst_3 : f64 to f32
+      %99 = arith.mulf %in, %98 : f32
+      linalg.yield %99 : f32
+    } -> tensor<1x128x3072xf32>
+    %90 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_32 : tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %98 = arith.mulf %in, %cst_10 : f32
+      linalg.yield %98 : f32
+    } -> tensor<1x128x3072xf32>
+    %91 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%89 : tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %98 = math.tanh %in : f32
+      linalg.yield %98 : f32
+    } -> tensor<1x128x3072xf32>
+    %92 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%91 : tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %98 = arith.addf %in, %cst_11 : f32
+      linalg.yield %98 : f32
+    } -> tensor<1x128x3072xf32>
+    %93 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%90, %92 : tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) outs(%84 : tensor<1x128x3072xf32>) {
+    ^bb0(%in: f32, %in_35: f32, %out: f32):
+      %98 = arith.mulf %in, %in_35 : f32
+      linalg.yield %98 : f32
+    } -> tensor<1x128x3072xf32>
+    %collapsed_33 = tensor.collapse_shape %93 [[0, 1], [2]] : tensor<1x128x3072xf32> into tensor<128x3072xf32>
+    %94 = linalg.matmul ins(%collapsed_33, %arg7 : tensor<128x3072xf32>, tensor<3072x768xf32>) outs(%58 : tensor<128x768xf32>) -> tensor<128x768xf32>
+    %95 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["parallel", "parallel"]} ins(%arg8 : tensor<768xf32>) outs(%57 : tensor<128x768xf32>) {
     ^bb0(%in: f32, %out: f32):
       linalg.yield %in : f32
     } -> tensor<128x768xf32>
-    %88 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%86, %87 : tensor<128x768xf32>, tensor<128x768xf32>) outs(%57 : tensor<128x768xf32>) {
+    %96 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%94, %95 : tensor<128x768xf32>, tensor<128x768xf32>) outs(%57 : tensor<128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.addf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<128x768xf32>
-    %expanded_34 = tensor.expand_shape %88 [[0, 1], [2]] output_shape [1, 128, 768] : tensor<128x768xf32> into tensor<1x128x768xf32>
-    %89 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%62, %expanded_34 : tensor<1x128x768xf32>, tensor<1x128x768xf32>) outs(%17 : tensor<1x128x768xf32>) {
+    %expanded_34 = tensor.expand_shape %96 [[0, 1], [2]] output_shape [1, 128, 768] : tensor<128x768xf32> into tensor<1x128x768xf32>
+    %97 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%62, %expanded_34 : tensor<1x128x768xf32>, tensor<1x128x768xf32>) outs(%17 : tensor<1x128x768xf32>) {
     ^bb0(%in: f32, %in_35: f32, %out: f32):
-      %90 = arith.addf %in, %in_35 : f32
-      linalg.yield %90 : f32
+      %98 = arith.addf %in, %in_35 : f32
+      linalg.yield %98 : f32
     } -> tensor<1x128x768xf32>
-    return %89 : tensor<1x128x768xf32>
+    return %97 : tensor<1x128x768xf32>
   }
 }

@@ -31,125 +31,124 @@ module {
     %26 = tosa.const_shape  {values = dense<[128, 3072]> : tensor<2xindex>} : () -> !tosa.shape<2>
     %27 = tosa.const_shape  {values = dense<[1, 3072]> : tensor<2xindex>} : () -> !tosa.shape<2>
     %28 = tosa.const_shape  {values = dense<[1, 128, 3072]> : tensor<3xindex>} : () -> !tosa.shape<3>
-    %29 = "tosa.const"() <{values = dense<5.000000e-01> : tensor<1x128x3072xf32>}> : () -> tensor<1x128x3072xf32>
-    %30 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<1x128x3072xf32>}> : () -> tensor<1x128x3072xf32>
-    %31 = "tosa.const"() <{values = dense<3.000000e+00> : tensor<1x128x3072xf32>}> : () -> tensor<1x128x3072xf32>
-    %32 = "tosa.const"() <{values = dense<4.471500e-02> : tensor<1x128x3072xf32>}> : () -> tensor<1x128x3072xf32>
-    %33 = "tosa.const"() <{values = dense<0.636619746> : tensor<1x128x3072xf32>}> : () -> tensor<1x128x3072xf32>
-    %34 = tosa.const_shape  {values = dense<[1, 3072, 768]> : tensor<3xindex>} : () -> !tosa.shape<3>
-    %35 = "tosa.const"() <{values = dense<0.0013020833333333333> : tensor<1x1x1xf64>}> : () -> tensor<1x1x1xf64>
-    %36 = "tosa.const"() <{values = dense<0.00130208337> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-    %37 = "tosa.const"() <{values = dense<9.99999974E-6> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-    %38 = "tosa.const"() <{values = dense<1.250000e-01> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
-    %39 = "tosa.const"() <{values = dense<0> : tensor<1x1xi64>}> : () -> tensor<1x1xi64>
-    %40 = "tosa.const"() <{values = dense<-3.40282347E+38> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
-    %41 = tosa.cast %arg0 : (tensor<1x128x768xf32>) -> tensor<1x128x768xf64>
-    %42 = tosa.reduce_sum %41 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
-    %43 = tosa.mul %42, %35, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
-    %44 = tosa.sub %41, %43 : (tensor<1x128x768xf64>, tensor<1x128x1xf64>) -> tensor<1x128x768xf64>
-    %45 = tosa.mul %44, %44, %1 : (tensor<1x128x768xf64>, tensor<1x128x768xf64>, tensor<1xi8>) -> tensor<1x128x768xf64>
-    %46 = tosa.reduce_sum %45 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
-    %47 = tosa.mul %46, %35, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
-    %48 = tosa.cast %47 : (tensor<1x128x1xf64>) -> tensor<1x128x1xf32>
-    %49 = tosa.reduce_sum %arg0 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
-    %50 = tosa.mul %49, %36, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
-    %51 = tosa.add %48, %37 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>) -> tensor<1x128x1xf32>
-    %52 = tosa.rsqrt %51 : (tensor<1x128x1xf32>) -> tensor<1x128x1xf32>
-    %53 = tosa.sub %arg0, %50 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>) -> tensor<1x128x768xf32>
-    %54 = tosa.mul %53, %52, %1 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
-    %55 = tosa.reshape %arg9, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
-    %56 = tosa.mul %54, %55, %1 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
-    %57 = tosa.reshape %arg10, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
-    %58 = tosa.add %56, %57 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>) -> tensor<1x128x768xf32>
-    %59 = tosa.reshape %arg1, %6 : (tensor<768x2304xf32>, !tosa.shape<3>) -> tensor<1x768x2304xf32>
-    %60 = tosa.matmul %58, %59, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x2304xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x2304xf32>
-    %61 = tosa.reshape %60, %7 : (tensor<1x128x2304xf32>, !tosa.shape<2>) -> tensor<128x2304xf32>
-    %62 = tosa.reshape %arg2, %8 : (tensor<2304xf32>, !tosa.shape<2>) -> tensor<1x2304xf32>
-    %63 = tosa.add %61, %62 : (tensor<128x2304xf32>, tensor<1x2304xf32>) -> tensor<128x2304xf32>
-    %64 = tosa.reshape %63, %10 : (tensor<128x2304xf32>, !tosa.shape<3>) -> tensor<1x128x2304xf32>
-    %65 = tosa.slice %64, %11, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %66 = tosa.slice %64, %12, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %67 = tosa.slice %64, %13, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %68 = tosa.reshape %65, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
-    %69 = tosa.transpose %68 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x128x64xf32>
+    %29 = tosa.const_shape  {values = dense<[1, 3072, 768]> : tensor<3xindex>} : () -> !tosa.shape<3>
+    %30 = "tosa.const"() <{values = dense<0.0013020833333333333> : tensor<1x1x1xf64>}> : () -> tensor<1x1x1xf64>
+    %31 = "tosa.const"() <{values = dense<0.00130208337> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %32 = "tosa.const"() <{values = dense<9.99999974E-6> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %33 = "tosa.const"() <{values = dense<1.250000e-01> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+    %34 = "tosa.const"() <{values = dense<0> : tensor<1x1xi64>}> : () -> tensor<1x1xi64>
+    %35 = "tosa.const"() <{values = dense<-3.40282347E+38> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+    %36 = "tosa.const"() <{values = dense<4.471500e-02> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %37 = "tosa.const"() <{values = dense<0.797884583> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %38 = "tosa.const"() <{values = dense<5.000000e-01> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %39 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %40 = tosa.cast %arg0 : (tensor<1x128x768xf32>) -> tensor<1x128x768xf64>
+    %41 = tosa.reduce_sum %40 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
+    %42 = tosa.mul %41, %30, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
+    %43 = tosa.sub %40, %42 : (tensor<1x128x768xf64>, tensor<1x128x1xf64>) -> tensor<1x128x768xf64>
+    %44 = tosa.mul %43, %43, %1 : (tensor<1x128x768xf64>, tensor<1x128x768xf64>, tensor<1xi8>) -> tensor<1x128x768xf64>
+    %45 = tosa.reduce_sum %44 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
+    %46 = tosa.mul %45, %30, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
+    %47 = tosa.cast %46 : (tensor<1x128x1xf64>) -> tensor<1x128x1xf32>
+    %48 = tosa.reduce_sum %arg0 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
+    %49 = tosa.mul %48, %31, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
+    %50 = tosa.add %47, %32 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>) -> tensor<1x128x1xf32>
+    %51 = tosa.rsqrt %50 : (tensor<1x128x1xf32>) -> tensor<1x128x1xf32>
+    %52 = tosa.sub %arg0, %49 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>) -> tensor<1x128x768xf32>
+    %53 = tosa.mul %52, %51, %1 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %54 = tosa.reshape %arg9, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
+    %55 = tosa.mul %53, %54, %1 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %56 = tosa.reshape %arg10, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
+    %57 = tosa.add %55, %56 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>) -> tensor<1x128x768xf32>
+    %58 = tosa.reshape %arg1, %6 : (tensor<768x2304xf32>, !tosa.shape<3>) -> tensor<1x768x2304xf32>
+    %59 = tosa.matmul %57, %58, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x2304xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x2304xf32>
+    %60 = tosa.reshape %59, %7 : (tensor<1x128x2304xf32>, !tosa.shape<2>) -> tensor<128x2304xf32>
+    %61 = tosa.reshape %arg2, %8 : (tensor<2304xf32>, !tosa.shape<2>) -> tensor<1x2304xf32>
+    %62 = tosa.add %60, %61 : (tensor<128x2304xf32>, tensor<1x2304xf32>) -> tensor<128x2304xf32>
+    %63 = tosa.reshape %62, %10 : (tensor<128x2304xf32>, !tosa.shape<3>) -> tensor<1x128x2304xf32>
+    %64 = tosa.slice %63, %11, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %65 = tosa.slice %63, %12, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %66 = tosa.slice %63, %13, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %67 = tosa.reshape %64, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
+    %68 = tosa.transpose %67 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x128x64xf32>
+    %69 = tosa.reshape %65, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
     %70 = tosa.reshape %66, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
-    %71 = tosa.reshape %67, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
-    %72 = tosa.transpose %71 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x128x64xf32>
-    %73 = tosa.transpose %70 {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x64x128xf32>
-    %74 = tosa.reshape %69, %15 : (tensor<1x12x128x64xf32>, !tosa.shape<3>) -> tensor<12x128x64xf32>
-    %75 = tosa.reshape %73, %16 : (tensor<1x12x64x128xf32>, !tosa.shape<3>) -> tensor<12x64x128xf32>
-    %76 = tosa.matmul %74, %75, %4, %4 : (tensor<12x128x64xf32>, tensor<12x64x128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x128x128xf32>
-    %77 = tosa.reshape %76, %17 : (tensor<12x128x128xf32>, !tosa.shape<4>) -> tensor<1x12x128x128xf32>
-    %78 = tosa.mul %77, %38, %1 : (tensor<1x12x128x128xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x12x128x128xf32>
-    %79 = tosa.reshape %18, %19 : (tensor<128xi64>, !tosa.shape<2>) -> tensor<1x128xi64>
-    %80 = tosa.reshape %18, %9 : (tensor<128xi64>, !tosa.shape<2>) -> tensor<128x1xi64>
-    %81 = tosa.cast %80 : (tensor<128x1xi64>) -> tensor<128x1xi32>
-    %82 = tosa.cast %79 : (tensor<1x128xi64>) -> tensor<1x128xi32>
-    %83 = tosa.sub %82, %81 : (tensor<1x128xi32>, tensor<128x1xi32>) -> tensor<128x128xi32>
-    %84 = tosa.cast %83 : (tensor<128x128xi32>) -> tensor<128x128xi64>
-    %85 = tosa.greater_equal %39, %84 : (tensor<1x1xi64>, tensor<128x128xi64>) -> tensor<128x128xi1>
-    %86 = tosa.logical_and %85, %0 : (tensor<128x128xi1>, tensor<128x128xi1>) -> tensor<128x128xi1>
-    %87 = tosa.reshape %86, %20 : (tensor<128x128xi1>, !tosa.shape<4>) -> tensor<1x1x128x128xi1>
-    %88 = tosa.select %87, %78, %40 : (tensor<1x1x128x128xi1>, tensor<1x12x128x128xf32>, tensor<1x1x1x1xf32>) -> tensor<1x12x128x128xf32>
-    %89 = tosa.reduce_max %88 {axis = 3 : i32} : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x1xf32>
-    %90 = tosa.sub %88, %89 : (tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>) -> tensor<1x12x128x128xf32>
-    %91 = tosa.exp %90 : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x128xf32>
-    %92 = tosa.reduce_sum %91 {axis = 3 : i32} : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x1xf32>
-    %93 = tosa.reciprocal %92 : (tensor<1x12x128x1xf32>) -> tensor<1x12x128x1xf32>
-    %94 = tosa.mul %91, %93, %1 : (tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>, tensor<1xi8>) -> tensor<1x12x128x128xf32>
-    %95 = tosa.reshape %94, %21 : (tensor<1x12x128x128xf32>, !tosa.shape<3>) -> tensor<12x128x128xf32>
-    %96 = tosa.reshape %72, %15 : (tensor<1x12x128x64xf32>, !tosa.shape<3>) -> tensor<12x128x64xf32>
-    %97 = tosa.matmul %95, %96, %4, %4 : (tensor<12x128x128xf32>, tensor<12x128x64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x128x64xf32>
-    %98 = tosa.reshape %97, %22 : (tensor<12x128x64xf32>, !tosa.shape<4>) -> tensor<1x12x128x64xf32>
-    %99 = tosa.transpose %98 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x12x128x64xf32>) -> tensor<1x128x12x64xf32>
-    %100 = tosa.reshape %99, %5 : (tensor<1x128x12x64xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %101 = tosa.reshape %arg3, %23 : (tensor<768x768xf32>, !tosa.shape<3>) -> tensor<1x768x768xf32>
-    %102 = tosa.matmul %100, %101, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
-    %103 = tosa.reshape %102, %3 : (tensor<1x128x768xf32>, !tosa.shape<2>) -> tensor<128x768xf32>
-    %104 = tosa.reshape %arg4, %24 : (tensor<768xf32>, !tosa.shape<2>) -> tensor<1x768xf32>
-    %105 = tosa.add %103, %104 : (tensor<128x768xf32>, tensor<1x768xf32>) -> tensor<128x768xf32>
-    %106 = tosa.reshape %105, %5 : (tensor<128x768xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %107 = tosa.add %arg0, %106 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>) -> tensor<1x128x768xf32>
-    %108 = tosa.cast %107 : (tensor<1x128x768xf32>) -> tensor<1x128x768xf64>
-    %109 = tosa.reduce_sum %108 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
-    %110 = tosa.mul %109, %35, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
-    %111 = tosa.sub %108, %110 : (tensor<1x128x768xf64>, tensor<1x128x1xf64>) -> tensor<1x128x768xf64>
-    %112 = tosa.mul %111, %111, %1 : (tensor<1x128x768xf64>, tensor<1x128x768xf64>, tensor<1xi8>) -> tensor<1x128x768xf64>
-    %113 = tosa.reduce_sum %112 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
-    %114 = tosa.mul %113, %35, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
-    %115 = tosa.cast %114 : (tensor<1x128x1xf64>) -> tensor<1x128x1xf32>
-    %116 = tosa.reduce_sum %107 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
-    %117 = tosa.mul %116, %36, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
-    %118 = tosa.add %115, %37 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>) -> tensor<1x128x1xf32>
-    %119 = tosa.rsqrt %118 : (tensor<1x128x1xf32>) -> tensor<1x128x1xf32>
-    %120 = tosa.sub %107, %117 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>) -> tensor<1x128x768xf32>
-    %121 = tosa.mul %120, %119, %1 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
-    %122 = tosa.reshape %arg11, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
-    %123 = tosa.mul %121, %122, %1 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
-    %124 = tosa.reshape %arg12, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
-    %125 = tosa.add %123, %124 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>) -> tensor<1x128x768xf32>
-    %126 = tosa.reshape %arg5, %25 : (tensor<768x3072xf32>, !tosa.shape<3>) -> tensor<1x768x3072xf32>
-    %127 = tosa.matmul %125, %126, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x3072xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x3072xf32>
-    %128 = tosa.reshape %127, %26 : (tensor<1x128x3072xf32>, !tosa.shape<2>) -> tensor<128x3072xf32>
-    %129 = tosa.reshape %arg6, %27 : (tensor<3072xf32>, !tosa.shape<2>) -> tensor<1x3072xf32>
-    %130 = tosa.add %128, %129 : (tensor<128x3072xf32>, tensor<1x3072xf32>) -> tensor<128x3072xf32>
-    %131 = tosa.reshape %130, %28 : (tensor<128x3072xf32>, !tosa.shape<3>) -> tensor<1x128x3072xf32>
-    %132 = tosa.mul %29, %131, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %133 = tosa.pow %33, %29 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
-    %134 = tosa.pow %131, %31 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
-    %135 = tosa.mul %32, %134, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %136 = tosa.add %131, %135 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
-    %137 = tosa.mul %133, %136, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %138 = tosa.tanh %137 : (tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
-    %139 = tosa.add %138, %30 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
-    %140 = tosa.mul %132, %139, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %141 = tosa.reshape %arg7, %34 : (tensor<3072x768xf32>, !tosa.shape<3>) -> tensor<1x3072x768xf32>
-    %142 = tosa.matmul %140, %141, %4, %4 : (tensor<1x128x3072xf32>, tensor<1x3072x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
-    %143 = tosa.reshape %142, %3 : (tensor<1x128x768xf32>, !tosa.shape<2>) -> tensor<128x768xf32>
-    %144 = tosa.reshape %arg8, %24 : (tensor<768xf32>, !tosa.shape<2>) -> tensor<1x768xf32>
-    %145 = tosa.add %143, %144 : (tensor<128x768xf32>, tensor<1x768xf32>) -> tensor<128x768xf32>
-    %146 = tosa.reshape %145, %5 : (tensor<128x768xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %147 = tosa.add %107, %146 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>) -> tensor<1x128x768xf32>
-    return %147 : tensor<1x128x768xf32>
+    %71 = tosa.transpose %70 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x128x64xf32>
+    %72 = tosa.transpose %69 {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x64x128xf32>
+    %73 = tosa.reshape %68, %15 : (tensor<1x12x128x64xf32>, !tosa.shape<3>) -> tensor<12x128x64xf32>
+    %74 = tosa.reshape %72, %16 : (tensor<1x12x64x128xf32>, !tosa.shape<3>) -> tensor<12x64x128xf32>
+    %75 = tosa.matmul %73, %74, %4, %4 : (tensor<12x128x64xf32>, tensor<12x64x128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x128x128xf32>
+    %76 = tosa.reshape %75, %17 : (tensor<12x128x128xf32>, !tosa.shape<4>) -> tensor<1x12x128x128xf32>
+    %77 = tosa.mul %76, %33, %1 : (tensor<1x12x128x128xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x12x128x128xf32>
+    %78 = tosa.reshape %18, %19 : (tensor<128xi64>, !tosa.shape<2>) -> tensor<1x128xi64>
+    %79 = tosa.reshape %18, %9 : (tensor<128xi64>, !tosa.shape<2>) -> tensor<128x1xi64>
+    %80 = tosa.cast %79 : (tensor<128x1xi64>) -> tensor<128x1xi32>
+    %81 = tosa.cast %78 : (tensor<1x128xi64>) -> tensor<1x128xi32>
+    %82 = tosa.sub %81, %80 : (tensor<1x128xi32>, tensor<128x1xi32>) -> tensor<128x128xi32>
+    %83 = tosa.cast %82 : (tensor<128x128xi32>) -> tensor<128x128xi64>
+    %84 = tosa.greater_equal %34, %83 : (tensor<1x1xi64>, tensor<128x128xi64>) -> tensor<128x128xi1>
+    %85 = tosa.logical_and %84, %0 : (tensor<128x128xi1>, tensor<128x128xi1>) -> tensor<128x128xi1>
+    %86 = tosa.reshape %85, %20 : (tensor<128x128xi1>, !tosa.shape<4>) -> tensor<1x1x128x128xi1>
+    %87 = tosa.select %86, %77, %35 : (tensor<1x1x128x128xi1>, tensor<1x12x128x128xf32>, tensor<1x1x1x1xf32>) -> tensor<1x12x128x128xf32>
+    %88 = tosa.reduce_max %87 {axis = 3 : i32} : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x1xf32>
+    %89 = tosa.sub %87, %88 : (tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>) -> tensor<1x12x128x128xf32>
+    %90 = tosa.exp %89 : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x128xf32>
+    %91 = tosa.reduce_sum %90 {axis = 3 : i32} : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x1xf32>
+    %92 = tosa.reciprocal %91 : (tensor<1x12x128x1xf32>) -> tensor<1x12x128x1xf32>
+    %93 = tosa.mul %90, %92, %1 : (tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>, tensor<1xi8>) -> tensor<1x12x128x128xf32>
+    %94 = tosa.reshape %93, %21 : (tensor<1x12x128x128xf32>, !tosa.shape<3>) -> tensor<12x128x128xf32>
+    %95 = tosa.reshape %71, %15 : (tensor<1x12x128x64xf32>, !tosa.shape<3>) -> tensor<12x128x64xf32>
+    %96 = tosa.matmul %94, %95, %4, %4 : (tensor<12x128x128xf32>, tensor<12x128x64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x128x64xf32>
+    %97 = tosa.reshape %96, %22 : (tensor<12x128x64xf32>, !tosa.shape<4>) -> tensor<1x12x128x64xf32>
+    %98 = tosa.transpose %97 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x12x128x64xf32>) -> tensor<1x128x12x64xf32>
+    %99 = tosa.reshape %98, %5 : (tensor<1x128x12x64xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %100 = tosa.reshape %arg3, %23 : (tensor<768x768xf32>, !tosa.shape<3>) -> tensor<1x768x768xf32>
+    %101 = tosa.matmul %99, %100, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
+    %102 = tosa.reshape %101, %3 : (tensor<1x128x768xf32>, !tosa.shape<2>) -> tensor<128x768xf32>
+    %103 = tosa.reshape %arg4, %24 : (tensor<768xf32>, !tosa.shape<2>) -> tensor<1x768xf32>
+    %104 = tosa.add %102, %103 : (tensor<128x768xf32>, tensor<1x768xf32>) -> tensor<128x768xf32>
+    %105 = tosa.reshape %104, %5 : (tensor<128x768xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %106 = tosa.add %arg0, %105 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>) -> tensor<1x128x768xf32>
+    %107 = tosa.cast %106 : (tensor<1x128x768xf32>) -> tensor<1x128x768xf64>
+    %108 = tosa.reduce_sum %107 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
+    %109 = tosa.mul %108, %30, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
+    %110 = tosa.sub %107, %109 : (tensor<1x128x768xf64>, tensor<1x128x1xf64>) -> tensor<1x128x768xf64>
+    %111 = tosa.mul %110, %110, %1 : (tensor<1x128x768xf64>, tensor<1x128x768xf64>, tensor<1xi8>) -> tensor<1x128x768xf64>
+    %112 = tosa.reduce_sum %111 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
+    %113 = tosa.mul %112, %30, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
+    %114 = tosa.cast %113 : (tensor<1x128x1xf64>) -> tensor<1x128x1xf32>
+    %115 = tosa.reduce_sum %106 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
+    %116 = tosa.mul %115, %31, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
+    %117 = tosa.add %114, %32 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>) -> tensor<1x128x1xf32>
+    %118 = tosa.rsqrt %117 : (tensor<1x128x1xf32>) -> tensor<1x128x1xf32>
+    %119 = tosa.sub %106, %116 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>) -> tensor<1x128x768xf32>
+    %120 = tosa.mul %119, %118, %1 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %121 = tosa.reshape %arg11, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
+    %122 = tosa.mul %120, %121, %1 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %123 = tosa.reshape %arg12, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
+    %124 = tosa.add %122, %123 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>) -> tensor<1x128x768xf32>
+    %125 = tosa.reshape %arg5, %25 : (tensor<768x3072xf32>, !tosa.shape<3>) -> tensor<1x768x3072xf32>
+    %126 = tosa.matmul %124, %125, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x3072xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x3072xf32>
+    %127 = tosa.reshape %126, %26 : (tensor<1x128x3072xf32>, !tosa.shape<2>) -> tensor<128x3072xf32>
+    %128 = tosa.reshape %arg6, %27 : (tensor<3072xf32>, !tosa.shape<2>) -> tensor<1x3072xf32>
+    %129 = tosa.add %127, %128 : (tensor<128x3072xf32>, tensor<1x3072xf32>) -> tensor<128x3072xf32>
+    %130 = tosa.reshape %129, %28 : (tensor<128x3072xf32>, !tosa.shape<3>) -> tensor<1x128x3072xf32>
+    %131 = tosa.mul %130, %130, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %132 = tosa.mul %131, %130, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %133 = tosa.mul %132, %36, %1 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %134 = tosa.add %130, %133 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
+    %135 = tosa.mul %134, %37, %1 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %136 = tosa.mul %130, %38, %1 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %137 = tosa.tanh %135 : (tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
+    %138 = tosa.add %137, %39 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>) -> tensor<1x128x3072xf32>
+    %139 = tosa.mul %136, %138, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %140 = tosa.reshape %arg7, %29 : (tensor<3072x768xf32>, !tosa.shape<3>) -> tensor<1x3072x768xf32>
+    %141 = tosa.matmul %139, %140, %4, %4 : (tensor<1x128x3072xf32>, tensor<1x3072x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
+    %142 = tosa.reshape %141, %3 : (tensor<1x128x768xf32>, !tosa.shape<2>) -> tensor<128x768xf32>
+    %143 = tosa.reshape %arg8, %24 : (tensor<768xf32>, !tosa.shape<2>) -> tensor<1x768xf32>
+    %144 = tosa.add %142, %143 : (tensor<128x768xf32>, tensor<1x768xf32>) -> tensor<128x768xf32>
+    %145 = tosa.reshape %144, %5 : (tensor<128x768xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %146 = tosa.add %106, %145 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>) -> tensor<1x128x768xf32>
+    return %146 : tensor<1x128x768xf32>
   }
 }

@@ -15,15 +15,15 @@ module {
     %cst_0 = arith.constant 0.000000e+00 : f64
     %cst_1 = arith.constant 0xFF800000 : f32
     %true = arith.constant true
-    %cst_2 = arith.constant 1.000000e+00 : f32
-    %cst_3 = arith.constant 5.000000e-01 : f32
-    %cst_4 = arith.constant dense<0.000000e+00> : tensor<1x12x197x197xf32>
-    %cst_5 = arith.constant 0xFFF0000000000000 : f64
-    %cst_6 = arith.constant 0.35355339059327379 : f64
-    %cst_7 = arith.constant 9.9999999999999995E-7 : f64
-    %cst_8 = arith.constant 7.680000e+02 : f64
-    %cst_9 = arith.constant 7.680000e+02 : f32
-    %cst_10 = arith.constant 1.41421354 : f32
+    %cst_2 = arith.constant dense<0.000000e+00> : tensor<1x12x197x197xf32>
+    %cst_3 = arith.constant 0.70710678118654757 : f64
+    %cst_4 = arith.constant 0xFFF0000000000000 : f64
+    %cst_5 = arith.constant 0.35355339059327379 : f64
+    %cst_6 = arith.constant 9.9999999999999995E-7 : f64
+    %cst_7 = arith.constant 7.680000e+02 : f64
+    %cst_8 = arith.constant 7.680000e+02 : f32
+    %cst_9 = arith.constant 5.000000e-01 : f32
+    %cst_10 = arith.constant 1.000000e+00 : f32
     %0 = tensor.empty() : tensor<1x768x14x14xf32>
     %broadcasted = linalg.broadcast ins(%arg4 : tensor<768xf32>) outs(%0 : tensor<1x768x14x14xf32>) dimensions = [0, 2, 3] 
     %1 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<16> : vector<2xi64>} ins(%arg0, %arg3 : tensor<1x3x224x224xf32>, tensor<768x3x16x16xf32>) outs(%broadcasted : tensor<1x768x14x14xf32>) -> tensor<1x768x14x14xf32>
@@ -34,94 +34,94 @@ module {
     %3 = tensor.empty() : tensor<1x197x768xf32>
     %4 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%concat, %arg2 : tensor<1x197x768xf32>, tensor<1x197x768xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.addf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %5 = tensor.empty() : tensor<1x197x768xf64>
     %6 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%4 : tensor<1x197x768xf32>) outs(%5 : tensor<1x197x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %99 = arith.extf %in : f32 to f64
-      linalg.yield %99 : f64
+      %103 = arith.extf %in : f32 to f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x768xf64>
     %7 = tensor.empty() : tensor<1x197x1xf64>
     %8 = linalg.fill ins(%cst_0 : f64) outs(%7 : tensor<1x197x1xf64>) -> tensor<1x197x1xf64>
     %9 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%6 : tensor<1x197x768xf64>) outs(%8 : tensor<1x197x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %99 = arith.addf %in, %out : f64
-      linalg.yield %99 : f64
+      %103 = arith.addf %in, %out : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x1xf64>
     %10 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%9 : tensor<1x197x1xf64>) outs(%7 : tensor<1x197x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %99 = arith.divf %in, %cst_8 : f64
-      linalg.yield %99 : f64
+      %103 = arith.divf %in, %cst_7 : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x1xf64>
     %11 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%6, %10 : tensor<1x197x768xf64>, tensor<1x197x1xf64>) outs(%5 : tensor<1x197x768xf64>) {
     ^bb0(%in: f64, %in_47: f64, %out: f64):
-      %99 = arith.subf %in, %in_47 : f64
-      linalg.yield %99 : f64
+      %103 = arith.subf %in, %in_47 : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x768xf64>
     %12 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%11, %11 : tensor<1x197x768xf64>, tensor<1x197x768xf64>) outs(%5 : tensor<1x197x768xf64>) {
     ^bb0(%in: f64, %in_47: f64, %out: f64):
-      %99 = arith.mulf %in, %in_47 : f64
-      linalg.yield %99 : f64
+      %103 = arith.mulf %in, %in_47 : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x768xf64>
     %13 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%12 : tensor<1x197x768xf64>) outs(%8 : tensor<1x197x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %99 = arith.addf %in, %out : f64
-      linalg.yield %99 : f64
+      %103 = arith.addf %in, %out : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x1xf64>
     %14 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%13 : tensor<1x197x1xf64>) outs(%7 : tensor<1x197x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %99 = arith.divf %in, %cst_8 : f64
-      linalg.yield %99 : f64
+      %103 = arith.divf %in, %cst_7 : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x1xf64>
     %15 = tensor.empty() : tensor<1x197x1xf32>
     %16 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%14 : tensor<1x197x1xf64>) outs(%15 : tensor<1x197x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %99 = arith.truncf %in : f64 to f32
-      linalg.yield %99 : f32
+      %103 = arith.truncf %in : f64 to f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x1xf32>
     %17 = linalg.fill ins(%cst : f32) outs(%15 : tensor<1x197x1xf32>) -> tensor<1x197x1xf32>
     %18 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%4 : tensor<1x197x768xf32>) outs(%17 : tensor<1x197x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.addf %in, %out : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %out : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x1xf32>
     %19 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%18 : tensor<1x197x1xf32>) outs(%15 : tensor<1x197x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.divf %in, %cst_9 : f32
-      linalg.yield %99 : f32
+      %103 = arith.divf %in, %cst_8 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x1xf32>
     %20 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%16 : tensor<1x197x1xf32>) outs(%15 : tensor<1x197x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.truncf %cst_7 : f64 to f32
-      %100 = arith.addf %in, %99 : f32
-      linalg.yield %100 : f32
+      %103 = arith.truncf %cst_6 : f64 to f32
+      %104 = arith.addf %in, %103 : f32
+      linalg.yield %104 : f32
     } -> tensor<1x197x1xf32>
     %21 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%20 : tensor<1x197x1xf32>) outs(%15 : tensor<1x197x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = math.rsqrt %in : f32
-      linalg.yield %99 : f32
+      %103 = math.rsqrt %in : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x1xf32>
     %22 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%4, %19 : tensor<1x197x768xf32>, tensor<1x197x1xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.subf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.subf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %23 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%22, %21 : tensor<1x197x768xf32>, tensor<1x197x1xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.mulf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.mulf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %24 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%23, %arg5 : tensor<1x197x768xf32>, tensor<768xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.mulf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.mulf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %25 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%24, %arg6 : tensor<1x197x768xf32>, tensor<768xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.addf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %26 = tensor.empty() : tensor<197x1x768xf32>
     %transposed_11 = linalg.transpose ins(%25 : tensor<1x197x768xf32>) outs(%26 : tensor<197x1x768xf32>) permutation = [1, 0, 2] 
@@ -137,8 +137,8 @@ module {
     } -> tensor<197x2304xf32>
     %32 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%30, %31 : tensor<197x2304xf32>, tensor<197x2304xf32>) outs(%28 : tensor<197x2304xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.addf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<197x2304xf32>
     %expanded = tensor.expand_shape %32 [[0, 1], [2, 3, 4]] output_shape [1, 197, 1, 3, 768] : tensor<197x2304xf32> into tensor<1x197x1x3x768xf32>
     %33 = tensor.empty() : tensor<3x197x1x1x768xf32>
@@ -162,17 +162,17 @@ module {
     %35 = tensor.empty() : tensor<1x12x197x64xf32>
     %36 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded_27 : tensor<1x12x197x64xf32>) outs(%35 : tensor<1x12x197x64xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.truncf %cst_6 : f64 to f32
-      %100 = arith.mulf %in, %99 : f32
-      linalg.yield %100 : f32
+      %103 = arith.truncf %cst_5 : f64 to f32
+      %104 = arith.mulf %in, %103 : f32
+      linalg.yield %104 : f32
     } -> tensor<1x12x197x64xf32>
     %37 = tensor.empty() : tensor<1x12x64x197xf32>
     %transposed_29 = linalg.transpose ins(%expanded_28 : tensor<1x12x197x64xf32>) outs(%37 : tensor<1x12x64x197xf32>) permutation = [0, 1, 3, 2] 
     %38 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%transposed_29 : tensor<1x12x64x197xf32>) outs(%37 : tensor<1x12x64x197xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.truncf %cst_6 : f64 to f32
-      %100 = arith.mulf %in, %99 : f32
-      linalg.yield %100 : f32
+      %103 = arith.truncf %cst_5 : f64 to f32
+      %104 = arith.mulf %in, %103 : f32
+      linalg.yield %104 : f32
     } -> tensor<1x12x64x197xf32>
     %collapsed_30 = tensor.collapse_shape %36 [[0, 1], [2], [3]] : tensor<1x12x197x64xf32> into tensor<12x197x64xf32>
     %collapsed_31 = tensor.collapse_shape %38 [[0, 1], [2], [3]] : tensor<1x12x64x197xf32> into tensor<12x64x197xf32>
@@ -186,55 +186,55 @@ module {
     %45 = linalg.fill ins(%cst_1 : f32) outs(%44 : tensor<1x12x197xf32>) -> tensor<1x12x197xf32>
     %46:2 = linalg.generic {indexing_maps = [#map5, #map6, #map6], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%expanded_32 : tensor<1x12x197x197xf32>) outs(%45, %43 : tensor<1x12x197xf32>, tensor<1x12x197xi64>) {
     ^bb0(%in: f32, %out: f32, %out_47: i64):
-      %99 = linalg.index 3 : index
-      %100 = arith.index_cast %99 : index to i64
-      %101 = arith.maximumf %in, %out : f32
-      %102 = arith.cmpf ogt, %in, %out : f32
-      %103 = arith.select %102, %100, %out_47 : i64
-      linalg.yield %101, %103 : f32, i64
+      %103 = linalg.index 3 : index
+      %104 = arith.index_cast %103 : index to i64
+      %105 = arith.maximumf %in, %out : f32
+      %106 = arith.cmpf ogt, %in, %out : f32
+      %107 = arith.select %106, %104, %out_47 : i64
+      linalg.yield %105, %107 : f32, i64
     } -> (tensor<1x12x197xf32>, tensor<1x12x197xi64>)
     %expanded_33 = tensor.expand_shape %46#0 [[0], [1], [2, 3]] output_shape [1, 12, 197, 1] : tensor<1x12x197xf32> into tensor<1x12x197x1xf32>
     %47 = tensor.empty() : tensor<1x12x197x197xf32>
     %48 = linalg.generic {indexing_maps = [#map5, #map7, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded_32, %expanded_33 : tensor<1x12x197x197xf32>, tensor<1x12x197x1xf32>) outs(%47 : tensor<1x12x197x197xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.subf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.subf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x12x197x197xf32>
     %49 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%48 : tensor<1x12x197x197xf32>) outs(%47 : tensor<1x12x197x197xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = math.exp %in : f32
-      linalg.yield %99 : f32
+      %103 = math.exp %in : f32
+      linalg.yield %103 : f32
     } -> tensor<1x12x197x197xf32>
     %50 = tensor.empty() : tensor<1x12x197x1xf32>
     %51 = linalg.fill ins(%cst : f32) outs(%50 : tensor<1x12x197x1xf32>) -> tensor<1x12x197x1xf32>
     %52 = linalg.generic {indexing_maps = [#map5, #map7], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%49 : tensor<1x12x197x197xf32>) outs(%51 : tensor<1x12x197x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.addf %in, %out : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %out : f32
+      linalg.yield %103 : f32
     } -> tensor<1x12x197x1xf32>
     %53 = linalg.generic {indexing_maps = [#map5, #map7, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%49, %52 : tensor<1x12x197x197xf32>, tensor<1x12x197x1xf32>) outs(%47 : tensor<1x12x197x197xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.divf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.divf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x12x197x197xf32>
     %54 = tensor.empty() : tensor<1x12x197x197xi1>
     %55 = linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded_32 : tensor<1x12x197x197xf32>) outs(%54 : tensor<1x12x197x197xi1>) {
     ^bb0(%in: f32, %out: i1):
-      %99 = arith.extf %in : f32 to f64
-      %100 = arith.cmpf oeq, %99, %cst_5 : f64
-      linalg.yield %100 : i1
+      %103 = arith.extf %in : f32 to f64
+      %104 = arith.cmpf oeq, %103, %cst_4 : f64
+      linalg.yield %104 : i1
     } -> tensor<1x12x197x197xi1>
     %56 = tensor.empty() : tensor<1x12x197x1xi1>
     %57 = linalg.fill ins(%true : i1) outs(%56 : tensor<1x12x197x1xi1>) -> tensor<1x12x197x1xi1>
     %58 = linalg.generic {indexing_maps = [#map5, #map7], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%55 : tensor<1x12x197x197xi1>) outs(%57 : tensor<1x12x197x1xi1>) {
     ^bb0(%in: i1, %out: i1):
-      %99 = arith.andi %in, %out : i1
-      linalg.yield %99 : i1
+      %103 = arith.andi %in, %out : i1
+      linalg.yield %103 : i1
     } -> tensor<1x12x197x1xi1>
-    %59 = linalg.generic {indexing_maps = [#map7, #map5, #map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%58, %cst_4, %53 : tensor<1x12x197x1xi1>, tensor<1x12x197x197xf32>, tensor<1x12x197x197xf32>) outs(%47 : tensor<1x12x197x197xf32>) {
+    %59 = linalg.generic {indexing_maps = [#map7, #map5, #map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%58, %cst_2, %53 : tensor<1x12x197x1xi1>, tensor<1x12x197x197xf32>, tensor<1x12x197x197xf32>) outs(%47 : tensor<1x12x197x197xf32>) {
     ^bb0(%in: i1, %in_47: f32, %in_48: f32, %out: f32):
-      %99 = arith.select %in, %in_47, %in_48 : f32
-      linalg.yield %99 : f32
+      %103 = arith.select %in, %in_47, %in_48 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x12x197x197xf32>
     %collapsed_34 = tensor.collapse_shape %59 [[0, 1], [2], [3]] : tensor<1x12x197x197xf32> into tensor<12x197x197xf32>
     %60 = linalg.fill ins(%cst : f32) outs(%34 : tensor<12x197x64xf32>) -> tensor<12x197x64xf32>
@@ -254,96 +254,96 @@ module {
     } -> tensor<197x768xf32>
     %68 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%66, %67 : tensor<197x768xf32>, tensor<197x768xf32>) outs(%64 : tensor<197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.addf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<197x768xf32>
     %expanded_39 = tensor.expand_shape %68 [[0], [1, 2]] output_shape [197, 1, 768] : tensor<197x768xf32> into tensor<197x1x768xf32>
     %transposed_40 = linalg.transpose ins(%expanded_39 : tensor<197x1x768xf32>) outs(%3 : tensor<1x197x768xf32>) permutation = [1, 0, 2] 
     %69 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%transposed_40, %4 : tensor<1x197x768xf32>, tensor<1x197x768xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.addf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %70 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%69 : tensor<1x197x768xf32>) outs(%5 : tensor<1x197x768xf64>) {
     ^bb0(%in: f32, %out: f64):
-      %99 = arith.extf %in : f32 to f64
-      linalg.yield %99 : f64
+      %103 = arith.extf %in : f32 to f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x768xf64>
     %71 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%70 : tensor<1x197x768xf64>) outs(%8 : tensor<1x197x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %99 = arith.addf %in, %out : f64
-      linalg.yield %99 : f64
+      %103 = arith.addf %in, %out : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x1xf64>
     %72 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%71 : tensor<1x197x1xf64>) outs(%7 : tensor<1x197x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %99 = arith.divf %in, %cst_8 : f64
-      linalg.yield %99 : f64
+      %103 = arith.divf %in, %cst_7 : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x1xf64>
     %73 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%70, %72 : tensor<1x197x768xf64>, tensor<1x197x1xf64>) outs(%5 : tensor<1x197x768xf64>) {
     ^bb0(%in: f64, %in_47: f64, %out: f64):
-      %99 = arith.subf %in, %in_47 : f64
-      linalg.yield %99 : f64
+      %103 = arith.subf %in, %in_47 : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x768xf64>
     %74 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%73, %73 : tensor<1x197x768xf64>, tensor<1x197x768xf64>) outs(%5 : tensor<1x197x768xf64>) {
     ^bb0(%in: f64, %in_47: f64, %out: f64):
-      %99 = arith.mulf %in, %in_47 : f64
-      linalg.yield %99 : f64
+      %103 = arith.mulf %in, %in_47 : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x768xf64>
     %75 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%74 : tensor<1x197x768xf64>) outs(%8 : tensor<1x197x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %99 = arith.addf %in, %out : f64
-      linalg.yield %99 : f64
+      %103 = arith.addf %in, %out : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x1xf64>
     %76 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%75 : tensor<1x197x1xf64>) outs(%7 : tensor<1x197x1xf64>) {
     ^bb0(%in: f64, %out: f64):
-      %99 = arith.divf %in, %cst_8 : f64
-      linalg.yield %99 : f64
+      %103 = arith.divf %in, %cst_7 : f64
+      linalg.yield %103 : f64
     } -> tensor<1x197x1xf64>
     %77 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%76 : tensor<1x197x1xf64>) outs(%15 : tensor<1x197x1xf32>) {
     ^bb0(%in: f64, %out: f32):
-      %99 = arith.truncf %in : f64 to f32
-      linalg.yield %99 : f32
+      %103 = arith.truncf %in : f64 to f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x1xf32>
     %78 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction"]} ins(%69 : tensor<1x197x768xf32>) outs(%17 : tensor<1x197x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.addf %in, %out : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %out : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x1xf32>
     %79 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%78 : tensor<1x197x1xf32>) outs(%15 : tensor<1x197x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.divf %in, %cst_9 : f32
-      linalg.yield %99 : f32
+      %103 = arith.divf %in, %cst_8 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x1xf32>
     %80 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%77 : tensor<1x197x1xf32>) outs(%15 : tensor<1x197x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.truncf %cst_7 : f64 to f32
-      %100 = arith.addf %in, %99 : f32
-      linalg.yield %100 : f32
+      %103 = arith.truncf %cst_6 : f64 to f32
+      %104 = arith.addf %in, %103 : f32
+      linalg.yield %104 : f32
     } -> tensor<1x197x1xf32>
     %81 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%80 : tensor<1x197x1xf32>) outs(%15 : tensor<1x197x1xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = math.rsqrt %in : f32
-      linalg.yield %99 : f32
+      %103 = math.rsqrt %in : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x1xf32>
     %82 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%69, %79 : tensor<1x197x768xf32>, tensor<1x197x1xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.subf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.subf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %83 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%82, %81 : tensor<1x197x768xf32>, tensor<1x197x1xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.mulf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.mulf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %84 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%83, %arg11 : tensor<1x197x768xf32>, tensor<768xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.mulf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.mulf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %85 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%84, %arg12 : tensor<1x197x768xf32>, tensor<768xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.addf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
     %collapsed_41 = tensor.collapse_shape %85 [[0, 1], [2]] : tensor<1x197x768xf32> into tensor<197x768xf32>
     %86 = tensor.empty() : tensor<768x3072xf32>
@@ -357,39 +357,56 @@ module {
     } -> tensor<197x3072xf32>
     %91 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%89, %90 : tensor<197x3072xf32>, tensor<197x3072xf32>) outs(%87 : tensor<197x3072xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.addf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<197x3072xf32>
     %expanded_43 = tensor.expand_shape %91 [[0, 1], [2]] output_shape [1, 197, 3072] : tensor<197x3072xf32> into tensor<1x197x3072xf32>
     %92 = tensor.empty() : tensor<1x197x3072xf32>
     %93 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_43 : tensor<1x197x3072xf32>) outs(%92 : tensor<1x197x3072xf32>) {
     ^bb0(%in: f32, %out: f32):
-      %99 = arith.divf %in, %cst_10 : f32
-      %100 = math.erf %99 : f32
-      %101 = arith.addf %100, %cst_2 : f32
-      %102 = arith.mulf %101, %cst_3 : f32
-      %103 = arith.mulf %in, %102 : f32
+      %103 = arith.mulf %in, %cst_9 : f32
       linalg.yield %103 : f32
     } -> tensor<1x197x3072xf32>
-    %collapsed_44 = tensor.collapse_shape %93 [[0, 1], [2]] : tensor<1x197x3072xf32> into tensor<197x3072xf32>
-    %94 = tensor.empty() : tensor<3072x768xf32>
-    %transposed_45 = linalg.transpose ins(%arg15 : tensor<768x3072xf32>) outs(%94 : tensor<3072x768xf32>) permutation = [1, 0] 
-    %95 = linalg.matmul ins(%collapsed_44, %transposed_45 : tensor<197x3072xf32>, tensor<3072x768xf32>) outs(%65 : tensor<197x768xf32>) -> tensor<197x768xf32>
-    %96 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["parallel", "parallel"]} ins(%arg16 : tensor<768xf32>) outs(%64 : tensor<197x768xf32>) {
+    %94 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%expanded_43 : tensor<1x197x3072xf32>) outs(%92 : tensor<1x197x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %103 = arith.truncf %cst_3 : f64 to f32
+      %104 = arith.mulf %in, %103 : f32
+      linalg.yield %104 : f32
+    } -> tensor<1x197x3072xf32>
+    %95 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%94 : tensor<1x197x3072xf32>) outs(%92 : tensor<1x197x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %103 = math.erf %in : f32
+      linalg.yield %103 : f32
+    } -> tensor<1x197x3072xf32>
+    %96 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%95 : tensor<1x197x3072xf32>) outs(%92 : tensor<1x197x3072xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %103 = arith.addf %in, %cst_10 : f32
+      linalg.yield %103 : f32
+    } -> tensor<1x197x3072xf32>
+    %97 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%93, %96 : tensor<1x197x3072xf32>, tensor<1x197x3072xf32>) outs(%92 : tensor<1x197x3072xf32>) {
+    ^bb0(%in: f32, %in_47: f32, %out: f32):
+      %103 = arith.mulf %in, %in_47 : f32
+      linalg.yield %103 : f32
+    } -> tensor<1x197x3072xf32>
+    %collapsed_44 = tensor.collapse_shape %97 [[0, 1], [2]] : tensor<1x197x3072xf32> into tensor<197x3072xf32>
+    %98 = tensor.empty() : tensor<3072x768xf32>
+    %transposed_45 = linalg.transpose ins(%arg15 : tensor<768x3072xf32>) outs(%98 : tensor<3072x768xf32>) permutation = [1, 0] 
+    %99 = linalg.matmul ins(%collapsed_44, %transposed_45 : tensor<197x3072xf32>, tensor<3072x768xf32>) outs(%65 : tensor<197x768xf32>) -> tensor<197x768xf32>
+    %100 = linalg.generic {indexing_maps = [#map3, #map4], iterator_types = ["parallel", "parallel"]} ins(%arg16 : tensor<768xf32>) outs(%64 : tensor<197x768xf32>) {
     ^bb0(%in: f32, %out: f32):
       linalg.yield %in : f32
     } -> tensor<197x768xf32>
-    %97 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%95, %96 : tensor<197x768xf32>, tensor<197x768xf32>) outs(%64 : tensor<197x768xf32>) {
+    %101 = linalg.generic {indexing_maps = [#map4, #map4, #map4], iterator_types = ["parallel", "parallel"]} ins(%99, %100 : tensor<197x768xf32>, tensor<197x768xf32>) outs(%64 : tensor<197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.addf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<197x768xf32>
-    %expanded_46 = tensor.expand_shape %97 [[0, 1], [2]] output_shape [1, 197, 768] : tensor<197x768xf32> into tensor<1x197x768xf32>
-    %98 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%69, %expanded_46 : tensor<1x197x768xf32>, tensor<1x197x768xf32>) outs(%3 : tensor<1x197x768xf32>) {
+    %expanded_46 = tensor.expand_shape %101 [[0, 1], [2]] output_shape [1, 197, 768] : tensor<197x768xf32> into tensor<1x197x768xf32>
+    %102 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel"]} ins(%69, %expanded_46 : tensor<1x197x768xf32>, tensor<1x197x768xf32>) outs(%3 : tensor<1x197x768xf32>) {
     ^bb0(%in: f32, %in_47: f32, %out: f32):
-      %99 = arith.addf %in, %in_47 : f32
-      linalg.yield %99 : f32
+      %103 = arith.addf %in, %in_47 : f32
+      linalg.yield %103 : f32
     } -> tensor<1x197x768xf32>
-    return %98 : tensor<1x197x768xf32>
+    return %102 : tensor<1x197x768xf32>
   }
 }
