@@ -233,6 +233,33 @@ TEST_F(WorkerClientTest, SlowWorkerWithinItsDeadlineAnswers) {
   expectGone(pid);
 }
 
+TEST_F(WorkerClientTest, FakeWorkerMakesUpTheSameReportsEveryTime) {
+  WorkerClient client(makeOptions("fake:20"));
+  auto reports = client.evaluate(mlir::kopt::testing::makeWorkerRequest(1));
+  track(client);
+  ASSERT_TRUE(static_cast<bool>(reports))
+      << llvm::toString(reports.takeError());
+  ASSERT_EQ(reports->size(), 2u);
+  // The baseline is valid and timed, and is its own speedup of 1.
+  const rt::EvalReport &baseline = (*reports)[0];
+  EXPECT_TRUE(baseline.valid);
+  ASSERT_TRUE(baseline.times.has_value());
+  EXPECT_GE(baseline.times->medianUs, 20.0);
+  EXPECT_LT(baseline.times->medianUs, 120.0);
+  EXPECT_DOUBLE_EQ(baseline.speedup.value_or(0), 1.0);
+  EXPECT_EQ((*reports)[1].candidate, 1);
+  // The same plans, the same reports, whatever the request.
+  auto again = client.evaluate(mlir::kopt::testing::makeWorkerRequest(2));
+  ASSERT_TRUE(static_cast<bool>(again)) << llvm::toString(again.takeError());
+  EXPECT_EQ(*again, *reports);
+  // An unreadable task is still refused, as a real worker refuses it.
+  rt::EvaluateMessage request = mlir::kopt::testing::makeWorkerRequest(3);
+  request.task = rt::json::Value::object();
+  auto refused = client.evaluate(request);
+  ASSERT_FALSE(static_cast<bool>(refused));
+  llvm::consumeError(refused.takeError());
+}
+
 TEST_F(WorkerClientTest, GarbageIsAProtocolError) {
   WorkerClient client(makeOptions("garbage"));
   ASSERT_FALSE(static_cast<bool>(client.start()));

@@ -23,9 +23,12 @@
 // The environment variable KOPT_WORKER_TEST_MODE makes the worker misbehave
 // on purpose, so the caller's handling of crashes, hangs and protocol errors
 // can be tested without a GPU (docs/Evaluator.md, "The worker process"),
-// and adds the worker's CUDA_VISIBLE_DEVICES to the hello's device name.
+// or answer with made-up reports (`fake`, FakeEvaluation.h), and adds the
+// worker's CUDA_VISIBLE_DEVICES to the hello's device name.
 //
 //===----------------------------------------------------------------------===//
+
+#include "FakeEvaluation.h"
 
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/Cupti.h"
@@ -66,6 +69,9 @@ struct TestMode {
     Slow,
     /// Exit with status 0 right after `hello`.
     ExitAfterHello,
+    /// Use no GPU; sleep `sleepMs` on `evaluate`, then answer with made-up
+    /// reports (FakeEvaluation.h).
+    Fake,
   };
   Kind kind = Kind::None;
   unsigned long sleepMs = 0;
@@ -79,6 +85,23 @@ constexpr const char *kUnavailableMessage =
 void log(const std::string &message) {
   std::fprintf(stderr, "kopt-worker: %s\n", message.c_str());
   std::fflush(stderr);
+}
+
+/// The `<ms>` of test mode `name` (`text`): at most an hour.
+Result<unsigned long> parseMilliseconds(std::string_view text,
+                                        const char *name) {
+  std::string digits(text);
+  char *end = nullptr;
+  errno = 0;
+  unsigned long ms = std::strtoul(digits.c_str(), &end, 10);
+  if (digits.empty() || digits[0] < '0' || digits[0] > '9' || *end ||
+      errno == ERANGE || ms > 3600000)
+    return Status::error(StatusCode::InvalidArgument,
+                         std::string("KOPT_WORKER_TEST_MODE: '") + name +
+                             ":<ms>' needs a number of milliseconds up to "
+                             "3600000, not '" +
+                             digits + "'");
+  return ms;
 }
 
 /// Reads KOPT_WORKER_TEST_MODE; `text` is its value or nullptr.
@@ -96,24 +119,25 @@ Result<TestMode> parseTestMode(const char *text) {
   } else if (value == "exit-after-hello") {
     mode.kind = TestMode::Kind::ExitAfterHello;
   } else if (value.substr(0, 5) == "slow:") {
-    std::string digits(value.substr(5));
-    char *end = nullptr;
-    errno = 0;
-    unsigned long ms = std::strtoul(digits.c_str(), &end, 10);
-    if (digits.empty() || digits[0] < '0' || digits[0] > '9' || *end ||
-        errno == ERANGE || ms > 3600000)
-      return Status::error(StatusCode::InvalidArgument,
-                           "KOPT_WORKER_TEST_MODE: 'slow:<ms>' needs a "
-                           "number of milliseconds up to 3600000, not '" +
-                               digits + "'");
+    Result<unsigned long> ms = parseMilliseconds(value.substr(5), "slow");
+    if (!ms)
+      return ms.status();
     mode.kind = TestMode::Kind::Slow;
-    mode.sleepMs = ms;
+    mode.sleepMs = *ms;
+  } else if (value == "fake" || value.substr(0, 5) == "fake:") {
+    mode.kind = TestMode::Kind::Fake;
+    if (value != "fake") {
+      Result<unsigned long> ms = parseMilliseconds(value.substr(5), "fake");
+      if (!ms)
+        return ms.status();
+      mode.sleepMs = *ms;
+    }
   } else {
     return Status::error(StatusCode::InvalidArgument,
                          "KOPT_WORKER_TEST_MODE: unknown mode '" +
                              std::string(value) +
-                             "' (expected crash, hang, garbage, slow:<ms> or "
-                             "exit-after-hello)");
+                             "' (expected crash, hang, garbage, slow:<ms>, "
+                             "fake[:<ms>] or exit-after-hello)");
   }
   return mode;
 }
@@ -252,6 +276,7 @@ bool evaluate(const EvaluateMessage &request, const TestMode &mode) {
     return status.isOk();
   }
   case TestMode::Kind::Slow:
+  case TestMode::Kind::Fake:
     std::this_thread::sleep_for(std::chrono::milliseconds(mode.sleepMs));
     break;
   case TestMode::Kind::None:
@@ -262,6 +287,8 @@ bool evaluate(const EvaluateMessage &request, const TestMode &mode) {
   Result<KernelTask> task = kernelTaskFromJson(request.task);
   if (!task)
     return send(ErrorMessage{request.requestId, task.status().message()});
+  if (mode.kind == TestMode::Kind::Fake)
+    return send(makeFakeReports(request));
   ReportMessage answer;
   answer.requestId = request.requestId;
   const CudaContext *gpu = getGpu().get();
@@ -364,10 +391,13 @@ int main(int argc, char **argv) {
     log(mode.status().message());
     return 2;
   }
-  if (Result<std::unique_ptr<CudaContext>> gpu = CudaContext::create(0))
-    getGpu() = std::move(*gpu);
-  else
-    log("no GPU evaluation: " + gpu.status().message());
+  // A fake worker uses no GPU, even where there is one.
+  if (mode->kind != TestMode::Kind::Fake) {
+    if (Result<std::unique_ptr<CudaContext>> gpu = CudaContext::create(0))
+      getGpu() = std::move(*gpu);
+    else
+      log("no GPU evaluation: " + gpu.status().message());
+  }
   if (getGpu()) {
     if (Result<std::unique_ptr<LaunchRecorder>> recorder =
             LaunchRecorder::create())

@@ -228,7 +228,9 @@ private:
 
 /// The fingerprint of device 0 for `precision`, from its attributes only (no
 /// context, no GPU work), with the number of devices in `count`; or none,
-/// with the reason in `why`, when there is no driver or device.
+/// with the reason in `why`, when there is no driver or device. With fake
+/// workers (`KOPT_WORKER_TEST_MODE=fake[:<ms>]`, docs/Evaluator.md) a
+/// made-up device, so the tuning loop runs without a GPU.
 std::optional<::kopt::runtime::DeviceFingerprint>
 probeDeviceFingerprint(const std::string &precision, std::string &why,
                        int &count);
