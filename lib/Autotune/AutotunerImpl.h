@@ -1,0 +1,111 @@
+//===- AutotunerImpl.h - The autotuner's state ------------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// Private to lib/Autotune. The state behind Autotuner (Autotuner.h), shared
+// by Autotuner.cpp (set-up, lookups, replay, tagging) and GroupTuning.cpp
+// (tuning one group), with the helpers both use.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_LIB_AUTOTUNE_AUTOTUNERIMPL_H
+#define KOPT_LIB_AUTOTUNE_AUTOTUNERIMPL_H
+
+#include "kopt/Autotune/Autotuner.h"
+#include "kopt/Autotune/Proposer.h"
+#include "kopt/Autotune/Replay.h"
+#include "kopt/Codegen/KernelTask.h"
+#include "kopt/Evaluator/WorkerPool.h"
+#include "kopt/Runtime/TuningQueue.h"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::kopt {
+
+struct Autotuner::Impl {
+  AutotuneOptions options;
+  std::unique_ptr<::kopt::runtime::KernelDatabase> database;
+  /// The tuning queue, with `--tune=enqueue`.
+  std::unique_ptr<::kopt::runtime::TuningQueue> queue;
+  std::optional<::kopt::runtime::DeviceFingerprint> fingerprint;
+  bool device = false;
+  std::string noDeviceReason;
+  std::unique_ptr<WorkerPool> pool;
+  int64_t nextRequestId = 1;
+  /// The replay file, with `--replay`.
+  std::unique_ptr<ReplaySource> replay;
+  /// Devices the driver sees.
+  int deviceCount = 0;
+  /// Seconds spent tuning so far (for `tuningBudgetSeconds`).
+  double tuningSeconds = 0;
+  /// The proposers, one factory per name; the baseline's first.
+  std::vector<std::unique_ptr<ProposerFactory>> proposers;
+  /// Held by `processGroup` except around evaluations.
+  std::mutex mutex;
+
+  /// Tunes `group`; `lock` (held) is released while the worker evaluates.
+  llvm::Expected<GroupOutcome> tune(func::FuncOp group, const KernelTask &task,
+                                    GroupOutcome outcome,
+                                    std::unique_lock<std::mutex> &lock);
+  /// The evaluation request for `plans` (plans[0] the baseline), with fresh
+  /// inputs and the fp64 references; a missing reference is noted in `note`.
+  ::kopt::runtime::EvaluateMessage makeRequest(func::FuncOp group, const KernelTask &task,
+                                  const std::vector<const KernelPlan *> &plans,
+                                  std::string &note);
+  /// Evaluates `request`, each candidate alone beside the baseline when a
+  /// worker failure took the whole request; `lock` (held) is released
+  /// while the workers evaluate.
+  llvm::Expected<std::vector<::kopt::runtime::EvalReport>>
+  evaluateRequest(const ::kopt::runtime::EvaluateMessage &request,
+                  const std::string &function, std::string &note,
+                  std::unique_lock<std::mutex> &lock);
+  /// Stores one attempt: a plan with its report, or (`report` null) an
+  /// answer refused for `failure`; `exchange` for the LLM's attempts.
+  llvm::Error storeAttempt(const KernelTask &task, const KernelPlan *plan,
+                           llvm::StringRef proposer,
+                           const ::kopt::runtime::EvalReport *report,
+                           llvm::StringRef failure,
+                           const ::kopt::runtime::json::Value &exchange);
+  llvm::Error chooseTarget();
+  llvm::Error chooseReplayTarget();
+  llvm::Expected<std::optional<::kopt::runtime::KernelRecord>>
+  replayTask(const std::string &taskKey, bool &wrote);
+};
+
+/// An error with `message`.
+inline llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// `status` as an error, after `context`.
+inline llvm::Error toError(const ::kopt::runtime::Status &status,
+                           const llvm::Twine &context) {
+  return makeError(context + ": " + status.message());
+}
+
+/// The plan of the stored `record` when a build can use it for `task`: it
+/// reads, is for the task, and passes `verifyStoredPlan`.
+llvm::Expected<::kopt::runtime::KernelPlan>
+getUsablePlan(const ::kopt::runtime::KernelRecord &record,
+              const ::kopt::runtime::KernelTask &task);
+
+/// Tags `group` with `plan` and gives `outcome` the choice: the plan of
+/// `record`, stored under `fingerprint`, or (`record` null) the baseline of
+/// a miss.
+void choosePlan(func::FuncOp group, const KernelTask &task,
+                const ::kopt::runtime::KernelPlan &plan,
+                const ::kopt::runtime::KernelRecord *record,
+                const ::kopt::runtime::DeviceFingerprint *fingerprint,
+                GroupOutcome &outcome);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_LIB_AUTOTUNE_AUTOTUNERIMPL_H

@@ -1,0 +1,286 @@
+//===- GroupTuning.cpp - Tune one fusion group ------------------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The autotuner's tuning of one group that missed the database: the
+// proposers' rounds evaluated in the workers, every attempt stored, and the
+// winner chosen, compiled for the device and stored.
+//
+//===----------------------------------------------------------------------===//
+
+#include "AutotunerImpl.h"
+
+#include "kopt/Evaluator/ReferenceBuilder.h"
+#include "kopt/Runtime/Cuda/Nvrtc.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <chrono>
+
+using namespace mlir;
+using namespace mlir::kopt;
+namespace rt = ::kopt::runtime;
+
+/// The `kopt.plan/1` JSON of `plan`.
+static rt::json::Value planJson(const KernelPlan &plan) {
+  return rt::toJson(plan);
+}
+
+rt::EvaluateMessage
+Autotuner::Impl::makeRequest(func::FuncOp group, const KernelTask &task,
+                             const std::vector<const KernelPlan *> &plans,
+                             std::string &note) {
+  rt::EvaluateMessage request;
+  request.requestId = nextRequestId++;
+  request.task = rt::toJson(task);
+  for (const KernelPlan *plan : plans)
+    request.candidates.push_back(planJson(*plan));
+  request.options.validationSets = options.validationSets;
+  request.options.repetitions = options.repetitions;
+  // A fresh seed per evaluation, so a candidate never sees the same inputs
+  // twice; fixed per key and time, so a run can be repeated.
+  request.options.seed = int64_t(
+      (std::hash<std::string>()(task.key) ^
+       uint64_t(std::chrono::system_clock::now().time_since_epoch().count())) &
+      0x7fffffffffffffffull);
+  // Every set's reference at once (one request per task; the sets side by
+  // side on the host's threads).
+  auto references =
+      buildReferenceSets(group, task, uint64_t(request.options.seed),
+                         std::max(options.validationSets, 1u));
+  if (references.front()) {
+    request.reference = std::move(*references.front());
+    // The later sets' references let honest candidates through on
+    // ill-conditioned sets (docs/Evaluator.md); one that cannot be built
+    // only keeps the strict comparison with the baseline there.
+    for (size_t set = 1; set < references.size(); ++set) {
+      if (references[set])
+        request.laterReferences.push_back(std::move(*references[set]));
+      else
+        llvm::consumeError(references[set].takeError());
+    }
+  } else {
+    note += "no fp64 reference (" +
+            llvm::toString(references.front().takeError()) + "); ";
+    for (size_t set = 1; set < references.size(); ++set)
+      if (!references[set])
+        llvm::consumeError(references[set].takeError());
+  }
+  return request;
+}
+
+llvm::Expected<std::vector<rt::EvalReport>>
+Autotuner::Impl::evaluateRequest(const rt::EvaluateMessage &request,
+                                 const std::string &function, std::string &note,
+                                 std::unique_lock<std::mutex> &lock) {
+  if (!pool) {
+    WorkerPoolOptions poolOptions;
+    poolOptions.worker.executable = options.workerPath;
+    // One worker per device: CUDA_VISIBLE_DEVICES's entries, or every
+    // device the driver sees.
+    poolOptions.deviceCount = unsigned(deviceCount);
+    pool = std::make_unique<WorkerPool>(poolOptions);
+  }
+  std::chrono::milliseconds timeout(uint64_t(options.evaluationTimeoutSeconds) *
+                                    1000);
+  // The evaluations run unlocked: one per worker (GPU) at a time.
+  lock.unlock();
+  auto reports = pool->evaluate(request, timeout);
+  lock.lock();
+  if (!reports)
+    return makeError("evaluating @" + function + ": " +
+                     llvm::toString(reports.takeError()));
+  // A worker that crashes or hangs takes the whole request with it: then
+  // each candidate goes again beside the baseline alone, so only the
+  // culprit fails (its report names the crash or the timeout).
+  bool workerFailed = llvm::any_of(*reports, [](const rt::EvalReport &report) {
+    return !getWorkerFailureReason(report).empty();
+  });
+  if (workerFailed && request.candidates.size() > 2) {
+    std::vector<rt::EvalReport> isolated(request.candidates.size());
+    bool haveBaseline = false;
+    for (size_t i = 1; i < request.candidates.size(); ++i) {
+      rt::EvaluateMessage pair = request;
+      pair.requestId = nextRequestId++;
+      pair.candidates = {request.candidates[0], request.candidates[i]};
+      lock.unlock();
+      auto pairReports = pool->evaluate(pair, timeout);
+      lock.lock();
+      if (!pairReports)
+        return makeError("evaluating @" + function + ": " +
+                         llvm::toString(pairReports.takeError()));
+      if (!haveBaseline || !isolated[0].valid) {
+        isolated[0] = (*pairReports)[0];
+        haveBaseline = true;
+      }
+      isolated[i] = std::move((*pairReports)[1]);
+      isolated[i].candidate = int64_t(i);
+    }
+    *reports = std::move(isolated);
+    note += "a worker failure was isolated by evaluating the "
+            "candidates one at a time; ";
+  }
+
+  return reports;
+}
+
+llvm::Error Autotuner::Impl::storeAttempt(const KernelTask &task,
+                                          const KernelPlan *plan,
+                                          llvm::StringRef proposer,
+                                          const rt::EvalReport *report,
+                                          llvm::StringRef failure,
+                                          const rt::json::Value &exchange) {
+  rt::AttemptRecord attempt;
+  attempt.taskKey = task.key;
+  attempt.fingerprint = *fingerprint;
+  if (plan)
+    attempt.plan = planJson(*plan);
+  attempt.proposer = proposer.str();
+  attempt.valid = report && report->valid;
+  if (report) {
+    attempt.failedCheck =
+        report->valid ? "" : rt::stringifyFailedCheck(report->failedCheck);
+    attempt.feedback = rt::toJson(*report);
+  } else {
+    // Refused before evaluation: the parser's or the provider's reason.
+    attempt.failedCheck = "refused";
+    attempt.feedback = rt::json::Value::object();
+    attempt.feedback.set("reason", failure.str());
+  }
+  attempt.exchange = exchange;
+  if (rt::Status status = database->addAttempt(attempt); !status.isOk())
+    return toError(status, "storing an attempt of " + task.key);
+  return llvm::Error::success();
+}
+
+llvm::Expected<GroupOutcome>
+Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
+                      GroupOutcome outcome,
+                      std::unique_lock<std::mutex> &lock) {
+  std::vector<std::unique_ptr<Proposer>> owned;
+  std::vector<Proposer *> peers;
+  for (const auto &factory : proposers) {
+    auto proposer = factory->create(group, task);
+    if (!proposer)
+      return proposer.takeError();
+    peers.push_back(proposer->get());
+    owned.push_back(std::move(*proposer));
+  }
+  RoundEvaluator evaluate = [&](const std::vector<const KernelPlan *> &plans) {
+    rt::EvaluateMessage request = makeRequest(group, task, plans, outcome.note);
+    return evaluateRequest(request, outcome.function, outcome.note, lock);
+  };
+  // Every attempt is kept, with its report as the proposer's feedback.
+  AttemptSink keep = [&](const ProposerAttempt &attempt) {
+    const Candidate &candidate = *attempt.candidate;
+    return storeAttempt(task, candidate.plan ? &*candidate.plan : nullptr,
+                        attempt.proposer, attempt.report, candidate.failure,
+                        candidate.exchange);
+  };
+  auto rounds = runProposerRounds(outcome.function, peers, evaluate, keep,
+                                  options.maxCandidates);
+  if (!rounds)
+    return rounds.takeError();
+  outcome.evaluatedCandidates = rounds->evaluated;
+  outcome.validCandidates = rounds->valid;
+  const std::vector<KernelPlan> &plans = rounds->firstPlans;
+  const std::vector<rt::EvalReport> &reports = rounds->firstReports;
+  const rt::EvalReport &baselineReport = reports.front();
+
+  // The valid, unsuspicious candidate of round 0 with the largest speedup
+  // over the baseline (both timed interleaved in one request), when that
+  // clears the margin; the baseline otherwise.
+  size_t winner = 0;
+  double bestSpeedup = 0;
+  for (size_t i = 1; i < reports.size(); ++i) {
+    const rt::EvalReport &report = reports[i];
+    if (!report.valid || !report.times || report.suspicious || !report.speedup)
+      continue;
+    if (*report.speedup >= options.minSpeedup &&
+        *report.speedup > bestSpeedup) {
+      winner = i;
+      bestSpeedup = *report.speedup;
+    }
+  }
+  const KernelPlan *chosenPlan = &plans[winner];
+  const rt::EvalReport *chosenReport = &reports[winner];
+  const rt::EvalReport *chosenBaseline = &baselineReport;
+  rt::Provenance provenance;
+
+  // A proposer's choice after rounds of its own (the LLM's) was measured
+  // beside the fastest valid candidate before it, so it beats every earlier
+  // candidate: it wins when it clears the margin.
+  bool choiceWon = false;
+  for (Proposer *proposer : peers) {
+    proposer->summarize(outcome);
+    std::optional<ProposerChoice> choice = proposer->getChoice();
+    if (!choice || !choice->report->valid || !choice->report->speedup ||
+        *choice->report->speedup < options.minSpeedup)
+      continue;
+    chosenPlan = choice->plan;
+    chosenReport = choice->report;
+    chosenBaseline = choice->baselineReport;
+    provenance = choice->provenance;
+    choiceWon = true;
+  }
+
+  const rt::EvalReport &chosen = *chosenReport;
+  rt::KernelRecord record;
+  record.taskKey = task.key;
+  record.fingerprint = *fingerprint;
+  rt::KernelPlan runtimePlan = *chosenPlan;
+  record.plan = rt::toJson(runtimePlan);
+  // The binaries for the device, when the plan has one source.
+  if (runtimePlan.sources.size() == 1) {
+    rt::NvrtcOptions nvrtc;
+    nvrtc.extra = runtimePlan.compileOptions;
+    auto compiled = rt::compileCuda(runtimePlan.sources[0].code,
+                                    runtimePlan.sources[0].id + ".cu",
+                                    fingerprint->computeCapability, nvrtc);
+    if (compiled) {
+      record.cubin = compiled->cubin;
+      record.ptx = compiled->ptx;
+    }
+  }
+  record.winner = toTimingSummary(*chosen.times);
+  record.baseline = toTimingSummary(
+      chosenBaseline->times ? *chosenBaseline->times : *baselineReport.times);
+  // The evidence, and what `kopt db revalidate` needs to evaluate the
+  // winner again without the graph: the task and the baseline plan.
+  record.validation = rt::json::Value::object();
+  record.validation.set("evidence", chosen.evidence);
+  record.validation.set("task", rt::toJson(task));
+  record.validation.set("baseline_plan", planJson(plans.front()));
+  record.provenance = provenance;
+  record.provenance.proposer = runtimePlan.proposer;
+  if (rt::Status status = database->merge(record).status(); !status.isOk())
+    return toError(status, "storing the winner of " + task.key);
+
+  // With --tune=always the stored winner may be better than this one; an
+  // unusable one stays in the database, and this winner is used.
+  auto kept = database->lookup(task.key, *fingerprint);
+  if (!kept || !*kept)
+    return makeError("the winner of " + task.key + " was not stored");
+  auto keptPlan = getUsablePlan(**kept, task);
+  if (!keptPlan) {
+    llvm::consumeError(keptPlan.takeError());
+    *kept = record;
+    keptPlan = runtimePlan;
+  }
+  outcome.source = GroupOutcome::Source::Tuned;
+  outcome.proposer = keptPlan->proposer;
+  outcome.variant = keptPlan->variant;
+  outcome.winnerUs = (*kept)->winner.medianMs * 1e3;
+  outcome.baselineUs = (*kept)->baseline.medianMs * 1e3;
+  if (winner == 0 && !choiceWon)
+    outcome.note += "no candidate beat the baseline by " +
+                    llvm::formatv("{0:F2}", options.minSpeedup).str() + "x";
+  choosePlan(group, task, *keptPlan, &**kept, &*fingerprint, outcome);
+  return outcome;
+}
