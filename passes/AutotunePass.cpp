@@ -14,6 +14,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Debug.h"
 
+#include <chrono>
+
 #define DEBUG_TYPE "kopt-autotune"
 
 namespace mlir::kopt {
@@ -64,7 +66,17 @@ struct AutotunePass final
     options.precision = precision;
     options.minSpeedup = minSpeedup;
     options.target = target;
-    options.tuningBudgetSeconds = budget;
+    if (budget < 0 || groupBudget < 0) {
+      module.emitError("kopt-autotune: budget and group-budget must not be "
+                       "negative");
+      return signalPassFailure();
+    }
+    if (budget > 0)
+      options.deadline =
+          std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::duration<double>(budget));
+    options.groupBudgetSeconds = groupBudget;
     auto tuner = Autotuner::create(options);
     if (!tuner) {
       module.emitError("kopt-autotune: ") << llvm::toString(tuner.takeError());

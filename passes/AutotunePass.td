@@ -28,8 +28,11 @@ def AutotunePass : Pass<"kopt-autotune", "mlir::ModuleOp"> {
     proposer's candidates in a kopt-worker (validation and timing, see
     docs/Evaluator.md), keeps the fastest valid plan that beats the baseline
     by `min-speedup` (the baseline otherwise), and stores it with every
-    attempt. The group function and its calls get `kopt.plan`
-    (`proposer/variant`), `kopt.plan_hash` and `kopt.fingerprint`.
+    attempt, each attempt as soon as it is measured; attempts a stopped run
+    stored are not measured again. The group function and its calls get
+    `kopt.plan` (`proposer/variant`), `kopt.plan_hash` and
+    `kopt.fingerprint`. `budget` and `group-budget` are deadlines: no
+    candidate is started that would end past them.
 
     Without a GPU the pass uses what the database holds (for `target`, or
     the database's only device), says how many groups missed, and leaves
@@ -59,7 +62,11 @@ def AutotunePass : Pass<"kopt-autotune", "mlir::ModuleOp"> {
     Option<"target", "target", "std::string", /*default=*/"\"\"",
            "Fingerprint hash to look up when there is no GPU">,
     Option<"budget", "budget", "double", /*default=*/"0",
-           "Seconds of tuning, after which missed groups keep the baseline "
+           "Seconds for the pass, a deadline: no candidate is started that "
+           "would end past it, groups keep the best valid candidate measured "
+           "by then, later ones the baseline (0: no limit)">,
+    Option<"groupBudget", "group-budget", "double", /*default=*/"0",
+           "Seconds one group may be tuned for, a deadline like budget's "
            "(0: no limit)">,
     Option<"requireCacheHit", "require-cache-hit", "bool",
            /*default=*/"false", "Fail when any group misses the database">

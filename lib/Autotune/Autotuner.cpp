@@ -338,28 +338,48 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
   bool tune = impl->device && impl->options.mode != TuneMode::Never &&
               impl->options.mode != TuneMode::Enqueue &&
               (!stored || impl->options.mode == TuneMode::Always);
-  bool overBudget = tune && impl->options.tuningBudgetSeconds > 0 &&
-                    impl->tuningSeconds >= impl->options.tuningBudgetSeconds;
+  auto now = std::chrono::steady_clock::now();
+  bool overBudget =
+      tune && impl->options.deadline && now >= *impl->options.deadline;
   if (overBudget)
     tune = false;
   if (tune) {
-    auto start = std::chrono::steady_clock::now();
-    struct AddTime {
-      double &total;
-      std::chrono::steady_clock::time_point start;
-      ~AddTime() {
-        total += std::chrono::duration<double>(
-                     std::chrono::steady_clock::now() - start)
-                     .count();
-      }
-    } addTime{impl->tuningSeconds, start};
-    auto tuned = impl->tune(group, *task, outcome, lock);
-    if (tuned)
+    TuneLimits limits;
+    limits.deadline = impl->options.deadline;
+    if (impl->options.groupBudgetSeconds > 0) {
+      auto own =
+          now +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+              std::chrono::duration<double>(impl->options.groupBudgetSeconds));
+      limits.deadline = limits.deadline ? std::min(*limits.deadline, own) : own;
+    }
+    // A miss resumes what a stopped run measured; --tune=always measures
+    // every candidate again.
+    limits.resume = impl->options.mode == TuneMode::Missing;
+    if (impl->options.onProgress) {
+      TuneProgress event;
+      event.function = outcome.function;
+      event.task = &*task;
+      impl->options.onProgress(event);
+    }
+    auto tuned = impl->tune(group, *task, outcome, limits, lock);
+    // A tuning the budget cut short is not stored: with --tune=always the
+    // stored plan stays.
+    if (tuned && tuned->chosen && !(tuned->budgetSpent && stored))
       return tuned;
-    // A build never breaks because of the tuner: the group keeps what the
-    // database has, or the baseline, and the report says why.
-    outcome.tuningFailed = true;
-    outcome.note = "tuning failed: " + llvm::toString(tuned.takeError());
+    if (tuned) {
+      outcome = std::move(*tuned);
+      // The budget ran out before the baseline was measured: the group
+      // keeps what it had.
+      if (!outcome.chosen)
+        outcome.note += "nothing was measured";
+      outcome.chosen.reset();
+    } else {
+      // A build never breaks because of the tuner: the group keeps what
+      // the database has, or the baseline, and the report says why.
+      outcome.tuningFailed = true;
+      outcome.note = "tuning failed: " + llvm::toString(tuned.takeError());
+    }
     if (!stored) {
       auto baseline = proposeBaseline(group, *task);
       if (!baseline)
@@ -403,6 +423,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     choosePlan(group, *task, *baseline, nullptr, nullptr, outcome);
     return outcome;
   }
+  outcome.budgetSpent = overBudget;
   outcome.note = overBudget      ? "the tuning budget is spent"
                  : impl->replay  ? "no entry in the replay file for this target"
                  : !impl->device ? "no GPU to tune on"

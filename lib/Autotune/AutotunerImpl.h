@@ -22,6 +22,7 @@
 #include "kopt/Evaluator/WorkerPool.h"
 #include "kopt/Runtime/TuningQueue.h"
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -29,6 +30,15 @@
 #include <vector>
 
 namespace mlir::kopt {
+
+/// The limits of one group's tuning.
+struct TuneLimits {
+  /// When it ends; none for no limit.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// Whether attempts that an earlier, stopped run stored for the task are
+  /// taken instead of being measured again.
+  bool resume = false;
+};
 
 struct Autotuner::Impl {
   AutotuneOptions options;
@@ -44,35 +54,36 @@ struct Autotuner::Impl {
   std::unique_ptr<ReplaySource> replay;
   /// Devices the driver sees.
   int deviceCount = 0;
-  /// Seconds spent tuning so far (for `tuningBudgetSeconds`).
-  double tuningSeconds = 0;
   /// The proposers, one factory per name; the baseline's first.
   std::vector<std::unique_ptr<ProposerFactory>> proposers;
   /// Held by `processGroup` except around evaluations.
   std::mutex mutex;
 
-  /// Tunes `group`; `lock` (held) is released while the worker evaluates.
+  /// Tunes `group` within `limits`; `lock` (held) is released while the
+  /// workers evaluate. An outcome without a chosen plan when the budget ran
+  /// out before the baseline was measured.
   llvm::Expected<GroupOutcome> tune(func::FuncOp group, const KernelTask &task,
                                     GroupOutcome outcome,
+                                    const TuneLimits &limits,
                                     std::unique_lock<std::mutex> &lock);
   /// The evaluation request for `plans` (plans[0] the baseline), with fresh
   /// inputs and the fp64 references; a missing reference is noted in `note`.
-  ::kopt::runtime::EvaluateMessage makeRequest(func::FuncOp group, const KernelTask &task,
-                                  const std::vector<const KernelPlan *> &plans,
-                                  std::string &note);
-  /// Evaluates `request`, each candidate alone beside the baseline when a
-  /// worker failure took the whole request; `lock` (held) is released
-  /// while the workers evaluate.
+  ::kopt::runtime::EvaluateMessage
+  makeRequest(func::FuncOp group, const KernelTask &task,
+              const std::vector<const KernelPlan *> &plans, std::string &note);
+  /// Numbers `request` and has a worker evaluate it within `timeout`;
+  /// `lock` (held) is released meanwhile.
   llvm::Expected<std::vector<::kopt::runtime::EvalReport>>
-  evaluateRequest(const ::kopt::runtime::EvaluateMessage &request,
-                  const std::string &function, std::string &note,
-                  std::unique_lock<std::mutex> &lock);
-  /// Stores one attempt: a plan with its report, or (`report` null) an
-  /// answer refused for `failure`; `exchange` for the LLM's attempts.
+  sendRequest(::kopt::runtime::EvaluateMessage &request,
+              std::chrono::milliseconds timeout, const std::string &function,
+              std::unique_lock<std::mutex> &lock);
+  /// Stores one attempt: a plan with its report and how that came about, or
+  /// (`report` null) an answer refused for `failure`; `exchange` for the
+  /// LLM's attempts.
   llvm::Error storeAttempt(const KernelTask &task, const KernelPlan *plan,
                            llvm::StringRef proposer,
                            const ::kopt::runtime::EvalReport *report,
-                           llvm::StringRef failure,
+                           const ReportOrigin *origin, llvm::StringRef failure,
                            const ::kopt::runtime::json::Value &exchange);
   llvm::Error chooseTarget();
   llvm::Error chooseReplayTarget();

@@ -14,6 +14,7 @@
 
 #include "AutotunerImpl.h"
 
+#include "kopt/Autotune/TaskEvaluator.h"
 #include "kopt/Evaluator/ReferenceBuilder.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -75,10 +77,9 @@ Autotuner::Impl::makeRequest(func::FuncOp group, const KernelTask &task,
   return request;
 }
 
-llvm::Expected<std::vector<rt::EvalReport>>
-Autotuner::Impl::evaluateRequest(const rt::EvaluateMessage &request,
-                                 const std::string &function, std::string &note,
-                                 std::unique_lock<std::mutex> &lock) {
+llvm::Expected<std::vector<rt::EvalReport>> Autotuner::Impl::sendRequest(
+    rt::EvaluateMessage &request, std::chrono::milliseconds timeout,
+    const std::string &function, std::unique_lock<std::mutex> &lock) {
   if (!pool) {
     WorkerPoolOptions poolOptions;
     poolOptions.worker.executable = options.workerPath;
@@ -87,8 +88,7 @@ Autotuner::Impl::evaluateRequest(const rt::EvaluateMessage &request,
     poolOptions.deviceCount = unsigned(deviceCount);
     pool = std::make_unique<WorkerPool>(poolOptions);
   }
-  std::chrono::milliseconds timeout(uint64_t(options.evaluationTimeoutSeconds) *
-                                    1000);
+  request.requestId = nextRequestId++;
   // The evaluations run unlocked: one per worker (GPU) at a time.
   lock.unlock();
   auto reports = pool->evaluate(request, timeout);
@@ -96,46 +96,13 @@ Autotuner::Impl::evaluateRequest(const rt::EvaluateMessage &request,
   if (!reports)
     return makeError("evaluating @" + function + ": " +
                      llvm::toString(reports.takeError()));
-  // A worker that crashes or hangs takes the whole request with it: then
-  // each candidate goes again beside the baseline alone, so only the
-  // culprit fails (its report names the crash or the timeout).
-  bool workerFailed = llvm::any_of(*reports, [](const rt::EvalReport &report) {
-    return !getWorkerFailureReason(report).empty();
-  });
-  if (workerFailed && request.candidates.size() > 2) {
-    std::vector<rt::EvalReport> isolated(request.candidates.size());
-    bool haveBaseline = false;
-    for (size_t i = 1; i < request.candidates.size(); ++i) {
-      rt::EvaluateMessage pair = request;
-      pair.requestId = nextRequestId++;
-      pair.candidates = {request.candidates[0], request.candidates[i]};
-      lock.unlock();
-      auto pairReports = pool->evaluate(pair, timeout);
-      lock.lock();
-      if (!pairReports)
-        return makeError("evaluating @" + function + ": " +
-                         llvm::toString(pairReports.takeError()));
-      if (!haveBaseline || !isolated[0].valid) {
-        isolated[0] = (*pairReports)[0];
-        haveBaseline = true;
-      }
-      isolated[i] = std::move((*pairReports)[1]);
-      isolated[i].candidate = int64_t(i);
-    }
-    *reports = std::move(isolated);
-    note += "a worker failure was isolated by evaluating the "
-            "candidates one at a time; ";
-  }
-
   return reports;
 }
 
-llvm::Error Autotuner::Impl::storeAttempt(const KernelTask &task,
-                                          const KernelPlan *plan,
-                                          llvm::StringRef proposer,
-                                          const rt::EvalReport *report,
-                                          llvm::StringRef failure,
-                                          const rt::json::Value &exchange) {
+llvm::Error Autotuner::Impl::storeAttempt(
+    const KernelTask &task, const KernelPlan *plan, llvm::StringRef proposer,
+    const rt::EvalReport *report, const ReportOrigin *origin,
+    llvm::StringRef failure, const rt::json::Value &exchange) {
   rt::AttemptRecord attempt;
   attempt.taskKey = task.key;
   attempt.fingerprint = *fingerprint;
@@ -146,7 +113,8 @@ llvm::Error Autotuner::Impl::storeAttempt(const KernelTask &task,
   if (report) {
     attempt.failedCheck =
         report->valid ? "" : rt::stringifyFailedCheck(report->failedCheck);
-    attempt.feedback = rt::toJson(*report);
+    attempt.feedback = makeAttemptFeedback(
+        *report, origin ? origin->baselineTimes : std::nullopt);
   } else {
     // Refused before evaluation: the parser's or the provider's reason.
     attempt.failedCheck = "refused";
@@ -161,7 +129,7 @@ llvm::Error Autotuner::Impl::storeAttempt(const KernelTask &task,
 
 llvm::Expected<GroupOutcome>
 Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
-                      GroupOutcome outcome,
+                      GroupOutcome outcome, const TuneLimits &limits,
                       std::unique_lock<std::mutex> &lock) {
   std::vector<std::unique_ptr<Proposer>> owned;
   std::vector<Proposer *> peers;
@@ -172,16 +140,62 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     peers.push_back(proposer->get());
     owned.push_back(std::move(*proposer));
   }
-  RoundEvaluator evaluate = [&](const std::vector<const KernelPlan *> &plans) {
-    rt::EvaluateMessage request = makeRequest(group, task, plans, outcome.note);
-    return evaluateRequest(request, outcome.function, outcome.note, lock);
+  // What an earlier run of the task that was stopped measured is taken,
+  // not measured again.
+  std::map<std::string, StoredReport> storedReports;
+  if (limits.resume) {
+    auto attempts = database->listAttempts(task.key);
+    if (!attempts)
+      return toError(attempts.status(), "reading the attempts of " + task.key);
+    storedReports = collectStoredReports(*attempts, *fingerprint);
+  }
+  TaskEvaluator::Options evaluatorOptions;
+  evaluatorOptions.evaluationTimeout = std::chrono::milliseconds(
+      uint64_t(options.evaluationTimeoutSeconds) * 1000);
+  evaluatorOptions.deadline = limits.deadline;
+  TaskEvaluator evaluator(
+      [&](const std::vector<const KernelPlan *> &plans) {
+        return makeRequest(group, task, plans, outcome.note);
+      },
+      [&](rt::EvaluateMessage &request, std::chrono::milliseconds timeout) {
+        return sendRequest(request, timeout, outcome.function, lock);
+      },
+      evaluatorOptions, std::move(storedReports), outcome.note);
+  RoundEvaluator evaluate = [&](unsigned round,
+                                const std::vector<const KernelPlan *> &plans,
+                                const ReportSink &sink) {
+    return evaluator.evaluateRound(round, plans, sink);
   };
-  // Every attempt is kept, with its report as the proposer's feedback.
-  AttemptSink keep = [&](const ProposerAttempt &attempt) {
+  // The baseline's times beside each candidate of round 0, by plan hash.
+  std::map<std::string, rt::Timing> pairedBaselines;
+  // Every attempt is kept as soon as it is known, with its report as the
+  // proposer's feedback, and then reported.
+  AttemptSink keep = [&](const ProposerAttempt &attempt) -> llvm::Error {
     const Candidate &candidate = *attempt.candidate;
-    return storeAttempt(task, candidate.plan ? &*candidate.plan : nullptr,
-                        attempt.proposer, attempt.report, candidate.failure,
-                        candidate.exchange);
+    const KernelPlan *plan = candidate.plan ? &*candidate.plan : nullptr;
+    const ReportOrigin *origin = attempt.origin;
+    if (plan && origin && origin->baselineTimes && attempt.round == 0)
+      pairedBaselines[getPlanHash(planJson(*plan))] = *origin->baselineTimes;
+    if (origin && origin->stored)
+      ++outcome.storedCandidates;
+    else if (llvm::Error error =
+                 storeAttempt(task, plan, attempt.proposer, attempt.report,
+                              origin, candidate.failure, candidate.exchange))
+      return error;
+    if (options.onProgress) {
+      TuneProgress event;
+      event.kind = TuneProgress::Kind::CandidateDone;
+      event.function = outcome.function;
+      event.task = &task;
+      event.candidate =
+          plan ? plan->proposer + "/" + plan->variant : attempt.proposer.str();
+      event.round = attempt.round;
+      event.report = attempt.report;
+      event.failure = candidate.failure;
+      event.origin = origin;
+      options.onProgress(event);
+    }
+    return llvm::Error::success();
   };
   auto rounds = runProposerRounds(outcome.function, peers, evaluate, keep,
                                   options.maxCandidates);
@@ -189,13 +203,25 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     return rounds.takeError();
   outcome.evaluatedCandidates = rounds->evaluated;
   outcome.validCandidates = rounds->valid;
+  outcome.budgetSpent = rounds->budgetSpent;
+  outcome.notTried = rounds->notTried;
+  if (rounds->budgetSpent)
+    outcome.note += llvm::formatv("the tuning budget ran out: {0} "
+                                  "candidate{1} not tried; ",
+                                  rounds->notTried.size(),
+                                  rounds->notTried.size() == 1 ? "" : "s")
+                        .str();
+  // Without the baseline nothing was measured: the caller keeps what the
+  // group had.
+  if (rounds->firstReports.empty())
+    return outcome;
   const std::vector<KernelPlan> &plans = rounds->firstPlans;
   const std::vector<rt::EvalReport> &reports = rounds->firstReports;
   const rt::EvalReport &baselineReport = reports.front();
 
   // The valid, unsuspicious candidate of round 0 with the largest speedup
-  // over the baseline (both timed interleaved in one request), when that
-  // clears the margin; the baseline otherwise.
+  // over the baseline (both timed interleaved in the candidate's request),
+  // when that clears the margin; the baseline otherwise.
   size_t winner = 0;
   double bestSpeedup = 0;
   for (size_t i = 1; i < reports.size(); ++i) {
@@ -231,6 +257,34 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   }
 
   const rt::EvalReport &chosen = *chosenReport;
+  // The baseline as timed beside the winner, so that the winner's and the
+  // baseline's times give the speedup measured.
+  rt::Timing baselineTimes =
+      chosenBaseline->times ? *chosenBaseline->times : *baselineReport.times;
+  auto paired = pairedBaselines.find(getPlanHash(planJson(*chosenPlan)));
+  if (!choiceWon && winner > 0 && paired != pairedBaselines.end())
+    baselineTimes = paired->second;
+  auto finishNote = [&] {
+    if (winner == 0 && !choiceWon)
+      outcome.note += "no candidate beat the baseline by " +
+                      llvm::formatv("{0:F2}", options.minSpeedup).str() + "x";
+    if (llvm::StringRef(outcome.note).ends_with("; "))
+      outcome.note.resize(outcome.note.size() - 2);
+  };
+  outcome.source = GroupOutcome::Source::Tuned;
+  if (rounds->budgetSpent) {
+    // Not every candidate was tried: the group takes the best measured, but
+    // the database gets no record, so that the next run finishes the
+    // tuning (taking what was measured from the attempts).
+    outcome.note += "not stored, run again to finish; ";
+    outcome.proposer = chosenPlan->proposer;
+    outcome.variant = chosenPlan->variant;
+    outcome.winnerUs = chosen.times->medianUs;
+    outcome.baselineUs = baselineTimes.medianUs;
+    finishNote();
+    choosePlan(group, task, *chosenPlan, nullptr, nullptr, outcome);
+    return outcome;
+  }
   rt::KernelRecord record;
   record.taskKey = task.key;
   record.fingerprint = *fingerprint;
@@ -249,8 +303,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     }
   }
   record.winner = toTimingSummary(*chosen.times);
-  record.baseline = toTimingSummary(
-      chosenBaseline->times ? *chosenBaseline->times : *baselineReport.times);
+  record.baseline = toTimingSummary(baselineTimes);
   // The evidence, and what `kopt db revalidate` needs to evaluate the
   // winner again without the graph: the task and the baseline plan.
   record.validation = rt::json::Value::object();
@@ -273,14 +326,11 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     *kept = record;
     keptPlan = runtimePlan;
   }
-  outcome.source = GroupOutcome::Source::Tuned;
   outcome.proposer = keptPlan->proposer;
   outcome.variant = keptPlan->variant;
   outcome.winnerUs = (*kept)->winner.medianMs * 1e3;
   outcome.baselineUs = (*kept)->baseline.medianMs * 1e3;
-  if (winner == 0 && !choiceWon)
-    outcome.note += "no candidate beat the baseline by " +
-                    llvm::formatv("{0:F2}", options.minSpeedup).str() + "x";
+  finishNote();
   choosePlan(group, task, *keptPlan, &**kept, &*fingerprint, outcome);
   return outcome;
 }

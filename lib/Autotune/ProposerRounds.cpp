@@ -8,9 +8,10 @@
 //
 // Each round asks the proposers that are not done for candidates, numbers
 // their plans after the baseline (round 0's first plan of the first
-// proposer), evaluates them in one request, keeps every new attempt in the
-// order the proposers offered them, and notifies the proposers. The
-// baseline must pass round 0's evaluation: every speedup is against it.
+// proposer), has them evaluated, keeps every new attempt as soon as its
+// report is known, and notifies the proposers. The baseline must pass
+// round 0's evaluation: every speedup is against it. A plan the evaluator
+// did not try (the tuning budget ran out) is dropped, and ends the rounds.
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,51 +49,89 @@ mlir::kopt::runProposerRounds(llvm::StringRef function,
                                      " no plan to measure the others against");
 
     // The plans in request order, the baseline's first.
-    RoundReports reports;
-    reports.round = round;
+    std::vector<const KernelPlan *> plans;
     if (round > 0)
-      reports.plans.push_back(&result.firstPlans.front());
-    size_t firstNew = reports.plans.size();
+      plans.push_back(&result.firstPlans.front());
+    size_t firstNew = plans.size();
     std::vector<std::vector<std::optional<size_t>>> own(active.size());
-    for (size_t p = 0; p < active.size(); ++p)
-      for (const Candidate &candidate : offered[p]) {
-        std::optional<size_t> index;
-        bool room = round > 0 || reports.plans.size() < maxFirstRound;
-        if (candidate.plan && room) {
-          index = reports.plans.size();
-          reports.plans.push_back(&*candidate.plan);
-        }
-        own[p].push_back(index);
-      }
-    if (reports.plans.size() > firstNew) {
-      auto evaluated = evaluate(reports.plans);
-      if (!evaluated)
-        return evaluated.takeError();
-      if (evaluated->size() != reports.plans.size())
-        return llvm::createStringError(
-            "the evaluator returned " + std::to_string(evaluated->size()) +
-            " reports for " + std::to_string(reports.plans.size()) +
-            " candidates");
-      reports.reports = std::move(*evaluated);
-    } else {
-      reports.plans.clear();
-    }
-
-    // Every new attempt is kept, with its report as the proposer's
-    // feedback; a dropped candidate is not an attempt.
+    // The candidate of each plan (none for the baseline after round 0).
+    std::vector<std::optional<std::pair<size_t, size_t>>> owner(plans.size());
     for (size_t p = 0; p < active.size(); ++p)
       for (size_t c = 0; c < offered[p].size(); ++c) {
         const Candidate &candidate = offered[p][c];
-        if (candidate.remeasured || (candidate.plan && !own[p][c]))
-          continue;
-        const rt::EvalReport *report =
-            own[p][c] ? &reports.reports[*own[p][c]] : nullptr;
-        if (llvm::Error error =
-                keep({active[p]->getName(), round, &candidate, report}))
-          return std::move(error);
-        result.evaluated += report != nullptr;
-        result.valid += report && report->valid;
+        std::optional<size_t> index;
+        bool room = round > 0 || plans.size() < maxFirstRound;
+        if (candidate.plan && room) {
+          index = plans.size();
+          plans.push_back(&*candidate.plan);
+          owner.emplace_back(std::make_pair(p, c));
+        }
+        own[p].push_back(index);
       }
+
+    // Every new attempt is kept as soon as its report is known, with the
+    // report as the proposer's feedback; a remeasured plan is not a new
+    // attempt, and a dropped candidate is none at all.
+    ReportSink sink = [&](size_t index, const rt::EvalReport &report,
+                          const ReportOrigin &origin) -> llvm::Error {
+      if (index >= owner.size() || !owner[index])
+        return llvm::Error::success();
+      auto [p, c] = *owner[index];
+      const Candidate &candidate = offered[p][c];
+      if (candidate.remeasured)
+        return llvm::Error::success();
+      if (llvm::Error error =
+              keep({active[p]->getName(), round, &candidate, &report, &origin}))
+        return error;
+      ++result.evaluated;
+      result.valid += report.valid;
+      return llvm::Error::success();
+    };
+    std::vector<std::optional<rt::EvalReport>> evaluated;
+    if (plans.size() > firstNew) {
+      auto reports = evaluate(round, plans, sink);
+      if (!reports)
+        return reports.takeError();
+      if (reports->size() != plans.size())
+        return llvm::createStringError(
+            "the evaluator returned " + std::to_string(reports->size()) +
+            " reports for " + std::to_string(plans.size()) + " candidates");
+      evaluated = std::move(*reports);
+    }
+
+    // The proposers hear of the plans that were evaluated only.
+    RoundReports reports;
+    reports.round = round;
+    std::vector<std::optional<size_t>> renumbered(evaluated.size());
+    for (size_t i = 0; i < evaluated.size(); ++i) {
+      if (!evaluated[i]) {
+        if (i > 0 || round == 0)
+          result.notTried.push_back(plans[i]->proposer + "/" +
+                                    plans[i]->variant);
+        continue;
+      }
+      renumbered[i] = reports.plans.size();
+      reports.plans.push_back(plans[i]);
+      reports.reports.push_back(std::move(*evaluated[i]));
+    }
+    if (evaluated.size() > reports.plans.size())
+      result.budgetSpent = true;
+    // Refused answers are attempts too, without a report.
+    for (size_t p = 0; p < active.size(); ++p)
+      for (const Candidate &candidate : offered[p])
+        if (!candidate.plan)
+          if (llvm::Error error =
+                  keep({active[p]->getName(), round, &candidate, nullptr}))
+            return std::move(error);
+    if (!evaluated.empty() && !evaluated.front()) {
+      // Nothing is measured without the baseline: the budget ran out.
+      result.rounds = round + 1;
+      return result;
+    }
+    for (std::vector<std::optional<size_t>> &indices : own)
+      for (std::optional<size_t> &index : indices)
+        if (index)
+          index = renumbered[*index];
     if (round == 0) {
       const rt::EvalReport &baseline = reports.reports.front();
       if (!baseline.valid || !baseline.times)
@@ -108,6 +147,8 @@ mlir::kopt::runProposerRounds(llvm::StringRef function,
       if (llvm::Error error = active[p]->notify(reports, own[p]))
         return std::move(error);
     result.rounds = round + 1;
+    if (result.budgetSpent)
+      break;
   }
   return result;
 }

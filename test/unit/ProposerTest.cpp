@@ -106,16 +106,27 @@ private:
 
 /// Judges each plan by its variant: `wrong` is invalid, `slow-baseline`
 /// fails the baseline, anything else is valid at twice the baseline's
-/// speed. Records every request and every kept attempt.
+/// speed. Tries at most `budget` plans in all (the rest are not tried).
+/// Records every request, and every report given and attempt kept, in
+/// order.
 struct Harness {
   std::vector<std::vector<std::string>> requests;
   std::vector<std::string> kept;
+  std::vector<std::string> events;
+  size_t budget = 1000;
 
-  RoundEvaluator evaluate = [this](const std::vector<const KernelPlan *> &plans)
-      -> llvm::Expected<std::vector<rt::EvalReport>> {
+  RoundEvaluator evaluate = [this](unsigned,
+                                   const std::vector<const KernelPlan *> &plans,
+                                   const ReportSink &sink)
+      -> llvm::Expected<std::vector<std::optional<rt::EvalReport>>> {
     std::vector<std::string> names;
-    std::vector<rt::EvalReport> reports;
+    std::vector<std::optional<rt::EvalReport>> reports;
     for (size_t i = 0; i < plans.size(); ++i) {
+      if (budget == 0) {
+        reports.emplace_back();
+        continue;
+      }
+      --budget;
       names.push_back(nameOf(*plans[i]));
       rt::EvalReport report;
       report.candidate = int64_t(i);
@@ -128,6 +139,12 @@ struct Harness {
         report.times = times;
         report.speedup = 10.0 / times.medianUs;
       }
+      events.push_back("report " + nameOf(*plans[i]));
+      ReportOrigin origin;
+      origin.index = i;
+      origin.count = plans.size();
+      if (llvm::Error error = sink(i, report, origin))
+        return std::move(error);
       reports.push_back(std::move(report));
     }
     requests.push_back(std::move(names));
@@ -141,7 +158,9 @@ struct Harness {
                                     : "refused: " + attempt.candidate->failure;
     if (attempt.report)
       line += attempt.report->valid ? " valid" : " invalid";
+    EXPECT_EQ(attempt.report != nullptr, attempt.origin != nullptr);
     kept.push_back(line);
+    events.push_back("keep " + line);
     return llvm::Error::success();
   };
 };
@@ -202,6 +221,73 @@ TEST(ProposerTest, RoundsGiveEveryProposerTheWholeRound) {
               ElementsAre(std::optional<size_t>(1), std::optional<size_t>(2),
                           std::nullopt));
   EXPECT_THAT(searcher.notices[2].own, ElementsAre(1u));
+}
+
+TEST(ProposerTest, EachAttemptIsKeptAsSoonAsItsReportIsKnown) {
+  ScriptedProposer baseline("baseline",
+                            {{0, {offer(makePlan("baseline", "b"))}}}, 0);
+  ScriptedProposer builtin(
+      "builtin",
+      {{0,
+        {offer(makePlan("builtin", "v1")), offer(makePlan("builtin", "v2"))}}},
+      0);
+  Harness h;
+  auto result = runProposerRounds("f", {&baseline, &builtin}, h.evaluate,
+                                  h.keep, /*maxFirstRound=*/16);
+  ASSERT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
+  EXPECT_THAT(h.events,
+              ElementsAre("report baseline/b", "keep baseline r0 b valid",
+                          "report builtin/v1", "keep builtin r0 v1 valid",
+                          "report builtin/v2", "keep builtin r0 v2 valid"));
+}
+
+TEST(ProposerTest, PlansNotTriedAreDroppedAndEndTheRounds) {
+  ScriptedProposer baseline("baseline",
+                            {{0, {offer(makePlan("baseline", "b"))}}}, 0);
+  ScriptedProposer builtin(
+      "builtin",
+      {{0,
+        {offer(makePlan("builtin", "v1")), offer(makePlan("builtin", "v2")),
+         offer(makePlan("builtin", "v3"))}}},
+      0);
+  ScriptedProposer searcher("llm", {{1, {offer(makePlan("llm", "k1"))}}}, 1);
+  Harness h;
+  h.budget = 2;
+  auto result = runProposerRounds("f", {&baseline, &builtin, &searcher},
+                                  h.evaluate, h.keep, /*maxFirstRound=*/16);
+  ASSERT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
+  EXPECT_TRUE(result->budgetSpent);
+  EXPECT_THAT(result->notTried, ElementsAre("builtin/v2", "builtin/v3"));
+  EXPECT_THAT(h.kept,
+              ElementsAre("baseline r0 b valid", "builtin r0 v1 valid"));
+  EXPECT_EQ(result->evaluated, 2u);
+  ASSERT_EQ(result->firstPlans.size(), 2u);
+  ASSERT_EQ(result->firstReports.size(), 2u);
+  // The proposers hear of what was evaluated; no round follows.
+  ASSERT_EQ(builtin.notices.size(), 1u);
+  EXPECT_THAT(builtin.notices[0].plans,
+              ElementsAre("baseline/b", "builtin/v1"));
+  EXPECT_THAT(builtin.notices[0].own, ElementsAre(std::optional<size_t>(1),
+                                                  std::nullopt, std::nullopt));
+  EXPECT_THAT(searcher.proposed, ElementsAre(0u));
+  EXPECT_EQ(result->rounds, 1u);
+}
+
+TEST(ProposerTest, NothingIsDoneWhenTheBaselineIsNotTried) {
+  ScriptedProposer baseline("baseline",
+                            {{0, {offer(makePlan("baseline", "b"))}}}, 0);
+  ScriptedProposer builtin("builtin", {{0, {offer(makePlan("builtin", "v1"))}}},
+                           0);
+  Harness h;
+  h.budget = 0;
+  auto result = runProposerRounds("f", {&baseline, &builtin}, h.evaluate,
+                                  h.keep, /*maxFirstRound=*/16);
+  ASSERT_TRUE(static_cast<bool>(result)) << llvm::toString(result.takeError());
+  EXPECT_TRUE(result->budgetSpent);
+  EXPECT_THAT(result->notTried, ElementsAre("baseline/b", "builtin/v1"));
+  EXPECT_TRUE(result->firstPlans.empty());
+  EXPECT_TRUE(h.kept.empty());
+  EXPECT_TRUE(builtin.notices.empty());
 }
 
 TEST(ProposerTest, ARoundWithoutPlansEvaluatesNothing) {
@@ -413,10 +499,12 @@ TEST(ProposerTest, LlmProposerSearchesFromRoundZerosBest) {
   // The baseline takes 10 us, a builtin plan 8 us, an LLM plan 5 us.
   std::vector<std::vector<std::string>> requests;
   std::vector<std::string> kept;
-  RoundEvaluator evaluate = [&](const std::vector<const KernelPlan *> &plans)
-      -> llvm::Expected<std::vector<rt::EvalReport>> {
+  RoundEvaluator evaluate = [&](unsigned,
+                                const std::vector<const KernelPlan *> &plans,
+                                const ReportSink &sink)
+      -> llvm::Expected<std::vector<std::optional<rt::EvalReport>>> {
     std::vector<std::string> names;
-    std::vector<rt::EvalReport> reports;
+    std::vector<std::optional<rt::EvalReport>> reports;
     for (size_t i = 0; i < plans.size(); ++i) {
       names.push_back(plans[i]->proposer);
       rt::EvalReport report;
@@ -428,6 +516,8 @@ TEST(ProposerTest, LlmProposerSearchesFromRoundZerosBest) {
                                                          : 5.0;
       report.times = times;
       report.speedup = 10.0 / times.medianUs;
+      if (llvm::Error error = sink(i, report, ReportOrigin()))
+        return std::move(error);
       reports.push_back(std::move(report));
     }
     requests.push_back(std::move(names));

@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 //
 // `kopt compile FILE -o OUT.mlir --db DB`: parse, plan and outline fusion
-// groups, run the autotuner over them (docs/Autotune.md), write the
-// rewritten graph and print the report (to stdout, or to stderr when the
-// graph goes to stdout).
+// groups, run the autotuner over them (docs/Autotune.md) within the
+// budget, write the rewritten graph and print the report (to stdout, or to
+// stderr when the graph goes to stdout).
 //
 //===----------------------------------------------------------------------===//
 
@@ -112,6 +112,11 @@ int mlir::kopt::runCompileCommand() {
   if (failed(prepareModelGraph(**module)))
     return 1;
 
+  // The budget counts from the command's start.
+  if (line->budgetSeconds > 0)
+    line->autotune.deadline =
+        start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(line->budgetSeconds));
   auto tuner = Autotuner::create(line->autotune);
   if (!tuner)
     return fail(llvm::toString(tuner.takeError()));

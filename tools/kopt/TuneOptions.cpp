@@ -62,13 +62,27 @@ static cl::list<std::string>
     warmInputs(cl::Positional, cl::OneOrMore,
                cl::desc("<model.mlir or folder of them>..."),
                cl::sub(warmCommand));
-static cl::opt<double>
-    budget("budget",
-           cl::desc("Seconds of work (0: no limit): after them warm starts "
-                    "no new task, and compile tunes no more groups (they "
-                    "keep the baseline); what was stored stays"),
-           cl::value_desc("seconds"), cl::init(0), cl::sub(warmCommand),
-           cl::sub(compileCommand));
+static cl::opt<double> budget(
+    "budget",
+    cl::desc("Seconds for the whole command (0: no limit), a deadline: no "
+             "candidate is started that would end past it and one still "
+             "running then is abandoned; each group keeps the best valid "
+             "candidate measured by then, later groups (warm: tasks) are "
+             "not tuned, the report names what was not tried, and what was "
+             "measured stays in the database for the next run"),
+    cl::value_desc("seconds"), cl::init(0), cl::sub(warmCommand),
+    cl::sub(compileCommand));
+static cl::opt<double> groupBudget(
+    "group-budget",
+    cl::desc("Seconds one group may be tuned for (0: no limit), a deadline "
+             "like --budget's"),
+    cl::value_desc("seconds"), cl::init(0), cl::sub(warmCommand),
+    cl::sub(compileCommand));
+static cl::opt<bool> quiet(
+    "quiet",
+    cl::desc("Print no progress lines on stderr (--report=json prints none "
+             "either)"),
+    cl::sub(warmCommand), cl::sub(compileCommand));
 static cl::opt<std::string> replay(
     "replay",
     cl::desc("Store the entries of FILE (as 'kopt db export' writes them) "
@@ -254,6 +268,11 @@ static llvm::Expected<TuneCommandLine> getCommon() {
   if (report != "text" && report != "json")
     return makeError("--report must be text or json, not '" + report + "'");
   line.jsonReport = report == "json";
+  line.progress = !line.jsonReport && !quiet;
+  if (!(budget >= 0) || !(groupBudget >= 0))
+    return makeError("--budget and --group-budget must not be negative");
+  line.budgetSeconds = budget;
+  options.groupBudgetSeconds = groupBudget;
   return line;
 }
 
@@ -267,9 +286,6 @@ llvm::Expected<TuneCommandLine> mlir::kopt::getCompileCommandLine() {
   line->emitModule = emitModule;
   line->moduleByReference = moduleByReference;
   line->moduleArch = moduleArch;
-  if (budget < 0)
-    return makeError("--budget must not be negative");
-  line->autotune.tuningBudgetSeconds = budget;
   return line;
 }
 
@@ -278,9 +294,6 @@ llvm::Expected<TuneCommandLine> mlir::kopt::getWarmCommandLine() {
   if (!line)
     return line.takeError();
   line->inputs.assign(warmInputs.begin(), warmInputs.end());
-  if (budget < 0)
-    return makeError("--budget must not be negative");
-  line->budgetSeconds = budget;
   line->autotune.replayPath = replay;
   if (enqueue) {
     if (!replay.empty())

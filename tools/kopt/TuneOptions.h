@@ -32,7 +32,10 @@ struct TuneCommandLine {
   std::string output;
   bool requireCacheHit = false;
   bool jsonReport = false;
-  /// warm: the time budget in seconds (0: none).
+  /// Print progress lines on stderr (text reports without --quiet).
+  bool progress = true;
+  /// The command's time budget in seconds (0: none), from its start: the
+  /// command sets `autotune.deadline` from it.
   double budgetSeconds = 0;
   /// compile: the runtime module to write ("" for none), whether its tuned
   /// plans refer to the database, and the architecture of its binaries

@@ -8,6 +8,7 @@
 
 #include "TuneReport.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -27,9 +28,13 @@ static llvm::StringRef getCacheColumn(GroupOutcome::Source source) {
   return "miss";
 }
 
+/// How many tasks not started the text report names.
+static constexpr size_t kNotStartedShown = 20;
+
 void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
                                  const std::vector<ReportRow> &rows,
-                                 const std::string &target, double seconds) {
+                                 const std::string &target, double seconds,
+                                 llvm::ArrayRef<NotStartedTask> notStarted) {
   os << "target: " << target << "\n";
   os << llvm::formatv("{0,-28} {1,-12} {2,-12} {3,-8} {4,-28} {5,10} {6,10} "
                       "{7,8}\n",
@@ -58,6 +63,8 @@ void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
         speedup ? llvm::formatv("{0:F2}x", *speedup).str() : "-");
     if (!outcome.note.empty())
       os << "      note: " << outcome.note << "\n";
+    if (!outcome.notTried.empty())
+      os << "      not tried: " << llvm::join(outcome.notTried, ", ") << "\n";
     if (!outcome.llmSummary.empty())
       os << "      " << outcome.llmSummary << "\n";
     for (const std::string &line : outcome.llmAttempts)
@@ -71,13 +78,25 @@ void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
                       "(baseline); {5:F2} s\n",
                       rows.size(), hits, replayedText, tuned, baseline,
                       seconds);
+  if (notStarted.empty())
+    return;
+  os << "the budget ran out: " << notStarted.size()
+     << " tasks not started (run again to continue):\n";
+  for (const NotStartedTask &task : notStarted.take_front(kNotStartedShown))
+    os << "  " << task.file << " @" << task.function << " ("
+       << llvm::StringRef(task.key).take_front(12) << ")\n";
+  if (notStarted.size() > kNotStartedShown)
+    os << "  ... and " << notStarted.size() - kNotStartedShown << " more\n";
 }
 
-llvm::json::Value mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
-                                           const std::string &target,
-                                           double seconds) {
+llvm::json::Value
+mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
+                         const std::string &target, double seconds,
+                         llvm::ArrayRef<NotStartedTask> notStarted) {
   llvm::json::Array groups;
   unsigned hits = 0, tuned = 0, baseline = 0, replayed = 0;
+  size_t notTried = 0;
+  bool budgetSpent = !notStarted.empty();
   for (const ReportRow &row : rows) {
     const GroupOutcome &outcome = row.outcome;
     hits += outcome.source == GroupOutcome::Source::Hit;
@@ -104,6 +123,18 @@ llvm::json::Value mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
       group["speedup"] = *speedup;
     if (!outcome.note.empty())
       group["note"] = outcome.note;
+    if (outcome.storedCandidates)
+      group["stored"] = outcome.storedCandidates;
+    if (outcome.budgetSpent)
+      group["budget_spent"] = true;
+    if (!outcome.notTried.empty()) {
+      llvm::json::Array names;
+      for (const std::string &name : outcome.notTried)
+        names.push_back(name);
+      group["not_tried"] = std::move(names);
+    }
+    notTried += outcome.notTried.size();
+    budgetSpent |= outcome.budgetSpent;
     if (!outcome.llmSummary.empty()) {
       group["llm"] = outcome.llmSummary;
       llvm::json::Array attempts;
@@ -113,7 +144,7 @@ llvm::json::Value mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
     }
     groups.push_back(std::move(group));
   }
-  return llvm::json::Object{
+  llvm::json::Object document{
       {"schema", "kopt.tune-report/1"},
       {"target", target},
       {"groups", std::move(groups)},
@@ -122,6 +153,19 @@ llvm::json::Value mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
                                     {"replayed", replayed},
                                     {"tuned", tuned},
                                     {"missed", baseline},
+                                    {"not_tried", notTried},
+                                    {"not_started", notStarted.size()},
                                     {"seconds", seconds}}},
   };
+  // Only when true, so reports of runs within their budget read as always.
+  if (budgetSpent)
+    document.getObject("totals")->try_emplace("budget_spent", true);
+  if (!notStarted.empty()) {
+    llvm::json::Array tasks;
+    for (const NotStartedTask &task : notStarted)
+      tasks.push_back(llvm::json::Object{
+          {"file", task.file}, {"function", task.function}, {"key", task.key}});
+    document["not_started"] = std::move(tasks);
+  }
+  return document;
 }

@@ -16,6 +16,7 @@
 
 #include "kopt/Autotune/Autotuner.h"
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -30,13 +31,24 @@ struct ReportRow {
   GroupOutcome outcome;
 };
 
+/// A task `kopt warm` did not start before its budget ran out.
+struct NotStartedTask {
+  std::string file;
+  std::string function;
+  std::string key;
+};
+
 /// Prints the table and the totals; `seconds` is the command's wall time.
+/// Groups whose candidates were not all tried list those that were not,
+/// and `notStarted` (at most 20 of them) follows the totals.
 void printTuneReport(llvm::raw_ostream &os, const std::vector<ReportRow> &rows,
-                     const std::string &target, double seconds);
+                     const std::string &target, double seconds,
+                     llvm::ArrayRef<NotStartedTask> notStarted = {});
 
 /// The same as a `kopt.tune-report/1` document.
 llvm::json::Value toJsonReport(const std::vector<ReportRow> &rows,
-                               const std::string &target, double seconds);
+                               const std::string &target, double seconds,
+                               llvm::ArrayRef<NotStartedTask> notStarted = {});
 
 } // namespace mlir::kopt
 

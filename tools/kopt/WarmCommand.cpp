@@ -138,6 +138,13 @@ int mlir::kopt::runWarmCommand() {
     graphs.push_back(std::move(graph));
   }
 
+  // The budget counts from the command's start.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if (line->budgetSeconds > 0)
+    deadline =
+        start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(line->budgetSeconds));
+  line->autotune.deadline = deadline;
   auto tuner = Autotuner::create(line->autotune);
   if (!tuner) {
     llvm::WithColor::error(llvm::errs(), "kopt")
@@ -166,10 +173,11 @@ int mlir::kopt::runWarmCommand() {
   if (threads > 1)
     llvm::errs() << "kopt warm: " << threads << " workers, one per GPU\n";
   std::vector<std::optional<ReportRow>> results(tasks.size());
+  std::vector<bool> startedTasks(tasks.size());
   std::mutex progressMutex;
   std::atomic<size_t> next{0};
   double bestSpeedup = 0;
-  unsigned done = 0, failures = 0, started = 0;
+  unsigned done = 0, failures = 0;
   double tuningSeconds = 0;
   unsigned tunedCount = 0;
   auto work = [&] {
@@ -177,12 +185,12 @@ int mlir::kopt::runWarmCommand() {
       size_t index;
       {
         std::lock_guard<std::mutex> lock(progressMutex);
-        if (line->budgetSeconds > 0 && elapsed() > line->budgetSeconds)
+        if (deadline && std::chrono::steady_clock::now() >= *deadline)
           return;
         index = next++;
         if (index >= tasks.size())
           return;
-        ++started;
+        startedTasks[index] = true;
       }
       WarmTask &task = tasks[index];
       auto taskStart = std::chrono::steady_clock::now();
@@ -244,23 +252,23 @@ int mlir::kopt::runWarmCommand() {
     thread.join();
   if (live)
     llvm::errs() << "\n";
-  unsigned skipped = unsigned(tasks.size()) - started;
   // In the order of the graphs, whatever order the tasks finished in.
   std::vector<ReportRow> rows;
   for (std::optional<ReportRow> &row : results)
     if (row)
       rows.push_back(std::move(*row));
+  std::vector<NotStartedTask> notStarted;
+  for (size_t i = 0; i < tasks.size(); ++i)
+    if (!startedTasks[i])
+      notStarted.push_back({tasks[i].graph->path,
+                            tasks[i].group.getSymName().str(), tasks[i].key});
 
   std::string target = (*tuner)->describeTarget();
   if (line->jsonReport)
-    llvm::outs() << llvm::formatv("{0:2}\n",
-                                  toJsonReport(rows, target, elapsed()));
+    llvm::outs() << llvm::formatv(
+        "{0:2}\n", toJsonReport(rows, target, elapsed(), notStarted));
   else
-    printTuneReport(llvm::outs(), rows, target, elapsed());
-  if (skipped)
-    llvm::outs() << "budget of " << line->budgetSeconds
-                 << " s spent: " << skipped
-                 << " tasks not started (run again to continue)\n";
+    printTuneReport(llvm::outs(), rows, target, elapsed(), notStarted);
   if (failures || badFiles)
     llvm::outs() << failures << " tasks failed, " << badFiles
                  << " graphs could not be read\n";

@@ -27,6 +27,7 @@
 #ifndef KOPT_AUTOTUNE_AUTOTUNER_H
 #define KOPT_AUTOTUNE_AUTOTUNER_H
 
+#include "kopt/Autotune/TuneProgress.h"
 #include "kopt/LLM/LlmSearch.h"
 #include "kopt/Runtime/KernelDatabase.h"
 #include "kopt/Runtime/Protocol.h"
@@ -35,6 +36,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Error.h"
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -118,9 +120,18 @@ struct AutotuneOptions {
   unsigned repetitions = 20;
   /// Per-evaluation deadline in seconds (a hung worker is killed).
   unsigned evaluationTimeoutSeconds = 600;
-  /// Seconds of tuning after which missed groups are no longer tuned (they
-  /// keep the baseline, with a note); 0 for no limit.
-  double tuningBudgetSeconds = 0;
+  /// When all tuning ends; none for no limit. No evaluation is started that
+  /// would run past it (estimated from those of the group so far), one
+  /// still running then is abandoned, each group keeps the best valid
+  /// candidate measured by then, and groups not begun keep the stored plan
+  /// or the baseline, with a note.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// Seconds one group may be tuned for, under the same rule; 0 for no
+  /// limit.
+  double groupBudgetSeconds = 0;
+  /// Told of each group's tuning and each candidate's verdict; none for
+  /// silence.
+  TuneProgressSink onProgress;
   /// JSON lines as `kopt db export` writes them, whose entries are stored
   /// for the groups that miss instead of tuning them (see Replay.h); empty
   /// for none. The device is then not probed: the target is `target`, or
@@ -164,9 +175,15 @@ struct GroupOutcome {
   /// Medians in microseconds, when measured (now or when stored).
   std::optional<double> winnerUs;
   std::optional<double> baselineUs;
-  /// Valid candidates out of those evaluated (tuned groups).
+  /// Valid candidates out of those evaluated (tuned groups), and how many
+  /// of those were taken from attempts an earlier, stopped run stored.
   unsigned validCandidates = 0;
   unsigned evaluatedCandidates = 0;
+  unsigned storedCandidates = 0;
+  /// The tuning budget ran out before every candidate was tried; the
+  /// candidates not tried (`proposer/variant`, in order).
+  bool budgetSpent = false;
+  std::vector<std::string> notTried;
   /// Why the group kept the baseline, or what went wrong.
   std::string note;
   /// Tuning was tried and failed (`note` says why); the group kept the

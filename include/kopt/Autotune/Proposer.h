@@ -9,9 +9,9 @@
 // The one interface every proposer implements (docs/Design.md,
 // "Proposers"). For each task the autotuner makes one proposer per name in
 // `--proposers` and runs rounds (runProposerRounds): every proposer that is
-// not done proposes candidates, the evaluator measures all of them beside
-// the baseline in one request, and every proposer is notified of the whole
-// round's reports, its own candidates' among them. The baseline and builtin
+// not done proposes candidates, the evaluator measures them beside the
+// baseline, and every proposer is notified of the whole round's reports,
+// its own candidates' among them. The baseline and builtin
 // proposers propose once, in round 0; the LLM proposer waits for round 0's
 // reports, then proposes in rounds with the evaluator's feedback until its
 // budget is spent.
@@ -25,6 +25,7 @@
 #define KOPT_AUTOTUNE_PROPOSER_H
 
 #include "kopt/Autotune/Autotuner.h"
+#include "kopt/Autotune/TuneProgress.h"
 #include "kopt/Codegen/KernelTask.h"
 
 #include "llvm/ADT/ArrayRef.h"
@@ -139,11 +140,19 @@ ProposerRegistry createProposerRegistry();
 // Rounds
 //===----------------------------------------------------------------------===//
 
-/// Evaluates `plans` ([0] the baseline) in one request: one report per
-/// plan, in order, with speedups against [0].
-using RoundEvaluator =
-    std::function<llvm::Expected<std::vector<::kopt::runtime::EvalReport>>(
-        const std::vector<const KernelPlan *> &plans)>;
+/// Takes the report on `plans[index]` of a round as soon as it is known.
+using ReportSink = std::function<llvm::Error(
+    size_t index, const ::kopt::runtime::EvalReport &report,
+    const ReportOrigin &origin)>;
+
+/// Evaluates the plans of round `round` ([0] the baseline), giving each
+/// report to `sink` as soon as it is known: one report per plan, in order,
+/// with speedups against [0], and none for a plan it did not try (the
+/// tuning budget ran out).
+using RoundEvaluator = std::function<
+    llvm::Expected<std::vector<std::optional<::kopt::runtime::EvalReport>>>(
+        unsigned round, const std::vector<const KernelPlan *> &plans,
+        const ReportSink &sink)>;
 
 /// One attempt to keep: a proposer's candidate, with its report when it was
 /// evaluated.
@@ -152,6 +161,8 @@ struct ProposerAttempt {
   unsigned round = 0;
   const Candidate *candidate = nullptr;
   const ::kopt::runtime::EvalReport *report = nullptr;
+  /// How `report` came about (set with it).
+  const ReportOrigin *origin = nullptr;
 };
 
 /// Keeps one attempt (the autotuner stores it in the kernel database).
@@ -159,7 +170,8 @@ using AttemptSink = std::function<llvm::Error(const ProposerAttempt &)>;
 
 /// What the rounds came to.
 struct RoundsResult {
-  /// Round 0's plans, [0] the baseline, and their reports.
+  /// Round 0's evaluated plans, [0] the baseline, and their reports; both
+  /// empty when the budget ran out before the baseline was measured.
   std::vector<KernelPlan> firstPlans;
   std::vector<::kopt::runtime::EvalReport> firstReports;
   /// Rounds run, round 0 included.
@@ -167,18 +179,25 @@ struct RoundsResult {
   /// Attempts evaluated and found valid, over all rounds.
   unsigned evaluated = 0;
   unsigned valid = 0;
+  /// The plans the evaluator did not try (`proposer/variant`), and whether
+  /// that stopped the rounds (the tuning budget ran out).
+  std::vector<std::string> notTried;
+  bool budgetSpent = false;
 };
 
 /// Runs rounds for the task of the outlined function `function` until
 /// every proposer is done: each round takes the candidates of the
 /// proposers not done yet, has `evaluate` measure their plans after the
-/// baseline in one request (skipped when there are none), gives `keep`
-/// every new attempt in order, and notifies those proposers. Round 0
+/// baseline (skipped when there are none), gives `keep` each new attempt
+/// as soon as its report is known (and the refused ones after them), and
+/// notifies those proposers of the plans that were evaluated. Round 0
 /// evaluates at most `maxFirstRound` plans, the baseline's among them; the
-/// candidates after those are dropped. The first proposer is the
-/// baseline's: its first plan of round 0 is candidate 0 of every request,
-/// and the tuning fails unless it passes round 0's evaluation. Fails when a
-/// proposer or an evaluation fails.
+/// candidates after those are dropped. A plan the evaluator did not try is
+/// dropped too, and listed in `notTried`; the rounds then stop, and when
+/// it was round 0's baseline nothing else is done. The first proposer is
+/// the baseline's: its first plan of round 0 is candidate 0 of every
+/// request, and the tuning fails unless it passes round 0's evaluation.
+/// Fails when a proposer or an evaluation fails.
 llvm::Expected<RoundsResult>
 runProposerRounds(llvm::StringRef function,
                   llvm::ArrayRef<Proposer *> proposers,
