@@ -8,15 +8,17 @@
 //
 // `kopt compile FILE -o OUT.mlir --db DB`: parse, plan and outline fusion
 // groups, run the autotuner over them (docs/Autotune.md) within the
-// budget, write the rewritten graph and print the report (to stdout, or to
-// stderr when the graph goes to stdout).
+// budget, printing its progress on stderr, write the rewritten graph and
+// print the report (to stdout, or to stderr when the graph goes to stdout).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "ProgressPrinter.h"
 #include "TuneOptions.h"
 #include "TuneReport.h"
 
+#include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Autotune/Autotuner.h"
 #include "kopt/Autotune/ModuleEmitter.h"
 #include "kopt/Codegen/RuntimeStatus.h"
@@ -27,6 +29,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_os_ostream.h"
 #include "llvm/Support/raw_ostream.h"
@@ -113,10 +116,22 @@ int mlir::kopt::runCompileCommand() {
     return 1;
 
   // The budget counts from the command's start.
-  if (line->budgetSeconds > 0)
+  ProgressPrinter::Options progressOptions;
+  progressOptions.start = start;
+  if (line->budgetSeconds > 0) {
     line->autotune.deadline =
         start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(line->budgetSeconds));
+    progressOptions.deadline = line->autotune.deadline;
+  }
+  for (auto func : (*module)->getOps<func::FuncOp>())
+    progressOptions.total += func->hasAttr(kFusionGroupAttrName);
+  progressOptions.enabled = line->progress;
+  progressOptions.live = llvm::sys::Process::StandardErrIsDisplayed();
+  ProgressPrinter progress(llvm::errs(), progressOptions);
+  line->autotune.onProgress = [&](const TuneProgress &event) {
+    progress.onProgress(event);
+  };
   auto tuner = Autotuner::create(line->autotune);
   if (!tuner)
     return fail(llvm::toString(tuner.takeError()));
@@ -124,12 +139,14 @@ int mlir::kopt::runCompileCommand() {
   bool graphToStdout = line->output == "-";
   llvm::raw_ostream &reportStream = graphToStdout ? llvm::errs() : llvm::outs();
   std::vector<ReportRow> rows;
+  auto groupStart = std::chrono::steady_clock::now();
   auto outcomes = autotuneModule(**module, **tuner, [&](const GroupOutcome &o) {
-    if (o.source == GroupOutcome::Source::Tuned)
-      llvm::errs() << "kopt: tuned @" << o.function << " ("
-                   << o.evaluatedCandidates << " candidates, "
-                   << o.validCandidates << " valid)\n";
+    auto now = std::chrono::steady_clock::now();
+    progress.onGroupDone(
+        &o, std::chrono::duration<double>(now - groupStart).count());
+    groupStart = now;
   });
+  progress.finish();
   if (!outcomes)
     return fail(llvm::toString(outcomes.takeError()));
   unsigned misses = 0;

@@ -8,10 +8,12 @@
 //
 // `kopt warm FILES|DIRS --db DB`: offline cache warming. Plans the fusion
 // groups of every graph, keeps each distinct task key once (the first group
-// that has it), and tunes those that miss the database, with a live
-// progress line. Every winner is stored as soon as it is chosen, in its own
-// transaction, so a killed run loses only the task in flight and the next
-// run continues where it stopped (stored tasks are hits).
+// that has it), and tunes those that miss the database within the budget,
+// printing its progress (ProgressPrinter.h). Every attempt is stored as
+// soon as it is measured and every winner as soon as it is chosen, each in
+// its own transaction, so a killed run loses only the candidate in flight
+// and the next run continues where it stopped (stored tasks are hits, and
+// stored attempts are not measured again).
 //
 // With `--replay=FILE`, a task that misses takes its entries from FILE (as
 // `kopt db export` writes it) instead of being tuned, again one transaction
@@ -21,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Commands.h"
+#include "ProgressPrinter.h"
 #include "TuneOptions.h"
 #include "TuneReport.h"
 
@@ -67,13 +70,6 @@ struct WarmTask {
   std::string key;
 };
 
-std::string formatDuration(double seconds) {
-  if (seconds < 60)
-    return llvm::formatv("{0:F0}s", seconds).str();
-  return llvm::formatv("{0}m{1:D2}s", unsigned(seconds) / 60,
-                       unsigned(seconds) % 60)
-      .str();
-}
 } // namespace
 
 int mlir::kopt::runWarmCommand() {
@@ -139,12 +135,23 @@ int mlir::kopt::runWarmCommand() {
   }
 
   // The budget counts from the command's start.
+  ProgressPrinter::Options progressOptions;
+  progressOptions.prefix = "kopt warm";
+  progressOptions.start = start;
   std::optional<std::chrono::steady_clock::time_point> deadline;
   if (line->budgetSeconds > 0)
     deadline =
         start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(line->budgetSeconds));
   line->autotune.deadline = deadline;
+  progressOptions.deadline = deadline;
+  progressOptions.total = unsigned(tasks.size());
+  progressOptions.enabled = line->progress;
+  progressOptions.live = llvm::sys::Process::StandardErrIsDisplayed();
+  ProgressPrinter progress(llvm::errs(), progressOptions);
+  line->autotune.onProgress = [&](const TuneProgress &event) {
+    progress.onProgress(event);
+  };
   auto tuner = Autotuner::create(line->autotune);
   if (!tuner) {
     llvm::WithColor::error(llvm::errs(), "kopt")
@@ -165,21 +172,18 @@ int mlir::kopt::runWarmCommand() {
     llvm::errs() << "kopt warm: no GPU: nothing can be tuned here; missing "
                     "tasks are listed as missed\n";
 
-  bool live = llvm::sys::Process::StandardErrIsDisplayed();
   // One thread per worker (GPU): the autotuner serializes everything but
   // the evaluations, which overlap, one per device.
   unsigned threads = std::min<unsigned>((*tuner)->getWorkerCount(),
                                         std::max<size_t>(1, tasks.size()));
   if (threads > 1)
     llvm::errs() << "kopt warm: " << threads << " workers, one per GPU\n";
+  progress.setThreads(threads);
   std::vector<std::optional<ReportRow>> results(tasks.size());
   std::vector<bool> startedTasks(tasks.size());
   std::mutex progressMutex;
   std::atomic<size_t> next{0};
-  double bestSpeedup = 0;
-  unsigned done = 0, failures = 0;
-  double tuningSeconds = 0;
-  unsigned tunedCount = 0;
+  unsigned failures = 0;
   auto work = [&] {
     while (true) {
       size_t index;
@@ -201,44 +205,23 @@ int mlir::kopt::runWarmCommand() {
       std::lock_guard<std::mutex> lock(progressMutex);
       if (!outcome) {
         ++failures;
-        llvm::errs() << (live ? "\n" : "") << "kopt warm: " << task.graph->path
-                     << ": @" << task.group.getSymName() << ": "
-                     << llvm::toString(outcome.takeError()) << "\n";
+        progress.printLine("kopt warm: " + task.graph->path + ": @" +
+                           task.group.getSymName().str() + ": " +
+                           llvm::toString(outcome.takeError()));
+        progress.onGroupDone(nullptr, taskSeconds);
         continue;
       }
       if (!outcome->warning.empty())
-        llvm::errs() << (live ? "\n" : "")
-                     << "kopt warm: warning: " << task.graph->path << ": "
-                     << outcome->warning << "\n";
+        progress.printLine("kopt warm: warning: " + task.graph->path + ": " +
+                           outcome->warning);
       if (outcome->tuningFailed) {
         ++failures;
-        llvm::errs() << (live ? "\n" : "") << "kopt warm: " << task.graph->path
-                     << ": @" << outcome->function << ": " << outcome->note
-                     << "\n";
-      } else {
-        ++done;
+        // The progress line says it otherwise.
+        if (!line->progress)
+          progress.printLine("kopt warm: " + task.graph->path + ": @" +
+                             outcome->function + ": " + outcome->note);
       }
-      if (outcome->source == GroupOutcome::Source::Tuned) {
-        tuningSeconds += taskSeconds;
-        ++tunedCount;
-      }
-      if (std::optional<double> speedup = outcome->getSpeedup())
-        bestSpeedup = std::max(bestSpeedup, *speedup);
-      // The ETA from the tasks that needed tuning (hits cost nothing),
-      // spread over the workers.
-      unsigned left = unsigned(tasks.size()) - done - failures;
-      double perTask = tunedCount ? tuningSeconds / tunedCount / threads : 0;
-      std::string progress = llvm::formatv(
-          "[{0}/{1}] best speedup {2}, elapsed {3}, ETA {4}", done + failures,
-          tasks.size(),
-          bestSpeedup > 0 ? llvm::formatv("{0:F2}x", bestSpeedup).str() : "-",
-          formatDuration(elapsed()),
-          tunedCount ? formatDuration(perTask * left) : std::string("-"));
-      if (live)
-        llvm::errs() << "\r\x1b[K" << progress;
-      else
-        llvm::errs() << "kopt warm: " << progress << " (@" << outcome->function
-                     << ": " << getSourceName(outcome->source) << ")\n";
+      progress.onGroupDone(&*outcome, taskSeconds);
       // The report needs no plans; a warm run may see many groups.
       outcome->chosen.reset();
       results[index] = ReportRow{task.graph->path, std::move(*outcome)};
@@ -250,8 +233,7 @@ int mlir::kopt::runWarmCommand() {
   work();
   for (std::thread &thread : pool)
     thread.join();
-  if (live)
-    llvm::errs() << "\n";
+  progress.finish();
   // In the order of the graphs, whatever order the tasks finished in.
   std::vector<ReportRow> rows;
   for (std::optional<ReportRow> &row : results)
