@@ -33,17 +33,17 @@ from kopt.dynamo import _options, _tool
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
-# A graph kopt cannot generate code for: math.fpowi has no CUDA translation.
-FPOWI = """
+# A graph kopt cannot generate code for: an scf.if in a linalg body.
+UNSUPPORTED = """
 #map = affine_map<(d0) -> (d0)>
 func.func @forward(%arg0: tensor<8xf32>) -> tensor<8xf32> {
-  %c2 = arith.constant 2 : i32
+  %t = arith.constant true
   %0 = tensor.empty() : tensor<8xf32>
   %1 = linalg.generic {indexing_maps = [#map, #map],
                        iterator_types = ["parallel"]}
       ins(%arg0 : tensor<8xf32>) outs(%0 : tensor<8xf32>) {
   ^bb0(%in: f32, %out: f32):
-    %2 = math.fpowi %in, %c2 : f32, i32
+    %2 = scf.if %t -> (f32) { scf.yield %in : f32 } else { scf.yield %in : f32 }
     linalg.yield %2 : f32
   } -> tensor<8xf32>
   return %1 : tensor<8xf32>
@@ -231,17 +231,16 @@ class CompileModuleTest(unittest.TestCase):
     def test_a_failure_names_the_op(self):
         mlir = os.path.join(self.folder.name, "g.mlir")
         with open(mlir, "w") as f:
-            f.write(FPOWI)
+            f.write(UNSUPPORTED)
         with self.assertRaises(kd.CompileError) as caught:
             _tool.compile_module(self.options, mlir, "g")
         self.assertIsInstance(caught.exception, rt.Error)
-        self.assertIn("no CUDA translation for 'math.fpowi'",
-                      caught.exception.reason)
+        self.assertIn("'scf.yield'", caught.exception.reason)
         self.assertTrue(caught.exception.reason.startswith("kopt: "))
         self.assertFalse(
             os.path.exists(os.path.join(self.folder.name, "g.kmod")))
         with open(caught.exception.log) as f:
-            self.assertIn("math.fpowi", f.read())
+            self.assertIn("scf.yield", f.read())
 
 
 if __name__ == "__main__":

@@ -49,17 +49,20 @@ REPO = os.path.dirname(
 HAS_TORCH_MLIR = importlib.util.find_spec("torch_mlir") is not None
 needs_torch_mlir = unittest.skipUnless(HAS_TORCH_MLIR, "no torch-mlir")
 
-# A graph of one f32[8] input that kopt cannot generate code for.
-FPOWI = """
+# A graph of one f32[8] input that kopt cannot generate code for: an scf.if
+# in a linalg body.
+UNSUPPORTED_OP = ("scf.if %t -> (f32) { scf.yield %in : f32 } "
+                  "else { scf.yield %in : f32 }")
+UNSUPPORTED = """
 #map = affine_map<(d0) -> (d0)>
 func.func @forward(%arg0: tensor<8xf32>) -> tensor<8xf32> {
-  %c2 = arith.constant 2 : i32
+  %t = arith.constant true
   %0 = tensor.empty() : tensor<8xf32>
   %1 = linalg.generic {indexing_maps = [#map, #map],
                        iterator_types = ["parallel"]}
       ins(%arg0 : tensor<8xf32>) outs(%0 : tensor<8xf32>) {
   ^bb0(%in: f32, %out: f32):
-    %2 = math.fpowi %in, %c2 : f32, i32
+    %2 = """ + UNSUPPORTED_OP + """
     linalg.yield %2 : f32
   } -> tensor<8xf32>
   return %1 : tensor<8xf32>
@@ -297,7 +300,7 @@ class FallbackTest(BackendTestCase):
     def test_an_op_kopt_cannot_compile(self):
 
         def importer(gm, args):
-            return kd.ImportedGraph(FPOWI, (0,))
+            return kd.ImportedGraph(UNSUPPORTED, (0,))
 
         backend = self.backend(importer=importer)
         compiled = torch.compile(lambda x: x * 2, backend=backend)
@@ -306,9 +309,9 @@ class FallbackTest(BackendTestCase):
             warnings.simplefilter("always")
             for _ in range(2):
                 torch.testing.assert_close(compiled(x), x * 2)
-        self.assert_one_warning(caught, "no CUDA translation for "
-                                "'math.fpowi'")
-        self.assertIn("math.fpowi", backend.graphs[0].reason)
+        self.assert_one_warning(caught, "'scf.yield', which kopt cannot "
+                                "generate code for")
+        self.assertIn("scf.yield", backend.graphs[0].reason)
         self.assertIsNone(backend.graphs[0].compiled)
 
     def test_one_warning_for_every_shape_of_a_graph(self):
@@ -366,9 +369,9 @@ class FallbackTest(BackendTestCase):
 
         def importer(gm, args):
             # A module of one f32[8] input bound to an int64 tensor.
-            return kd.ImportedGraph(FPOWI.replace("math.fpowi %in, %c2 : "
-                                                  "f32, i32", "arith.addf "
-                                                  "%in, %in : f32"), (0,))
+            return kd.ImportedGraph(
+                UNSUPPORTED.replace(UNSUPPORTED_OP, "arith.addf %in, %in : f32"),
+                (0,))
 
         compiled = torch.compile(lambda x: x * 2,
                                  backend=self.backend(importer=importer))
@@ -379,8 +382,7 @@ class FallbackTest(BackendTestCase):
                                 "not fit the graph's int64[8]")
 
     def test_a_module_with_other_outputs_is_refused(self):
-        addf = FPOWI.replace("math.fpowi %in, %c2 : f32, i32",
-                             "arith.addf %in, %in : f32")
+        addf = UNSUPPORTED.replace(UNSUPPORTED_OP, "arith.addf %in, %in : f32")
         for graph, text in (
             (lambda x: (x * 2, x + 1), "the module has 1 outputs, the graph "
              "returns 2 values"),
