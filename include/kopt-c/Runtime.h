@@ -207,13 +207,55 @@ KOPT_EXPORT KoptStatus koptModuleGetNumInputs(const KoptModule *module,
                                               size_t *outCount);
 KOPT_EXPORT KoptStatus koptModuleGetNumOutputs(const KoptModule *module,
                                                size_t *outCount);
-/** Describes input (output) `index`. */
+/** Describes input (output) `index`, at the batch size in effect for a
+ *  module with a dynamic batch. */
 KOPT_EXPORT KoptStatus koptModuleGetInputInfo(const KoptModule *module,
                                               size_t index,
                                               KoptTensorInfo *outInfo);
 KOPT_EXPORT KoptStatus koptModuleGetOutputInfo(const KoptModule *module,
                                                size_t index,
                                                KoptTensorInfo *outInfo);
+
+/** How a module's batch size varies. Pointers belong to the module (or
+ *  module file) and stay valid until it is destroyed. */
+typedef struct KoptBatchInfo {
+  /** Non-zero when the module's batch is dynamic: the outermost dimension of
+   *  the inputs and outputs named below is the batch size (times a
+   *  constant), set with koptModuleSetBatch. Zero for a static module, whose
+   *  other fields are then zero. */
+  int32_t dynamic;
+  /** Non-zero when the compiler proved every sample independent of the
+   *  others: any positive batch size runs, as chunks of the tuned sizes
+   *  when it is not one. Else only the tuned sizes run. */
+  int32_t independent;
+  /** The batch size in effect: the one set last, else the first tuned size
+   *  (a module file: the size its input and output infos describe). */
+  int64_t batch;
+  /** The tuned batch sizes, ascending. */
+  size_t numSizes;
+  const int64_t *sizes;
+  /** The names of the inputs and outputs that carry the batch. */
+  size_t numBatchedInputs;
+  const char *const *batchedInputs;
+  size_t numBatchedOutputs;
+  const char *const *batchedOutputs;
+  /** Why the samples were not proven independent; "" when they were. */
+  const char *reason;
+} KoptBatchInfo;
+
+/** Describes the module's batch. */
+KOPT_EXPORT KoptStatus koptModuleGetBatchInfo(const KoptModule *module,
+                                              KoptBatchInfo *outInfo);
+
+/** Sets the batch size of the next runs of a module with a dynamic batch:
+ *  one of its tuned sizes, or any positive size when its samples are
+ *  independent; otherwise KOPT_INVALID_ARGUMENT with a message naming the
+ *  tuned sizes (a static module always fails). The inputs and outputs that
+ *  carry the batch take their shapes at that size (koptModuleGetInputInfo
+ *  says them) and lose their values and bindings, so set or bind them
+ *  again; the others (weights) keep theirs. Setting the size in effect
+ *  changes nothing. */
+KOPT_EXPORT KoptStatus koptModuleSetBatch(KoptModule *module, int64_t batch);
 
 /** Copies `bytes` host bytes (exactly the input's size) into input `name`. */
 KOPT_EXPORT KoptStatus koptModuleSetInput(KoptModule *module, const char *name,
@@ -223,8 +265,8 @@ KOPT_EXPORT KoptStatus koptModuleSetInput(KoptModule *module, const char *name,
 KOPT_EXPORT KoptStatus koptModuleGetOutput(KoptModule *module, const char *name,
                                            void *data, size_t bytes);
 /** Makes input or output `name` live in the caller's device memory at
- *  `pointer` (a CUdeviceptr of at least the tensor's size); 0 returns it to
- *  the module's own buffer. */
+ *  `pointer` (a CUdeviceptr of at least the tensor's size, at the batch size
+ *  in effect); 0 returns it to the module's own buffer. */
 KOPT_EXPORT KoptStatus koptModuleBindBuffer(KoptModule *module,
                                             const char *name, uint64_t pointer);
 
@@ -268,6 +310,10 @@ KOPT_EXPORT KoptStatus koptModuleFileGetInputInfo(const KoptModuleFile *file,
 KOPT_EXPORT KoptStatus koptModuleFileGetOutputInfo(const KoptModuleFile *file,
                                                    size_t index,
                                                    KoptTensorInfo *outInfo);
+/** Describes the module's batch, as koptModuleGetBatchInfo does; the input
+ *  and output infos of a file are at its first tuned size. */
+KOPT_EXPORT KoptStatus koptModuleFileGetBatchInfo(const KoptModuleFile *file,
+                                                  KoptBatchInfo *outInfo);
 
 #ifdef __cplusplus
 }

@@ -44,15 +44,54 @@ struct KoptKernel {
   std::unique_ptr<BoundPlan> bound;
 };
 
+/// What KoptBatchInfo points at, kept with the module.
+struct BatchInfoStorage {
+  std::vector<int64_t> sizes;
+  std::vector<const char *> inputs, outputs;
+  std::string reason;
+
+  void fill(const RuntimeModule &module) {
+    sizes = module.getBatchSizes();
+    if (!module.dynamicBatch)
+      return;
+    for (const std::string &name : module.dynamicBatch->inputs)
+      inputs.push_back(name.c_str());
+    for (const std::string &name : module.dynamicBatch->outputs)
+      outputs.push_back(name.c_str());
+    reason = module.dynamicBatch->reason;
+  }
+
+  KoptBatchInfo describe(const RuntimeModule &module, int64_t batch) const {
+    KoptBatchInfo info = {};
+    info.reason = reason.c_str();
+    if (!module.dynamicBatch)
+      return info;
+    info.dynamic = 1;
+    info.independent = module.dynamicBatch->independent ? 1 : 0;
+    info.batch = batch;
+    info.numSizes = sizes.size();
+    info.sizes = sizes.data();
+    info.numBatchedInputs = inputs.size();
+    info.batchedInputs = inputs.data();
+    info.numBatchedOutputs = outputs.size();
+    info.batchedOutputs = outputs.data();
+    return info;
+  }
+};
+
 struct KoptModule {
   KoptDevice *device = nullptr;
   std::unique_ptr<ModuleRunner> runner;
   std::string info;
-  /// Names of inputs and outputs, kept for KoptTensorInfo::name.
+  BatchInfoStorage batch;
+  /// The inputs and outputs at the batch size in effect, kept for
+  /// KoptTensorInfo::name.
+  mutable std::vector<TensorSpec> tensors;
 };
 
 struct KoptModuleFile {
   RuntimeModule module;
+  BatchInfoStorage batch;
 };
 
 static thread_local std::string lastError;
@@ -408,6 +447,7 @@ KoptStatus koptModuleLoad(KoptDevice *device, const char *path,
     module->device = device;
     module->runner = std::move(*runner);
     module->info = joinLines(module->runner->getLoadNotes());
+    module->batch.fill(module->runner->getModule());
     *outModule = module.release();
     return KOPT_OK;
   });
@@ -443,16 +483,9 @@ KoptStatus koptModuleGetNumOutputs(const KoptModule *module, size_t *outCount) {
   });
 }
 
-static KoptStatus describe(const RuntimeModule &mod, bool input, size_t index,
-                           KoptTensorInfo *outInfo) {
-  const std::vector<std::string> &names = input ? mod.inputs : mod.outputs;
-  if (index >= names.size())
-    return fail(KOPT_OUT_OF_RANGE, std::string("the module has ") +
-                                       std::to_string(names.size()) +
-                                       (input ? " inputs" : " outputs") +
-                                       ", not " + std::to_string(index + 1));
-  const ModuleBuffer *buffer = mod.findBuffer(names[index]);
-  const TensorSpec &tensor = buffer->tensor;
+/// Describes `tensor` into `outInfo`; its name must outlive the info.
+static KoptStatus describeTensor(const TensorSpec &tensor,
+                                 KoptTensorInfo *outInfo) {
   if (tensor.shape.size() > KOPT_MAX_RANK)
     return fail(KOPT_UNSUPPORTED, "tensor '" + tensor.name + "' has rank " +
                                       std::to_string(tensor.shape.size()));
@@ -467,12 +500,54 @@ static KoptStatus describe(const RuntimeModule &mod, bool input, size_t index,
   return KOPT_OK;
 }
 
+/// The name of input (output) `index`, or a failure.
+static KoptStatus nameAt(const RuntimeModule &mod, bool input, size_t index,
+                         const std::string **outName) {
+  const std::vector<std::string> &names = input ? mod.inputs : mod.outputs;
+  if (index >= names.size())
+    return fail(KOPT_OUT_OF_RANGE, std::string("the module has ") +
+                                       std::to_string(names.size()) +
+                                       (input ? " inputs" : " outputs") +
+                                       ", not " + std::to_string(index + 1));
+  *outName = &names[index];
+  return KOPT_OK;
+}
+
+static KoptStatus describe(const RuntimeModule &mod, bool input, size_t index,
+                           KoptTensorInfo *outInfo) {
+  const std::string *name = nullptr;
+  if (KoptStatus status = nameAt(mod, input, index, &name); status != KOPT_OK)
+    return status;
+  return describeTensor(mod.findBuffer(*name)->tensor, outInfo);
+}
+
+/// Describes input (output) `index` of `module` at its batch size in
+/// effect.
+static KoptStatus describe(const KoptModule *module, bool input, size_t index,
+                           KoptTensorInfo *outInfo) {
+  const RuntimeModule &mod = module->runner->getModule();
+  const std::string *name = nullptr;
+  if (KoptStatus status = nameAt(mod, input, index, &name); status != KOPT_OK)
+    return status;
+  auto tensor = module->runner->getTensor(*name);
+  if (!tensor)
+    return report(tensor.status());
+  // The name is set once, so that names handed out earlier stay valid.
+  module->tensors.resize(mod.inputs.size() + mod.outputs.size());
+  TensorSpec &kept = module->tensors[input ? index : mod.inputs.size() + index];
+  if (kept.name.empty())
+    kept.name = tensor->name;
+  kept.elementType = tensor->elementType;
+  kept.shape = tensor->shape;
+  return describeTensor(kept, outInfo);
+}
+
 KoptStatus koptModuleGetInputInfo(const KoptModule *module, size_t index,
                                   KoptTensorInfo *outInfo) {
   return guarded([&]() -> KoptStatus {
     KOPT_REQUIRE(module);
     KOPT_REQUIRE(outInfo);
-    return describe(module->runner->getModule(), true, index, outInfo);
+    return describe(module, true, index, outInfo);
   });
 }
 
@@ -481,7 +556,25 @@ KoptStatus koptModuleGetOutputInfo(const KoptModule *module, size_t index,
   return guarded([&]() -> KoptStatus {
     KOPT_REQUIRE(module);
     KOPT_REQUIRE(outInfo);
-    return describe(module->runner->getModule(), false, index, outInfo);
+    return describe(module, false, index, outInfo);
+  });
+}
+
+KoptStatus koptModuleGetBatchInfo(const KoptModule *module,
+                                  KoptBatchInfo *outInfo) {
+  return guarded([&]() -> KoptStatus {
+    KOPT_REQUIRE(module);
+    KOPT_REQUIRE(outInfo);
+    *outInfo = module->batch.describe(module->runner->getModule(),
+                                      module->runner->getBatch());
+    return KOPT_OK;
+  });
+}
+
+KoptStatus koptModuleSetBatch(KoptModule *module, int64_t batch) {
+  return guarded([&]() -> KoptStatus {
+    KOPT_REQUIRE(module);
+    return report(module->runner->setBatch(batch));
   });
 }
 
@@ -553,6 +646,7 @@ KoptStatus koptModuleFileOpen(const char *path, KoptModuleFile **outFile) {
       return report(loaded.status());
     auto file = std::make_unique<KoptModuleFile>();
     file->module = std::move(*loaded);
+    file->batch.fill(file->module);
     *outFile = file.release();
     return KOPT_OK;
   });
@@ -595,5 +689,15 @@ KoptStatus koptModuleFileGetOutputInfo(const KoptModuleFile *file, size_t index,
     KOPT_REQUIRE(file);
     KOPT_REQUIRE(outInfo);
     return describe(file->module, false, index, outInfo);
+  });
+}
+
+KoptStatus koptModuleFileGetBatchInfo(const KoptModuleFile *file,
+                                      KoptBatchInfo *outInfo) {
+  return guarded([&]() -> KoptStatus {
+    KOPT_REQUIRE(file);
+    KOPT_REQUIRE(outInfo);
+    *outInfo = file->batch.describe(file->module, file->module.batch);
+    return KOPT_OK;
   });
 }

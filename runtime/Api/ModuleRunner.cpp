@@ -71,16 +71,41 @@ struct RunStep {
   size_t bytes = 0;
   CUdeviceptr from = 0, to = 0;
 };
+
+/// One program, instantiated: its own buffers and its steps.
+struct ProgramRun {
+  const ModuleProgram *program = nullptr;
+  /// Every buffer that is not an alias, except the shared inputs and
+  /// outputs.
+  std::map<std::string, DeviceBuffer> buffers;
+  std::vector<RunStep> steps;
+
+  CUdeviceptr own(const std::string &name) const {
+    auto it = buffers.find(name);
+    return it == buffers.end() ? 0 : it->second.get();
+  }
+};
 } // namespace
 
 struct ModuleRunner::Impl {
   const CudaContext *context = nullptr;
   RuntimeModule module;
-  std::map<std::string, DeviceBuffer> buffers;
+  /// One per program, in the order of `RuntimeModule::getPrograms`.
+  std::vector<ProgramRun> programs;
+  /// The inputs and outputs that do not carry the batch (all of a static
+  /// module's), shared by every program.
+  std::map<std::string, DeviceBuffer> shared;
   /// Caller-bound pointers of inputs and outputs.
   std::map<std::string, CUdeviceptr> external;
+  /// A chunked run's batched inputs and outputs at the whole batch size.
+  std::map<std::string, DeviceBuffer> staging;
+  int64_t batch = 0;
+  std::vector<BatchChunk> chunks;
+  /// Whether the run goes through chunks; else program `direct` runs the
+  /// whole batch on the caller's buffers.
+  bool chunked = false;
+  size_t direct = 0;
   DeviceBuffer workspace;
-  std::vector<RunStep> steps;
   std::vector<std::string> notes;
   bool useGraph = false;
   CUgraph graph = nullptr;
@@ -101,60 +126,160 @@ struct ModuleRunner::Impl {
     graph = nullptr;
   }
 
-  CUdeviceptr pointer(const std::string &name) const {
-    const ModuleBuffer *buffer = module.findBuffer(name);
+  bool isInputOrOutput(const ModuleBuffer &buffer) const {
+    return buffer.kind == ModuleBuffer::Kind::Input ||
+           buffer.kind == ModuleBuffer::Kind::Output;
+  }
+
+  size_t programOf(int64_t size) const {
+    for (size_t i = 0; i < programs.size(); ++i)
+      if (programs[i].program->batch == size)
+        return i;
+    return 0;
+  }
+
+  /// Where input or output `name` lives for the caller, at the current
+  /// batch size.
+  CUdeviceptr userPointer(const std::string &name) const {
+    auto bound = external.find(name);
+    if (bound != external.end())
+      return bound->second;
+    if (!module.isBatched(name)) {
+      auto it = shared.find(name);
+      return it == shared.end() ? 0 : it->second.get();
+    }
+    if (chunked) {
+      auto it = staging.find(name);
+      return it == staging.end() ? 0 : it->second.get();
+    }
+    return programs[direct].own(name);
+  }
+
+  /// The memory buffer `name` of `run`'s program is bound to.
+  CUdeviceptr pointer(const ProgramRun &run, const std::string &name) const {
+    const ModuleBuffer *buffer = run.program->findBuffer(name);
     if (!buffer)
       return 0;
     const std::string &owner =
         buffer->kind == ModuleBuffer::Kind::Alias ? buffer->aliasOf : name;
-    auto bound = external.find(owner);
-    if (bound != external.end())
-      return bound->second;
-    auto it = buffers.find(owner);
-    return it == buffers.end() ? 0 : it->second.get();
+    const ModuleBuffer *target = run.program->findBuffer(owner);
+    if (!target || !isInputOrOutput(*target))
+      return run.own(owner);
+    // A chunk's batched inputs and outputs are the program's own, copied
+    // in and out; a whole batch runs on the caller's.
+    if (module.isBatched(owner) && (chunked || &run != &programs[direct]))
+      return run.own(owner);
+    return userPointer(owner);
+  }
+
+  /// The program whose temporaries a read of buffer `name` sees.
+  const ProgramRun &lastProgram() const {
+    return programs[chunked ? programOf(chunks.back().size) : direct];
+  }
+
+  /// Bytes per sample of batched input or output `name`.
+  size_t sampleBytes(const std::string &name) const {
+    return size_t(module.findBuffer(name)->tensor.getBytes().value_or(0) /
+                  module.batch);
   }
 
   Status bindSteps();
-  Status enqueueSteps(CUstream stream) const;
+  Status enqueueProgram(const ProgramRun &run, CUstream stream) const;
+  Status enqueueChunks(CUstream stream) const;
+  Status enqueueAll(CUstream stream) const {
+    return chunked ? enqueueChunks(stream)
+                   : enqueueProgram(programs[direct], stream);
+  }
   Status capture(CUstream stream);
 };
 
 Status ModuleRunner::Impl::bindSteps() {
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const ModuleStep &step = module.steps[i];
-    RunStep &run = steps[i];
-    if (step.kind == ModuleStep::Kind::Copy) {
-      run.from = pointer(step.from);
-      run.to = pointer(step.to);
-      continue;
+  for (ProgramRun &run : programs) {
+    const ModuleProgram &program = *run.program;
+    for (size_t i = 0; i < run.steps.size(); ++i) {
+      const ModuleStep &step = program.steps[i];
+      RunStep &bound = run.steps[i];
+      if (step.kind == ModuleStep::Kind::Copy) {
+        bound.from = pointer(run, step.from);
+        bound.to = pointer(run, step.to);
+        continue;
+      }
+      const ModulePlan &plan = program.plans[step.plan];
+      std::map<std::string, CUdeviceptr> pointers;
+      for (size_t k = 0; k < plan.inputs.size(); ++k)
+        pointers[plan.inputs[k].name] = pointer(run, step.inputs[k]);
+      for (size_t k = 0; k < plan.outputs.size(); ++k)
+        pointers[plan.outputs[k].name] = pointer(run, step.outputs[k]);
+      if (Status status = bound.plan->bind(pointers); !status.isOk())
+        return status.withContext("step " + std::to_string(i));
     }
-    const ModulePlan &plan = module.plans[step.plan];
-    std::map<std::string, CUdeviceptr> pointers;
-    for (size_t k = 0; k < plan.inputs.size(); ++k)
-      pointers[plan.inputs[k].name] = pointer(step.inputs[k]);
-    for (size_t k = 0; k < plan.outputs.size(); ++k)
-      pointers[plan.outputs[k].name] = pointer(step.outputs[k]);
-    if (Status status = run.plan->bind(pointers); !status.isOk())
-      return status.withContext("step " + std::to_string(i));
   }
   return Status::success();
 }
 
-Status ModuleRunner::Impl::enqueueSteps(CUstream stream) const {
+Status ModuleRunner::Impl::enqueueProgram(const ProgramRun &run,
+                                          CUstream stream) const {
   const CudaDriver &driver = api();
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const RunStep &run = steps[i];
-    Status status = run.kind == ModuleStep::Kind::Copy
-                        ? driver.check(driver.cuMemcpyDtoDAsync(
-                                           run.to, run.from, run.bytes, stream),
-                                       "cuMemcpyDtoDAsync")
-                        : run.plan->enqueue(stream);
+  const ModuleProgram &program = *run.program;
+  for (size_t i = 0; i < run.steps.size(); ++i) {
+    const RunStep &step = run.steps[i];
+    Status status =
+        step.kind == ModuleStep::Kind::Copy
+            ? driver.check(driver.cuMemcpyDtoDAsync(step.to, step.from,
+                                                    step.bytes, stream),
+                           "cuMemcpyDtoDAsync")
+            : step.plan->enqueue(stream);
     if (!status.isOk())
       return status.withContext(
           "step " + std::to_string(i) + " (@" +
-          (run.plan ? module.plans[module.steps[i].plan].function
-                    : std::string("copy")) +
-          ")");
+          (step.plan ? program.plans[program.steps[i].plan].function
+                     : std::string("copy")) +
+          ")" +
+          (module.dynamicBatch
+               ? " of the program of batch " + std::to_string(program.batch)
+               : std::string()));
+  }
+  return Status::success();
+}
+
+Status ModuleRunner::Impl::enqueueChunks(CUstream stream) const {
+  const CudaDriver &driver = api();
+  for (const BatchChunk &chunk : chunks) {
+    const ProgramRun &run = programs[programOf(chunk.size)];
+    for (const std::string &name : module.dynamicBatch->inputs) {
+      size_t perSample = sampleBytes(name);
+      CUdeviceptr to = run.own(name);
+      size_t bytes = size_t(chunk.count) * perSample;
+      if (Status status = driver.check(
+              driver.cuMemcpyDtoDAsync(
+                  to, userPointer(name) + size_t(chunk.start) * perSample,
+                  bytes, stream),
+              "cuMemcpyDtoDAsync(input '" + name + "')");
+          !status.isOk())
+        return status;
+      // A padded chunk's other samples are zeros: valid indices, finite
+      // values; their results are dropped.
+      if (chunk.count < chunk.size)
+        if (Status status = driver.check(
+                driver.cuMemsetD8Async(
+                    to + bytes, 0, size_t(chunk.size - chunk.count) * perSample,
+                    stream),
+                "cuMemsetD8Async(input '" + name + "')");
+            !status.isOk())
+          return status;
+    }
+    if (Status status = enqueueProgram(run, stream); !status.isOk())
+      return status;
+    for (const std::string &name : module.dynamicBatch->outputs) {
+      size_t perSample = sampleBytes(name);
+      if (Status status = driver.check(
+              driver.cuMemcpyDtoDAsync(
+                  userPointer(name) + size_t(chunk.start) * perSample,
+                  run.own(name), size_t(chunk.count) * perSample, stream),
+              "cuMemcpyDtoDAsync(output '" + name + "')");
+          !status.isOk())
+        return status;
+    }
   }
   return Status::success();
 }
@@ -168,7 +293,7 @@ Status ModuleRunner::Impl::capture(CUstream stream) {
                        "cuStreamBeginCapture");
       !status.isOk())
     return status;
-  Status enqueued = enqueueSteps(stream);
+  Status enqueued = enqueueAll(stream);
   Status ended = driver.check(driver.cuStreamEndCapture(stream, &graph),
                               "cuStreamEndCapture");
   if (!enqueued.isOk() || !ended.isOk()) {
@@ -190,52 +315,26 @@ ModuleRunner::ModuleRunner(std::unique_ptr<Impl> impl)
     : impl(std::move(impl)) {}
 ModuleRunner::~ModuleRunner() = default;
 
-Result<std::unique_ptr<ModuleRunner>>
-ModuleRunner::create(const CudaContext &context, RuntimeModule module,
-                     const ModuleRunnerOptions &options) {
-  if (Status status = module.verify(); !status.isOk())
-    return status;
-  if (Status status = context.makeCurrent(); !status.isOk())
-    return status;
-  auto impl = std::make_unique<Impl>();
-  impl->context = &context;
-  impl->module = std::move(module);
-  const RuntimeModule &mod = impl->module;
-  const CudaDriver &api = context.getDriver();
-
-  for (const ModuleBuffer &buffer : mod.buffers) {
-    if (buffer.kind == ModuleBuffer::Kind::Alias)
-      continue;
-    auto allocated =
-        DeviceBuffer::allocate(context, buffer.tensor.getBytes().value_or(0));
-    if (!allocated)
-      return allocated.status().withContext("buffer '" + buffer.tensor.name +
-                                            "'");
-    if (buffer.kind == ModuleBuffer::Kind::Constant && !buffer.data.empty())
-      if (Status status =
-              api.check(api.cuMemcpyHtoD(allocated->get(), buffer.data.data(),
-                                         buffer.data.size()),
-                        "cuMemcpyHtoD(constant '" + buffer.tensor.name + "')");
-          !status.isOk())
-        return status;
-    impl->buffers.emplace(buffer.tensor.name, std::move(*allocated));
-  }
-
+/// Loads the plan steps of `run`'s program; `prefix` starts its load notes.
+static Status loadProgram(ModuleRunner::Impl &impl, ProgramRun &run,
+                          const ModuleRunnerOptions &options,
+                          const std::string &prefix) {
+  const ModuleProgram &program = *run.program;
   // Resolve each plan once; instantiate it per step.
   std::vector<std::optional<std::pair<KernelPlan, std::vector<SourceBinary>>>>
-      resolved(mod.plans.size());
+      resolved(program.plans.size());
   std::set<size_t> noted;
-  for (size_t i = 0; i < mod.steps.size(); ++i) {
-    const ModuleStep &step = mod.steps[i];
-    RunStep run;
-    run.kind = step.kind;
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const ModuleStep &step = program.steps[i];
+    RunStep bound;
+    bound.kind = step.kind;
     if (step.kind == ModuleStep::Kind::Copy) {
-      run.bytes =
-          size_t(mod.findBuffer(step.from)->tensor.getBytes().value_or(0));
-      impl->steps.push_back(std::move(run));
+      bound.bytes =
+          size_t(program.findBuffer(step.from)->tensor.getBytes().value_or(0));
+      run.steps.push_back(std::move(bound));
       continue;
     }
-    const ModulePlan &plan = mod.plans[step.plan];
+    const ModulePlan &plan = program.plans[step.plan];
     if (!resolved[step.plan]) {
       if (plan.plan) {
         resolved[step.plan].emplace(*plan.plan, plan.binaries);
@@ -252,18 +351,75 @@ ModuleRunner::create(const CudaContext &context, RuntimeModule module,
         resolved[step.plan] = std::move(*found);
       }
     }
-    auto bound =
-        BoundPlan::create(context, plan.getTask(), resolved[step.plan]->first,
-                          resolved[step.plan]->second, &impl->workspace);
-    if (!bound)
-      return bound.status().withContext("step " + std::to_string(i) + " (@" +
-                                        plan.function + ")");
+    auto created = BoundPlan::create(
+        *impl.context, plan.getTask(), resolved[step.plan]->first,
+        resolved[step.plan]->second, &impl.workspace);
+    if (!created)
+      return created.status().withContext("step " + std::to_string(i) + " (@" +
+                                          plan.function + ")");
     if (noted.insert(step.plan).second)
-      for (const std::string &note : (*bound)->getLoadNotes())
-        impl->notes.push_back("@" + plan.function + ": " + note);
-    run.plan = std::move(*bound);
-    impl->steps.push_back(std::move(run));
+      for (const std::string &note : (*created)->getLoadNotes())
+        impl.notes.push_back(prefix + "@" + plan.function + ": " + note);
+    bound.plan = std::move(*created);
+    run.steps.push_back(std::move(bound));
   }
+  return Status::success();
+}
+
+Result<std::unique_ptr<ModuleRunner>>
+ModuleRunner::create(const CudaContext &context, RuntimeModule module,
+                     const ModuleRunnerOptions &options) {
+  if (Status status = module.verify(); !status.isOk())
+    return status;
+  if (Status status = context.makeCurrent(); !status.isOk())
+    return status;
+  auto impl = std::make_unique<Impl>();
+  impl->context = &context;
+  impl->module = std::move(module);
+  const RuntimeModule &mod = impl->module;
+  const CudaDriver &api = context.getDriver();
+
+  for (const ModuleProgram *program : mod.getPrograms()) {
+    ProgramRun run;
+    run.program = program;
+    for (const ModuleBuffer &buffer : program->buffers) {
+      if (buffer.kind == ModuleBuffer::Kind::Alias)
+        continue;
+      bool shared =
+          impl->isInputOrOutput(buffer) && !mod.isBatched(buffer.tensor.name);
+      if (shared && impl->shared.count(buffer.tensor.name))
+        continue;
+      auto allocated =
+          DeviceBuffer::allocate(context, buffer.tensor.getBytes().value_or(0));
+      if (!allocated)
+        return allocated.status().withContext("buffer '" + buffer.tensor.name +
+                                              "'");
+      if (buffer.kind == ModuleBuffer::Kind::Constant && !buffer.data.empty())
+        if (Status status = api.check(
+                api.cuMemcpyHtoD(allocated->get(), buffer.data.data(),
+                                 buffer.data.size()),
+                "cuMemcpyHtoD(constant '" + buffer.tensor.name + "')");
+            !status.isOk())
+          return status;
+      (shared ? impl->shared : run.buffers)
+          .emplace(buffer.tensor.name, std::move(*allocated));
+    }
+    impl->programs.push_back(std::move(run));
+  }
+  for (ProgramRun &run : impl->programs) {
+    std::string prefix =
+        mod.dynamicBatch ? "batch " + std::to_string(run.program->batch) + ": "
+                         : std::string();
+    if (Status status = loadProgram(*impl, run, options, prefix);
+        !status.isOk())
+      return mod.dynamicBatch
+                 ? status.withContext("the program of batch " +
+                                      std::to_string(run.program->batch))
+                 : status;
+  }
+  impl->batch = mod.batch;
+  if (mod.dynamicBatch)
+    impl->chunks = {{mod.batch, 0, mod.batch}};
   if (Status status = impl->bindSteps(); !status.isOk())
     return status;
   return std::unique_ptr<ModuleRunner>(new ModuleRunner(std::move(impl)));
@@ -276,10 +432,79 @@ const std::vector<std::string> &ModuleRunner::getLoadNotes() const {
 }
 
 size_t ModuleRunner::getNumLaunches() const {
-  size_t count = 0;
-  for (const RunStep &step : impl->steps)
-    count += step.plan ? step.plan->getNumSteps() : 1;
-  return count;
+  auto count = [](const ProgramRun &run) {
+    size_t launches = 0;
+    for (const RunStep &step : run.steps)
+      launches += step.plan ? step.plan->getNumSteps() : 1;
+    return launches;
+  };
+  if (!impl->chunked)
+    return count(impl->programs[impl->direct]);
+  size_t launches = 0;
+  const DynamicBatch &dynamic = *impl->module.dynamicBatch;
+  for (const BatchChunk &chunk : impl->chunks)
+    launches += count(impl->programs[impl->programOf(chunk.size)]) +
+                dynamic.inputs.size() * (chunk.count < chunk.size ? 2 : 1) +
+                dynamic.outputs.size();
+  return launches;
+}
+
+int64_t ModuleRunner::getBatch() const { return impl->batch; }
+
+const std::vector<BatchChunk> &ModuleRunner::getChunks() const {
+  return impl->chunks;
+}
+
+Result<TensorSpec> ModuleRunner::getTensor(std::string_view name) const {
+  return impl->module.getTensorAtBatch(name, impl->batch);
+}
+
+Status ModuleRunner::setBatch(int64_t batch) {
+  const RuntimeModule &module = impl->module;
+  if (Status status = module.checkBatch(batch); !status.isOk())
+    return status;
+  if (batch == impl->batch)
+    return Status::success();
+  std::vector<BatchChunk> chunks =
+      planBatchChunks(batch, module.getBatchSizes());
+  bool chunked = chunks.size() != 1 || chunks[0].count != chunks[0].size;
+  if (Status status = impl->context->makeCurrent(); !status.isOk())
+    return status;
+  std::map<std::string, DeviceBuffer> staging;
+  if (chunked)
+    for (const std::vector<std::string> *list :
+         {&module.dynamicBatch->inputs, &module.dynamicBatch->outputs})
+      for (const std::string &name : *list) {
+        auto tensor = module.getTensorAtBatch(name, batch);
+        if (!tensor)
+          return tensor.status();
+        auto allocated = DeviceBuffer::allocate(*impl->context,
+                                                tensor->getBytes().value_or(0));
+        if (!allocated)
+          return allocated.status().withContext("'" + name + "' at batch " +
+                                                std::to_string(batch));
+        staging.emplace(name, std::move(*allocated));
+      }
+  for (const std::vector<std::string> *list :
+       {&module.dynamicBatch->inputs, &module.dynamicBatch->outputs})
+    for (const std::string &name : *list)
+      impl->external.erase(name);
+  impl->staging = std::move(staging);
+  impl->chunks = std::move(chunks);
+  impl->chunked = chunked;
+  impl->direct = chunked ? 0 : impl->programOf(batch);
+  impl->batch = batch;
+  impl->dropGraph();
+  return impl->bindSteps();
+}
+
+/// The bytes of input or output `name` at `runner`'s batch size.
+static Result<int64_t> bytesOf(const ModuleRunner &runner,
+                               std::string_view name) {
+  auto tensor = runner.getTensor(name);
+  if (!tensor)
+    return tensor.status();
+  return tensor->getBytes().value_or(0);
 }
 
 Status ModuleRunner::setInput(std::string_view name, const void *data,
@@ -287,37 +512,55 @@ Status ModuleRunner::setInput(std::string_view name, const void *data,
   const ModuleBuffer *buffer = impl->module.findBuffer(name);
   if (!buffer || buffer->kind != ModuleBuffer::Kind::Input)
     return invalid("the module has no input '" + std::string(name) + "'");
-  int64_t bytes = buffer->tensor.getBytes().value_or(-1);
-  if (int64_t(size) != bytes)
+  auto bytes = bytesOf(*this, name);
+  if (!bytes)
+    return bytes.status();
+  if (int64_t(size) != *bytes)
     return invalid("input '" + std::string(name) + "' takes " +
-                   std::to_string(bytes) + " bytes, got " +
-                   std::to_string(size));
+                   std::to_string(*bytes) + " bytes" +
+                   (impl->module.isBatched(name)
+                        ? " at batch " + std::to_string(impl->batch)
+                        : std::string()) +
+                   ", got " + std::to_string(size));
   if (Status status = impl->context->makeCurrent(); !status.isOk())
     return status;
   const CudaDriver &api = impl->api();
   if (!size)
     return Status::success();
   return api.check(
-      api.cuMemcpyHtoD(impl->pointer(std::string(name)), data, size),
+      api.cuMemcpyHtoD(impl->userPointer(std::string(name)), data, size),
       "cuMemcpyHtoD(input '" + std::string(name) + "')");
 }
 
 Result<std::string> ModuleRunner::readBuffer(std::string_view name) const {
   const ModuleBuffer *buffer = impl->module.findBuffer(name);
-  if (!buffer)
+  const ProgramRun &last = impl->lastProgram();
+  const ModuleBuffer *own = last.program->findBuffer(name);
+  if (!buffer && !own)
     return invalid("the module has no buffer '" + std::string(name) + "'");
+  bool io = buffer && impl->isInputOrOutput(*buffer);
+  int64_t size = 0;
+  if (io) {
+    auto bytes = bytesOf(*this, name);
+    if (!bytes)
+      return bytes.status();
+    size = *bytes;
+  } else {
+    size = own ? own->tensor.getBytes().value_or(0) : 0;
+  }
   if (Status status = impl->context->makeCurrent(); !status.isOk())
     return status;
   const CudaDriver &api = impl->api();
   if (Status status = api.check(api.cuCtxSynchronize(), "cuCtxSynchronize");
       !status.isOk())
     return status;
-  std::string bytes(size_t(buffer->tensor.getBytes().value_or(0)), '\0');
+  CUdeviceptr from = io ? impl->userPointer(std::string(name))
+                        : impl->pointer(last, std::string(name));
+  std::string bytes(size_t(size), '\0');
   if (!bytes.empty())
-    if (Status status = api.check(
-            api.cuMemcpyDtoH(bytes.data(), impl->pointer(std::string(name)),
-                             bytes.size()),
-            "cuMemcpyDtoH('" + std::string(name) + "')");
+    if (Status status =
+            api.check(api.cuMemcpyDtoH(bytes.data(), from, bytes.size()),
+                      "cuMemcpyDtoH('" + std::string(name) + "')");
         !status.isOk())
       return status;
   return bytes;
@@ -325,8 +568,7 @@ Result<std::string> ModuleRunner::readBuffer(std::string_view name) const {
 
 Status ModuleRunner::bindBuffer(std::string_view name, CUdeviceptr pointer) {
   const ModuleBuffer *buffer = impl->module.findBuffer(name);
-  if (!buffer || (buffer->kind != ModuleBuffer::Kind::Input &&
-                  buffer->kind != ModuleBuffer::Kind::Output))
+  if (!buffer || !impl->isInputOrOutput(*buffer))
     return invalid("the module has no input or output '" + std::string(name) +
                    "'");
   if (pointer)
@@ -338,7 +580,10 @@ Status ModuleRunner::bindBuffer(std::string_view name, CUdeviceptr pointer) {
 }
 
 CUdeviceptr ModuleRunner::getDevicePointer(std::string_view name) const {
-  return impl->pointer(std::string(name));
+  const ModuleBuffer *buffer = impl->module.findBuffer(name);
+  if (buffer && impl->isInputOrOutput(*buffer))
+    return impl->userPointer(std::string(name));
+  return impl->pointer(impl->lastProgram(), std::string(name));
 }
 
 void ModuleRunner::setUseGraph(bool useGraph) {
@@ -353,7 +598,7 @@ Status ModuleRunner::enqueue(CUstream stream) {
   if (Status status = impl->context->makeCurrent(); !status.isOk())
     return status;
   if (!impl->useGraph)
-    return impl->enqueueSteps(stream);
+    return impl->enqueueAll(stream);
   if (!impl->graphExec)
     if (Status status = impl->capture(stream); !status.isOk())
       return status;

@@ -76,7 +76,7 @@ KernelTask ModulePlan::getTask() const {
   return task;
 }
 
-const ModuleBuffer *RuntimeModule::findBuffer(std::string_view name) const {
+const ModuleBuffer *ModuleProgram::findBuffer(std::string_view name) const {
   for (const ModuleBuffer &buffer : buffers)
     if (buffer.tensor.name == name)
       return &buffer;
@@ -88,7 +88,7 @@ const ModuleBuffer *RuntimeModule::findBuffer(std::string_view name) const {
 //===----------------------------------------------------------------------===//
 
 /// Checks that `names` are buffers matching `specs` (shape and type).
-static Status checkBindings(const RuntimeModule &module,
+static Status checkBindings(const ModuleProgram &module,
                             const std::vector<std::string> &names,
                             const std::vector<TensorSpec> &specs,
                             const std::string &where, const char *what) {
@@ -110,7 +110,7 @@ static Status checkBindings(const RuntimeModule &module,
   return Status::success();
 }
 
-Status RuntimeModule::verify() const {
+Status ModuleProgram::verify() const {
   std::set<std::string> names;
   for (const ModuleBuffer &buffer : buffers) {
     const std::string &name = buffer.tensor.name;
@@ -208,6 +208,178 @@ Status RuntimeModule::verify() const {
 }
 
 //===----------------------------------------------------------------------===//
+// Dynamic batch
+//===----------------------------------------------------------------------===//
+
+std::vector<const ModuleProgram *> RuntimeModule::getPrograms() const {
+  std::vector<const ModuleProgram *> programs = {this};
+  for (const ModuleProgram &program : specializations)
+    programs.push_back(&program);
+  return programs;
+}
+
+std::vector<int64_t> RuntimeModule::getBatchSizes() const {
+  std::vector<int64_t> sizes;
+  if (!dynamicBatch)
+    return sizes;
+  for (const ModuleProgram *program : getPrograms())
+    sizes.push_back(program->batch);
+  std::sort(sizes.begin(), sizes.end());
+  return sizes;
+}
+
+const ModuleProgram *RuntimeModule::findProgram(int64_t size) const {
+  for (const ModuleProgram *program : getPrograms())
+    if (program->batch == size)
+      return program;
+  return nullptr;
+}
+
+bool RuntimeModule::isBatched(std::string_view name) const {
+  if (!dynamicBatch)
+    return false;
+  for (const std::vector<std::string> *list :
+       {&dynamicBatch->inputs, &dynamicBatch->outputs})
+    if (std::find(list->begin(), list->end(), name) != list->end())
+      return true;
+  return false;
+}
+
+Result<TensorSpec> RuntimeModule::getTensorAtBatch(std::string_view name,
+                                                   int64_t size) const {
+  const ModuleBuffer *buffer = findBuffer(name);
+  if (!buffer || (buffer->kind != ModuleBuffer::Kind::Input &&
+                  buffer->kind != ModuleBuffer::Kind::Output))
+    return invalid("the module has no input or output '" + std::string(name) +
+                   "'");
+  TensorSpec tensor = buffer->tensor;
+  if (!isBatched(name))
+    return tensor;
+  if (size < 1)
+    return invalid("the batch size must be positive, not " +
+                   std::to_string(size));
+  // Verified: the outermost dimension is the batch times a constant.
+  int64_t perSample = tensor.shape[0] / batch;
+  if (perSample > 0 && size > INT64_MAX / perSample)
+    return Status::error(StatusCode::OutOfRange,
+                         "batch " + std::to_string(size) + " is too large");
+  tensor.shape[0] = perSample * size;
+  if (!tensor.getBytes())
+    return Status::error(StatusCode::OutOfRange,
+                         "input or output '" + std::string(name) +
+                             "' is too large at batch " + std::to_string(size));
+  return tensor;
+}
+
+static std::string joinSizes(const std::vector<int64_t> &sizes) {
+  std::string text;
+  for (size_t i = 0; i < sizes.size(); ++i)
+    text += (i == 0                  ? ""
+             : i + 1 == sizes.size() ? " and "
+                                     : ", ") +
+            std::to_string(sizes[i]);
+  return text;
+}
+
+Status RuntimeModule::checkBatch(int64_t size) const {
+  if (!dynamicBatch)
+    return invalid("the module's shapes are static: it has no batch size to "
+                   "set");
+  if (size < 1)
+    return invalid("the batch size must be positive, not " +
+                   std::to_string(size));
+  if (findProgram(size) || dynamicBatch->independent)
+    return Status::success();
+  return invalid("batch " + std::to_string(size) +
+                 ": the module was tuned for batch " +
+                 joinSizes(getBatchSizes()) +
+                 " only, and runs other sizes only when its samples are "
+                 "independent, which the compiler could not prove (" +
+                 dynamicBatch->reason + ")");
+}
+
+/// Checks that the programs of a dynamic-batch module agree on their
+/// inputs and outputs.
+static Status verifyPrograms(const RuntimeModule &module) {
+  const DynamicBatch &dynamic = *module.dynamicBatch;
+  std::set<int64_t> sizes;
+  for (const ModuleProgram *program : module.getPrograms()) {
+    if (program->batch < 1)
+      return invalid("a program of a dynamic-batch module has batch " +
+                     std::to_string(program->batch));
+    if (!sizes.insert(program->batch).second)
+      return invalid("two programs for batch " +
+                     std::to_string(program->batch));
+  }
+  auto checkNames = [&](const std::vector<std::string> &batched,
+                        const std::vector<std::string> &all,
+                        const char *what) -> Status {
+    std::set<std::string> seen;
+    for (const std::string &name : batched) {
+      if (std::find(all.begin(), all.end(), name) == all.end())
+        return invalid(std::string("the batched ") + what + " '" + name +
+                       "' is not one of the module's");
+      if (!seen.insert(name).second)
+        return invalid(std::string("the batched ") + what + " '" + name +
+                       "' is listed twice");
+    }
+    return Status::success();
+  };
+  if (Status status = checkNames(dynamic.inputs, module.inputs, "input");
+      !status.isOk())
+    return status;
+  if (Status status = checkNames(dynamic.outputs, module.outputs, "output");
+      !status.isOk())
+    return status;
+  for (const ModuleProgram *program : module.getPrograms()) {
+    std::string where =
+        "the program of batch " + std::to_string(program->batch);
+    if (program->inputs != module.inputs || program->outputs != module.outputs)
+      return invalid(where + " has other inputs or outputs than the first");
+    for (const std::vector<std::string> *list :
+         {&module.inputs, &module.outputs})
+      for (const std::string &name : *list) {
+        const TensorSpec &first = module.findBuffer(name)->tensor;
+        const TensorSpec &own = program->findBuffer(name)->tensor;
+        std::string at = where + ": '" + name + "'";
+        if (own.elementType != first.elementType ||
+            own.shape.size() != first.shape.size())
+          return invalid(at + " differs in element type or rank");
+        if (!module.isBatched(name)) {
+          if (own.shape != first.shape)
+            return invalid(at + " does not carry the batch but differs in "
+                                "shape");
+          continue;
+        }
+        if (own.shape.empty() || own.shape[0] % program->batch != 0 ||
+            first.shape[0] % module.batch != 0 ||
+            own.shape[0] / program->batch != first.shape[0] / module.batch ||
+            !std::equal(own.shape.begin() + 1, own.shape.end(),
+                        first.shape.begin() + 1))
+          return invalid(at + " carries the batch, but its shape does not "
+                              "scale with the batch size in its outermost "
+                              "dimension alone");
+      }
+  }
+  return Status::success();
+}
+
+Status RuntimeModule::verify() const {
+  for (const ModuleProgram *program : getPrograms())
+    if (Status status = program->verify(); !status.isOk())
+      return program == this || !dynamicBatch
+                 ? status
+                 : status.withContext("the program of batch " +
+                                      std::to_string(program->batch));
+  if (!dynamicBatch) {
+    if (batch != 0 || !specializations.empty())
+      return invalid("a batch size or specialisations, but no dynamic batch");
+    return Status::success();
+  }
+  return verifyPrograms(*this);
+}
+
+//===----------------------------------------------------------------------===//
 // Writing
 //===----------------------------------------------------------------------===//
 
@@ -215,14 +387,21 @@ namespace {
 /// Lays out blobs in the data section.
 struct BlobWriter {
   std::string data;
+  /// Where each distinct blob went: equal bytes are stored once (the
+  /// programs of a dynamic batch share constants and binaries).
+  std::map<std::string, int64_t> offsets;
 
   json::Value add(const std::string &bytes) {
-    data.resize(alignUp(data.size()), '\0');
+    auto [at, added] = offsets.emplace(bytes, 0);
+    if (added) {
+      data.resize(alignUp(data.size()), '\0');
+      at->second = int64_t(data.size());
+      data += bytes;
+    }
     json::Value blob = json::Value::object();
-    blob.set("offset", int64_t(data.size()));
+    blob.set("offset", at->second);
     blob.set("bytes", int64_t(bytes.size()));
     blob.set("hash", hashBytes(bytes));
-    data += bytes;
     return blob;
   }
 };
@@ -242,15 +421,12 @@ static json::Value stringList(const std::vector<std::string> &strings) {
   return list;
 }
 
-std::string kopt::runtime::writeRuntimeModule(const RuntimeModule &module) {
-  BlobWriter blobs;
-  json::Value header = json::Value::object();
-  header.set("schema", RuntimeModule::kSchema);
-  header.set("name", module.name);
-  header.set("producer", module.producer);
-  header.set("arch", module.arch);
+/// Writes `program`'s buffers, inputs, outputs, plans and steps into
+/// `header`.
+static void writeProgram(const ModuleProgram &program, BlobWriter &blobs,
+                         json::Value &header) {
   json::Value buffers = json::Value::array();
-  for (const ModuleBuffer &buffer : module.buffers) {
+  for (const ModuleBuffer &buffer : program.buffers) {
     json::Value item = toJson(buffer.tensor);
     item.set("kind", stringifyBufferKind(buffer.kind));
     if (buffer.kind == ModuleBuffer::Kind::Alias)
@@ -260,10 +436,10 @@ std::string kopt::runtime::writeRuntimeModule(const RuntimeModule &module) {
     buffers.push(std::move(item));
   }
   header.set("buffers", std::move(buffers));
-  header.set("inputs", stringList(module.inputs));
-  header.set("outputs", stringList(module.outputs));
+  header.set("inputs", stringList(program.inputs));
+  header.set("outputs", stringList(program.outputs));
   json::Value plans = json::Value::array();
-  for (const ModulePlan &plan : module.plans) {
+  for (const ModulePlan &plan : program.plans) {
     json::Value item = json::Value::object();
     item.set("key", plan.key);
     item.set("function", plan.function);
@@ -295,7 +471,7 @@ std::string kopt::runtime::writeRuntimeModule(const RuntimeModule &module) {
   }
   header.set("plans", std::move(plans));
   json::Value steps = json::Value::array();
-  for (const ModuleStep &step : module.steps) {
+  for (const ModuleStep &step : program.steps) {
     json::Value item = json::Value::object();
     if (step.kind == ModuleStep::Kind::Copy) {
       item.set("kind", "copy");
@@ -310,6 +486,35 @@ std::string kopt::runtime::writeRuntimeModule(const RuntimeModule &module) {
     steps.push(std::move(item));
   }
   header.set("steps", std::move(steps));
+}
+
+std::string kopt::runtime::writeRuntimeModule(const RuntimeModule &module) {
+  BlobWriter blobs;
+  json::Value header = json::Value::object();
+  header.set("schema", RuntimeModule::kSchema);
+  header.set("name", module.name);
+  header.set("producer", module.producer);
+  header.set("arch", module.arch);
+  writeProgram(module, blobs, header);
+  if (module.dynamicBatch) {
+    const DynamicBatch &dynamic = *module.dynamicBatch;
+    header.set("batch", module.batch);
+    json::Value info = json::Value::object();
+    info.set("independent", dynamic.independent);
+    if (!dynamic.independent)
+      info.set("reason", dynamic.reason);
+    info.set("inputs", stringList(dynamic.inputs));
+    info.set("outputs", stringList(dynamic.outputs));
+    header.set("dynamic_batch", std::move(info));
+    json::Value programs = json::Value::array();
+    for (const ModuleProgram &program : module.specializations) {
+      json::Value item = json::Value::object();
+      item.set("batch", program.batch);
+      writeProgram(program, blobs, item);
+      programs.push(std::move(item));
+    }
+    header.set("specializations", std::move(programs));
+  }
 
   std::string text = json::write(header);
   std::string file(kMagic, sizeof(kMagic));
@@ -458,6 +663,57 @@ static Result<ModuleStep> readStep(const json::Value &value,
   return step;
 }
 
+/// Reads the buffers, inputs, outputs, plans and steps of `value` into
+/// `program`.
+static Status readProgram(const json::Value &value, BlobReader &blobs,
+                          const std::string &where, ModuleProgram &program) {
+  FieldReader read(value, where);
+  const json::Value *buffers = read.array("buffers");
+  program.inputs = read.strings("inputs");
+  program.outputs = read.strings("outputs");
+  const json::Value *plans = read.array("plans");
+  const json::Value *steps = read.array("steps");
+  if (!read.isOk())
+    return read.status();
+  for (size_t i = 0; i < buffers->size(); ++i) {
+    std::string at = where + ": buffer " + std::to_string(i);
+    auto tensor = tensorSpecFromJson(buffers->at(i));
+    if (!tensor)
+      return tensor.status().withContext(at);
+    FieldReader entry(buffers->at(i), at);
+    ModuleBuffer buffer;
+    buffer.tensor = std::move(*tensor);
+    std::string kind = entry.string("kind");
+    buffer.aliasOf = entry.string("alias_of", false);
+    const json::Value *data = entry.object("data", false);
+    if (!entry.isOk())
+      return entry.status();
+    std::optional<ModuleBuffer::Kind> parsed = parseBufferKind(kind);
+    if (!parsed)
+      return invalid(at + ": unknown kind '" + kind + "'");
+    buffer.kind = *parsed;
+    auto bytes = blobs.get(data, at + ": data");
+    if (!bytes)
+      return bytes.status();
+    buffer.data = std::move(*bytes);
+    program.buffers.push_back(std::move(buffer));
+  }
+  for (size_t i = 0; i < plans->size(); ++i) {
+    auto plan =
+        readPlan(plans->at(i), blobs, where + ": plan " + std::to_string(i));
+    if (!plan)
+      return plan.status();
+    program.plans.push_back(std::move(*plan));
+  }
+  for (size_t i = 0; i < steps->size(); ++i) {
+    auto step = readStep(steps->at(i), where + ": step " + std::to_string(i));
+    if (!step)
+      return step.status();
+    program.steps.push_back(std::move(*step));
+  }
+  return Status::success();
+}
+
 Result<RuntimeModule> kopt::runtime::readRuntimeModule(std::string_view bytes,
                                                        std::string_view name) {
   std::string where(name);
@@ -485,48 +741,39 @@ Result<RuntimeModule> kopt::runtime::readRuntimeModule(std::string_view bytes,
   module.name = read.string("name");
   module.producer = read.string("producer", false);
   module.arch = read.string("arch", false);
-  const json::Value *buffers = read.array("buffers");
-  module.inputs = read.strings("inputs");
-  module.outputs = read.strings("outputs");
-  const json::Value *plans = read.array("plans");
-  const json::Value *steps = read.array("steps");
+  const json::Value *dynamic = read.object("dynamic_batch", false);
+  const json::Value *specializations = read.array("specializations", false);
+  if (dynamic)
+    module.batch = read.integer("batch", 0, 1, INT64_MAX, true);
   if (!read.isOk())
     return read.status();
-  for (size_t i = 0; i < buffers->size(); ++i) {
-    std::string at = where + ": buffer " + std::to_string(i);
-    auto tensor = tensorSpecFromJson(buffers->at(i));
-    if (!tensor)
-      return tensor.status().withContext(at);
-    FieldReader entry(buffers->at(i), at);
-    ModuleBuffer buffer;
-    buffer.tensor = std::move(*tensor);
-    std::string kind = entry.string("kind");
-    buffer.aliasOf = entry.string("alias_of", false);
-    const json::Value *data = entry.object("data", false);
+  if (Status status = readProgram(*header, blobs, where, module);
+      !status.isOk())
+    return status;
+  if (dynamic) {
+    FieldReader info(*dynamic, where + ": dynamic_batch");
+    DynamicBatch batch;
+    batch.independent = info.boolean("independent", false, true);
+    batch.reason = info.string("reason", !batch.independent);
+    batch.inputs = info.strings("inputs");
+    batch.outputs = info.strings("outputs");
+    if (!info.isOk())
+      return info.status();
+    module.dynamicBatch = std::move(batch);
+  } else if (specializations) {
+    return invalid(where + ": specializations without a dynamic_batch");
+  }
+  for (size_t i = 0; specializations && i < specializations->size(); ++i) {
+    std::string at = where + ": specialization " + std::to_string(i);
+    FieldReader entry(specializations->at(i), at);
+    ModuleProgram program;
+    program.batch = entry.integer("batch", 0, 1, INT64_MAX, true);
     if (!entry.isOk())
       return entry.status();
-    std::optional<ModuleBuffer::Kind> parsed = parseBufferKind(kind);
-    if (!parsed)
-      return invalid(at + ": unknown kind '" + kind + "'");
-    buffer.kind = *parsed;
-    auto bytes = blobs.get(data, at + ": data");
-    if (!bytes)
-      return bytes.status();
-    buffer.data = std::move(*bytes);
-    module.buffers.push_back(std::move(buffer));
-  }
-  for (size_t i = 0; i < plans->size(); ++i) {
-    auto plan =
-        readPlan(plans->at(i), blobs, where + ": plan " + std::to_string(i));
-    if (!plan)
-      return plan.status();
-    module.plans.push_back(std::move(*plan));
-  }
-  for (size_t i = 0; i < steps->size(); ++i) {
-    auto step = readStep(steps->at(i), where + ": step " + std::to_string(i));
-    if (!step)
-      return step.status();
-    module.steps.push_back(std::move(*step));
+    if (Status status = readProgram(specializations->at(i), blobs, at, program);
+        !status.isOk())
+      return status;
+    module.specializations.push_back(std::move(program));
   }
   if (Status status = module.verify(); !status.isOk())
     return status.withContext(where);

@@ -40,6 +40,7 @@ static const char *kUsage =
     "FILE]\n"
     "                [--reps N] [--warmup-ms MS] [--graph] [--db FILE] "
     "[--device N]\n"
+    "                [--batch N]\n"
     "       kopt-run MODULE.kmod --list\n"
     "       kopt-run --measure-overhead [--steps N] [--limit-us US]\n";
 
@@ -67,7 +68,13 @@ static const char *kHelp =
     "  --db FILE               the kernel database, for modules whose plans\n"
     "                          are references to its records\n"
     "  --device N              the GPU to use (default 0)\n"
+    "  --batch N               the batch size of a module with a dynamic "
+    "batch\n"
+    "                          (default: the outermost dimension of the "
+    "given\n"
+    "                          inputs, else the first tuned size)\n"
     "  --list                  print the module's inputs, outputs and steps\n"
+    "                          (and its batch sizes and their programs)\n"
     "  --measure-overhead      time N (--steps, 200) trivial launches through\n"
     "                          the runtime and through bare cuLaunchKernel;\n"
     "                          fails above --limit-us (5) per step\n"
@@ -85,6 +92,8 @@ struct Options {
   bool graph = false;
   std::string database;
   int device = 0;
+  /// The batch size; 0 when not given.
+  int64_t batch = 0;
   bool list = false;
   bool measureOverhead = false;
   unsigned overheadSteps = 200;
@@ -177,6 +186,10 @@ static int parseArguments(int argc, char **argv, Options &options) {
       if (!number(n) || n > 1024)
         return usageError("--device needs a device number");
       options.device = int(n);
+    } else if (arg == "--batch") {
+      if (!number(n) || n < 1 || n > (uint64_t(1) << 40))
+        return usageError("--batch needs a positive integer");
+      options.batch = int64_t(n);
     } else if (arg == "--list") {
       options.list = true;
     } else if (arg == "--measure-overhead") {
@@ -237,27 +250,55 @@ static std::string listNames(const RuntimeModule &module,
   return text.empty() ? "none" : text;
 }
 
-static void printListing(const RuntimeModule &module) {
-  std::printf("module %s (%s, binaries for %s)\n", module.name.c_str(),
-              module.producer.c_str(),
-              module.arch.empty() ? "no architecture" : module.arch.c_str());
-  for (const std::string &name : module.inputs)
-    std::printf("  input   %-12s %s\n", name.c_str(),
-                describe(module.findBuffer(name)->tensor).c_str());
-  for (const std::string &name : module.outputs)
-    std::printf("  output  %-12s %s\n", name.c_str(),
-                describe(module.findBuffer(name)->tensor).c_str());
-  for (size_t i = 0; i < module.steps.size(); ++i) {
-    const ModuleStep &step = module.steps[i];
+static void printSteps(const ModuleProgram &program) {
+  for (size_t i = 0; i < program.steps.size(); ++i) {
+    const ModuleStep &step = program.steps[i];
     if (step.kind == ModuleStep::Kind::Copy) {
       std::printf("  step %zu  copy %s -> %s\n", i, step.from.c_str(),
                   step.to.c_str());
       continue;
     }
-    const ModulePlan &plan = module.plans[step.plan];
+    const ModulePlan &plan = program.plans[step.plan];
     std::printf("  step %zu  @%s  %s%s\n", i, plan.function.c_str(),
                 plan.planName.c_str(),
                 plan.reference ? " (database reference)" : "");
+  }
+}
+
+static void printListing(const RuntimeModule &module) {
+  std::printf("module %s (%s, binaries for %s)\n", module.name.c_str(),
+              module.producer.c_str(),
+              module.arch.empty() ? "no architecture" : module.arch.c_str());
+  if (module.dynamicBatch) {
+    std::string sizes;
+    for (int64_t size : module.getBatchSizes())
+      sizes += (sizes.empty() ? "" : ", ") + std::to_string(size);
+    std::printf("  batch   dynamic; tuned for %s; %s\n", sizes.c_str(),
+                module.dynamicBatch->independent
+                    ? "samples independent: any size runs, as chunks of "
+                      "the tuned sizes"
+                    : ("only the tuned sizes run (samples not proven "
+                       "independent: " +
+                       module.dynamicBatch->reason + ")")
+                          .c_str());
+  }
+  auto tensorLine = [&](const char *kind, const std::string &name) {
+    std::string shape = describe(module.findBuffer(name)->tensor);
+    if (module.isBatched(name))
+      shape += " (batch " + std::to_string(module.batch) + ")";
+    std::printf("  %-7s %-12s %s\n", kind, name.c_str(), shape.c_str());
+  };
+  for (const std::string &name : module.inputs)
+    tensorLine("input", name);
+  for (const std::string &name : module.outputs)
+    tensorLine("output", name);
+  for (const ModuleProgram *program : module.getPrograms()) {
+    if (module.dynamicBatch)
+      std::printf("  program batch %lld: %zu buffers, %zu plans, %zu steps\n",
+                  static_cast<long long>(program->batch),
+                  program->buffers.size(), program->plans.size(),
+                  program->steps.size());
+    printSteps(*program);
   }
 }
 
@@ -288,19 +329,52 @@ int main(int argc, char **argv) {
   }
 
   // Inputs and outputs, checked before any GPU work.
-  std::map<std::string, std::string> inputBytes;
+  std::map<std::string, NpyArray> arrays;
   for (const auto &[name, file] : options.inputs) {
     const ModuleBuffer *buffer = resolve(module, module.inputs, name, "arg");
     if (!buffer)
       return failure("the module has no input '" + name +
                      "'; its inputs: " + listNames(module, module.inputs));
-    if (inputBytes.count(buffer->tensor.name))
+    if (arrays.count(buffer->tensor.name))
       return failure("input '" + name + "' is given twice");
     auto array = readNpyFile(file);
     if (!array)
       return failure(array.status().message());
-    auto bytes = npyToTensorBytes(*array, buffer->tensor,
-                                  "input '" + name + "' ('" + file + "')");
+    arrays[buffer->tensor.name] = std::move(*array);
+  }
+  int64_t batch = module.batch;
+  if (!module.dynamicBatch && options.batch)
+    return failure("--batch: the module's shapes are static");
+  if (module.dynamicBatch) {
+    batch = options.batch;
+    // Else the batch the given inputs carry.
+    for (const std::string &name : module.dynamicBatch->inputs) {
+      auto array = arrays.find(name);
+      if (batch || array == arrays.end() || array->second.shape.empty())
+        continue;
+      int64_t perSample =
+          module.findBuffer(name)->tensor.shape[0] / module.batch;
+      if (perSample > 0 && array->second.shape[0] % perSample == 0 &&
+          array->second.shape[0] > 0)
+        batch = array->second.shape[0] / perSample;
+    }
+    if (!batch)
+      batch = module.batch;
+    if (Status status = module.checkBatch(batch); !status.isOk())
+      return failure(status.message());
+  }
+  auto tensorOf = [&](const std::string &name) {
+    return *module.getTensorAtBatch(name, batch);
+  };
+  std::map<std::string, std::string> inputBytes;
+  for (const auto &[name, file] : options.inputs) {
+    const ModuleBuffer *buffer = resolve(module, module.inputs, name, "arg");
+    auto bytes = npyToTensorBytes(
+        arrays[buffer->tensor.name], tensorOf(buffer->tensor.name),
+        "input '" + name + "' ('" + file + "')" +
+            (module.isBatched(buffer->tensor.name)
+                 ? " at batch " + std::to_string(batch)
+                 : std::string()));
     if (!bytes)
       return failure(bytes.status().message());
     inputBytes[buffer->tensor.name] = std::move(*bytes);
@@ -310,7 +384,7 @@ int main(int argc, char **argv) {
     const std::string &name = module.inputs[i];
     if (inputBytes.count(name))
       continue;
-    const TensorSpec &tensor = module.findBuffer(name)->tensor;
+    TensorSpec tensor = tensorOf(name);
     if (!options.randomInputs) {
       missing.push_back(name + " " + describe(tensor));
       continue;
@@ -333,7 +407,7 @@ int main(int argc, char **argv) {
   for (const auto &input : options.inputs)
     protect.addInput(input.second);
   protect.addDatabase(options.database);
-  std::vector<std::pair<const ModuleBuffer *, std::string>> outputs;
+  std::vector<std::pair<TensorSpec, std::string>> outputs;
   for (const auto &[name, file] : options.outputs) {
     const ModuleBuffer *buffer = resolve(module, module.outputs, name, "out");
     if (!buffer)
@@ -341,7 +415,7 @@ int main(int argc, char **argv) {
                      "'; its outputs: " + listNames(module, module.outputs));
     if (Status status = protect.check(file); !status.isOk())
       return failure(status.message());
-    outputs.emplace_back(buffer, file);
+    outputs.emplace_back(tensorOf(buffer->tensor.name), file);
   }
   if (!options.benchJson.empty())
     if (Status status = protect.check(options.benchJson); !status.isOk())
@@ -371,6 +445,20 @@ int main(int argc, char **argv) {
   if (!options.quiet)
     for (const std::string &note : (*runner)->getLoadNotes())
       std::fprintf(stderr, "kopt-run: %s\n", note.c_str());
+  if (batch && batch != (*runner)->getBatch())
+    if (Status status = (*runner)->setBatch(batch); !status.isOk())
+      return failure(status.message());
+  if (batch && !options.quiet) {
+    std::string chunks;
+    for (const BatchChunk &chunk : (*runner)->getChunks())
+      chunks += (chunks.empty() ? "" : " + ") +
+                (chunk.count < chunk.size
+                     ? std::to_string(chunk.count) + " (padded to " +
+                           std::to_string(chunk.size) + ")"
+                     : std::to_string(chunk.size));
+    std::fprintf(stderr, "kopt-run: batch %lld: %s\n",
+                 static_cast<long long>(batch), chunks.c_str());
+  }
   for (const auto &[input, bytes] : inputBytes)
     if (Status status = (*runner)->setInput(input, bytes.data(), bytes.size());
         !status.isOk())
@@ -379,17 +467,16 @@ int main(int argc, char **argv) {
 
   if (Status status = (*runner)->run(); !status.isOk())
     return failure(status.message());
-  for (const auto &[buffer, file] : outputs) {
-    auto bytes = (*runner)->readBuffer(buffer->tensor.name);
+  for (const auto &[tensor, file] : outputs) {
+    auto bytes = (*runner)->readBuffer(tensor.name);
     if (!bytes)
       return failure(bytes.status().message());
-    if (Status status = writeNpyFile(file, buffer->tensor, *bytes, protect);
+    if (Status status = writeNpyFile(file, tensor, *bytes, protect);
         !status.isOk())
       return failure(status.message());
     if (!options.quiet)
       std::fprintf(stderr, "kopt-run: wrote %s %s to '%s'\n",
-                   buffer->tensor.name.c_str(),
-                   describe(buffer->tensor).c_str(), file.c_str());
+                   tensor.name.c_str(), describe(tensor).c_str(), file.c_str());
   }
   if (!options.bench)
     return 0;

@@ -13,11 +13,20 @@
 // in the module's own buffers unless the caller binds its device pointers.
 // This is the C++ layer under libkoptrt's C API and kopt-run.
 //
+// A module with a dynamic batch has a program per tuned batch size, each
+// instantiated here; the inputs and outputs that do not carry the batch
+// (weights) are shared by all. A run at a tuned size runs its program on
+// the caller's buffers; a run at another size (allowed when the module's
+// samples are independent) runs chunks of the samples through the tuned
+// programs (BatchChunks.h), copying each chunk's inputs into the program's
+// own buffers and its outputs back, device to device.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KOPT_RUNTIME_MODULERUNNER_H
 #define KOPT_RUNTIME_MODULERUNNER_H
 
+#include "kopt/Runtime/BatchChunks.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/KernelDatabase.h"
 #include "kopt/Runtime/RuntimeModule.h"
@@ -54,21 +63,39 @@ public:
   /// Kernel launches, library calls and copies per run.
   size_t getNumLaunches() const;
 
+  /// The batch size of the next runs: the module's first tuned size until
+  /// `setBatch`; 0 for a static module.
+  int64_t getBatch() const;
+  /// Sets the batch size of the next runs of a module with a dynamic batch:
+  /// a tuned size, or any positive size when the module's samples are
+  /// independent (`RuntimeModule::checkBatch`). A new size forgets the
+  /// values and bindings of the inputs and outputs that carry the batch
+  /// (bind or set them again); the others stay. Setting the size in effect
+  /// changes nothing.
+  Status setBatch(int64_t batch);
+  /// How a run goes at the current batch size: one chunk when it is a tuned
+  /// size.
+  const std::vector<BatchChunk> &getChunks() const;
+  /// Input or output `name` at the current batch size.
+  Result<TensorSpec> getTensor(std::string_view name) const;
+
   /// Copies `size` host bytes (exactly the tensor's) into input `name`.
   Status setInput(std::string_view name, const void *data, size_t size);
   /// Copies output (or any buffer) `name` to the host, after waiting for
   /// all work on the device.
   Result<std::string> readBuffer(std::string_view name) const;
   /// Uses the caller's device memory at `pointer` (at least the tensor's
-  /// size) for input or output `name`; 0 goes back to the module's own
-  /// buffer. A captured graph is captured again on the next run.
+  /// size at the current batch) for input or output `name`; 0 goes back to
+  /// the module's own buffer. A captured graph is captured again on the
+  /// next run.
   Status bindBuffer(std::string_view name, CUdeviceptr pointer);
   /// The device address of buffer `name` (an alias gives its target's), or
   /// 0 when there is none.
   CUdeviceptr getDevicePointer(std::string_view name) const;
 
   /// Runs through a CUDA graph captured from the steps on the first run
-  /// (and after a rebinding) instead of enqueuing each step.
+  /// (and after a rebinding or a new batch size) instead of enqueuing each
+  /// step.
   void setUseGraph(bool useGraph);
 
   /// Enqueues one run of every step on `stream` (the context's own when

@@ -96,17 +96,13 @@ struct ModuleStep {
   std::string to;
 };
 
-/// A whole graph, ready to run (`kopt.module/1`).
-struct RuntimeModule {
-  /// The schema this code reads and writes.
-  static constexpr const char *kSchema = "kopt.module/1";
-
-  /// The graph's function name.
-  std::string name;
-  /// Who wrote the module (`kopt 0.1.0`).
-  std::string producer;
-  /// The architecture the binaries were built for (may be empty).
-  std::string arch;
+/// One complete program: the buffers, plans and steps that run the graph at
+/// one batch size (a static module is one program).
+struct ModuleProgram {
+  /// In a module with a dynamic batch: the batch size this program runs
+  /// (the outermost dimension of its batched inputs and outputs is this
+  /// size times a constant); 0 in a static module.
+  int64_t batch = 0;
   std::vector<ModuleBuffer> buffers;
   /// Buffer names of the function's arguments and results, in order.
   std::vector<std::string> inputs;
@@ -116,11 +112,65 @@ struct RuntimeModule {
 
   /// The buffer named `name`, or nullptr.
   const ModuleBuffer *findBuffer(std::string_view name) const;
-  /// Checks the module's consistency: unique buffer names, aliases of
+  /// Checks the program's consistency: unique buffer names, aliases of
   /// existing non-alias buffers of the same size, constants holding exactly
   /// their bytes, inputs and outputs of the right kinds, every step's plan
   /// and buffers existing with the task's shapes and element types, every
   /// inline plan verified against its task.
+  Status verify() const;
+};
+
+/// How a module with a dynamic batch runs at other sizes.
+struct DynamicBatch {
+  /// Whether the compiler proved that every sample is computed from its
+  /// own slice of the batched inputs alone; only then does a batch size
+  /// without a program of its own run, as chunks of the tuned sizes.
+  bool independent = false;
+  /// Why it could not be proved, when it was not.
+  std::string reason;
+  /// The inputs and outputs whose outermost dimension carries the batch;
+  /// the others (weights) are the same at every size.
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+};
+
+/// A whole graph, ready to run (`kopt.module/1`). The module is itself the
+/// program of its first batch size; a module with a dynamic batch has a
+/// program for each further tuned size in `specializations`.
+struct RuntimeModule : ModuleProgram {
+  /// The schema this code reads and writes.
+  static constexpr const char *kSchema = "kopt.module/1";
+
+  /// The graph's function name.
+  std::string name;
+  /// Who wrote the module (`kopt 0.1.0`).
+  std::string producer;
+  /// The architecture the binaries were built for (may be empty).
+  std::string arch;
+  /// Set when the graph's batch is dynamic.
+  std::optional<DynamicBatch> dynamicBatch;
+  /// The programs of the other batch sizes (none in a static module).
+  std::vector<ModuleProgram> specializations;
+
+  /// Every program: this one first, then the specialisations.
+  std::vector<const ModuleProgram *> getPrograms() const;
+  /// The tuned batch sizes, ascending (empty for a static module).
+  std::vector<int64_t> getBatchSizes() const;
+  /// The program of batch size `batch`, or nullptr.
+  const ModuleProgram *findProgram(int64_t batch) const;
+  /// Whether input or output `name` carries the batch.
+  bool isBatched(std::string_view name) const;
+  /// The tensor of input or output `name` at batch size `batch` (the
+  /// module's own shape in a static module, whatever `batch`).
+  Result<TensorSpec> getTensorAtBatch(std::string_view name,
+                                      int64_t batch) const;
+  /// Whether the module runs at batch size `batch`: a tuned size, or any
+  /// positive size when its samples are independent; else an error naming
+  /// the tuned sizes.
+  Status checkBatch(int64_t batch) const;
+  /// Verifies every program, and that they agree: the same inputs and
+  /// outputs, of the same element types, the batched ones scaling with the
+  /// batch size in their outermost dimension and the others alike.
   Status verify() const;
 };
 
