@@ -90,4 +90,52 @@ def OutlineFusionGroupsPass
   let dependentDialects = ["mlir::func::FuncDialect"];
 }
 
+def SpecializeBatchPass : Pass<"kopt-specialize-batch", "mlir::ModuleOp"> {
+  let summary = "Give the entry function's dynamic batch a static size";
+  let description = [{
+    Rewrites the graph's entry function (its only public function with a
+    body) for one batch size: every argument whose outermost dimension is
+    dynamic gets that dimension set to `batch`, and the static shapes are
+    propagated through the function. The arguments are cast back to their
+    dynamic types, then the canonicalisations of the tensor, linalg,
+    affine and arith ops fold the casts into their users, `tensor.dim` into
+    constants, and `tensor.empty`, reshapes, pads and linalg ops into static
+    forms; the shape checks the exporter wrote (`cf.assert` over
+    `tensor.dim`) fold away. The results are made static last.
+
+    Only the top-level ops are canonicalised (and the ops the patterns
+    create), so the bodies of the linalg ops stay as written. An argument
+    with a dynamic dimension other than the outermost is an error naming
+    it; so is an op left with a dynamic shape, and a shape check that fails
+    at this size.
+
+    Before:
+    ```mlir
+    func.func @f(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+      %c0 = arith.constant 0 : index
+      %d = tensor.dim %x, %c0 : tensor<?x8xf32>
+      %e = tensor.empty(%d) : tensor<?x8xf32>
+      %r = linalg.generic {...} ins(%x : tensor<?x8xf32>)
+                                outs(%e : tensor<?x8xf32>) {...}
+      return %r : tensor<?x8xf32>
+    }
+    ```
+    After (`batch=4`):
+    ```mlir
+    func.func @f(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+      %e = tensor.empty() : tensor<4x8xf32>
+      %r = linalg.generic {...} ins(%x : tensor<4x8xf32>)
+                                outs(%e : tensor<4x8xf32>) {...}
+      return %r : tensor<4x8xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect",
+                           "mlir::arith::ArithDialect"];
+  let options = [
+    Option<"batch", "batch", "int64_t", /*default=*/"1",
+           "The batch size the dynamic outermost dimension takes">
+  ];
+}
+
 #endif // KOPT_PASSES_TD
