@@ -473,3 +473,32 @@ mlir::kopt::emitRuntimeModule(ModuleOp module, const ModuleEmitOptions &options,
   Emitter emitter(options, outcomes, notes);
   return emitter.run(module, *entry);
 }
+
+llvm::Expected<rt::RuntimeModule>
+mlir::kopt::joinBatchPrograms(std::vector<BatchProgram> programs,
+                              const BatchAnalysis &analysis) {
+  if (programs.empty())
+    return makeError("no batch size to join");
+  rt::RuntimeModule result = std::move(programs.front().module);
+  result.batch = programs.front().batch;
+  rt::DynamicBatch dynamic;
+  dynamic.independent = analysis.independent;
+  dynamic.reason = analysis.reason;
+  for (auto [index, name] : llvm::enumerate(result.inputs))
+    if (index < analysis.arguments.size() && analysis.arguments[index])
+      dynamic.inputs.push_back(name);
+  for (auto [index, name] : llvm::enumerate(result.outputs))
+    if (index < analysis.results.size() && analysis.results[index])
+      dynamic.outputs.push_back(name);
+  result.dynamicBatch = std::move(dynamic);
+  for (BatchProgram &program : llvm::drop_begin(programs)) {
+    rt::ModuleProgram &added = result.specializations.emplace_back();
+    added = std::move(static_cast<rt::ModuleProgram &>(program.module));
+    added.batch = program.batch;
+  }
+  if (rt::Status status = result.verify(); !status.isOk())
+    return makeError("the programs of the batch sizes do not form one "
+                     "module: " +
+                     status.message());
+  return std::move(result);
+}

@@ -57,6 +57,15 @@ static cl::opt<std::string> moduleArch(
              "the target's; 'none': sources only, compiled when loaded)"),
     cl::value_desc("sm_XX"), cl::init(""), cl::sub(compileCommand));
 
+static cl::opt<std::string> tuneShapes(
+    "tune-shapes",
+    cl::desc("For a graph with a dynamic batch: the batch sizes to "
+             "specialise and tune kernels for, as batch=1,8,32 (default: "
+             "batch=1). The module holds a program per size and runs other "
+             "sizes as chunks of them when the samples are independent "
+             "(docs/RuntimeModule.md)"),
+    cl::value_desc("batch=N,..."), cl::init(""), cl::sub(compileCommand));
+
 // warm
 static cl::list<std::string>
     warmInputs(cl::Positional, cl::OneOrMore,
@@ -276,6 +285,31 @@ static llvm::Expected<TuneCommandLine> getCommon() {
   return line;
 }
 
+llvm::Expected<std::vector<int64_t>>
+mlir::kopt::parseTuneShapes(llvm::StringRef text) {
+  auto bad = [&](const llvm::Twine &why) {
+    return makeError("--tune-shapes takes batch=N[,N...], such as "
+                     "batch=1,8,32; '" +
+                     text + "' " + why);
+  };
+  llvm::StringRef list = text;
+  if (!list.consume_front("batch="))
+    return bad("does not start with 'batch=' (only the batch is "
+               "specialised)");
+  std::vector<int64_t> sizes;
+  llvm::SmallVector<llvm::StringRef> items;
+  list.split(items, ',');
+  for (llvm::StringRef item : items) {
+    int64_t size = 0;
+    if (item.trim().getAsInteger(10, size) || size < 1 || size > (1 << 20))
+      return bad("has '" + item + "', not a size from 1 to 1048576");
+    sizes.push_back(size);
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
 llvm::Expected<TuneCommandLine> mlir::kopt::getCompileCommandLine() {
   auto line = getCommon();
   if (!line)
@@ -286,6 +320,12 @@ llvm::Expected<TuneCommandLine> mlir::kopt::getCompileCommandLine() {
   line->emitModule = emitModule;
   line->moduleByReference = moduleByReference;
   line->moduleArch = moduleArch;
+  if (!tuneShapes.empty()) {
+    auto sizes = parseTuneShapes(tuneShapes);
+    if (!sizes)
+      return sizes.takeError();
+    line->tuneShapes = std::move(*sizes);
+  }
   return line;
 }
 

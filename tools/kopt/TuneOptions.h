@@ -43,7 +43,15 @@ struct TuneCommandLine {
   std::string emitModule;
   bool moduleByReference = false;
   std::string moduleArch;
+  /// compile: the batch sizes a graph with a dynamic batch is specialised
+  /// and tuned for (`--tune-shapes batch=1,8`), ascending; empty when not
+  /// given.
+  std::vector<int64_t> tuneShapes;
 };
+
+/// Parses `--tune-shapes` text: `batch=` and a comma-separated list of
+/// positive sizes. Returns them ascending, without repeats.
+llvm::Expected<std::vector<int64_t>> parseTuneShapes(llvm::StringRef text);
 
 /// The parsed options of the selected command, or an error for bad values.
 llvm::Expected<TuneCommandLine> getCompileCommandLine();

@@ -19,6 +19,7 @@
 #ifndef KOPT_AUTOTUNE_MODULEEMITTER_H
 #define KOPT_AUTOTUNE_MODULEEMITTER_H
 
+#include "kopt/Analysis/BatchIndependence.h"
 #include "kopt/Analysis/EntryFunction.h"
 #include "kopt/Autotune/Autotuner.h"
 #include "kopt/Runtime/RuntimeModule.h"
@@ -69,6 +70,23 @@ llvm::Expected<::kopt::runtime::RuntimeModule>
 emitRuntimeModule(ModuleOp module, const ModuleEmitOptions &options,
                   llvm::ArrayRef<GroupOutcome> outcomes,
                   llvm::raw_ostream &notes);
+
+/// The runtime module emitted for one tuned batch size of a graph with a
+/// dynamic batch.
+struct BatchProgram {
+  int64_t batch = 0;
+  ::kopt::runtime::RuntimeModule module;
+};
+
+/// Joins the modules emitted for the tuned batch sizes of a graph with a
+/// dynamic batch into one module holding a program per size, the first
+/// size's at the top (docs/RuntimeModule.md). `analysis` of the dynamic
+/// graph says which inputs and outputs carry the batch and whether its
+/// samples are independent. Fails when the programs disagree (the module
+/// does not verify).
+llvm::Expected<::kopt::runtime::RuntimeModule>
+joinBatchPrograms(std::vector<BatchProgram> programs,
+                  const BatchAnalysis &analysis);
 
 } // namespace mlir::kopt
 
