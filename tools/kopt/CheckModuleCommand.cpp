@@ -16,7 +16,8 @@
 // largest absolute floor. Standard-normal inputs come first; when they fail,
 // uniform(0.5, 2) inputs are tried, since some graphs (a reciprocal of a
 // sum of normals) are ill-conditioned on normal inputs, and the report says
-// so.
+// so. A module with a dynamic batch runs at `--batch` (its first tuned size
+// by default), and the reference interprets the graph specialised to it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@
 #include "kopt/Autotune/ModuleEmitter.h"
 #include "kopt/Codegen/ReferenceInterpreter.h"
 #include "kopt/InitAll.h"
+#include "kopt/Runtime/BatchChunks.h"
 #include "kopt/Runtime/Cuda/TensorData.h"
 #include "kopt/Runtime/Npy.h"
 #include "kopt/Runtime/RuntimeModule.h"
@@ -69,6 +71,12 @@ static cl::opt<std::string>
                            "to its records"),
                   cl::value_desc("file"), cl::init(""),
                   cl::sub(checkModuleCommand));
+
+static cl::opt<int64_t> checkBatch(
+    "batch",
+    cl::desc("The batch size to run a module with a dynamic batch at "
+             "(default: its first tuned size)"),
+    cl::value_desc("N"), cl::init(0), cl::sub(checkModuleCommand));
 
 bool mlir::kopt::isCheckModuleCommandSelected() {
   return static_cast<bool>(checkModuleCommand);
@@ -134,8 +142,8 @@ struct OutputCheck {
 /// Runs kopt-run on `inputs` in `dir` and compares its outputs with the
 /// interpreter; returns the outputs' checks, or an error.
 static llvm::Expected<std::vector<OutputCheck>>
-runOnce(const rt::RuntimeModule &module, const std::string &modulePath,
-        ReferenceInterpreter &interpreter,
+runOnce(const rt::RuntimeModule &module, int64_t batch,
+        const std::string &modulePath, ReferenceInterpreter &interpreter,
         const std::vector<std::vector<uint8_t>> &inputs, llvm::StringRef dir,
         std::mt19937_64 &rng, const rt::Tolerance &tolerance) {
   std::vector<llvm::StringRef> argv;
@@ -145,8 +153,12 @@ runOnce(const rt::RuntimeModule &module, const std::string &modulePath,
   storage.push_back(modulePath);
   storage.push_back("--quiet");
   std::vector<std::vector<double>> inputValues;
+  if (module.dynamicBatch) {
+    storage.push_back("--batch");
+    storage.push_back(std::to_string(batch));
+  }
   for (size_t i = 0; i < module.inputs.size(); ++i) {
-    const rt::TensorSpec &tensor = module.findBuffer(module.inputs[i])->tensor;
+    rt::TensorSpec tensor = *module.getTensorAtBatch(module.inputs[i], batch);
     std::string file = (dir + "/in" + llvm::Twine(i) + ".npy").str();
     std::string bytes(inputs[i].begin(), inputs[i].end());
     if (rt::Status status = rt::writeNpyFile(file, tensor, bytes);
@@ -182,7 +194,7 @@ runOnce(const rt::RuntimeModule &module, const std::string &modulePath,
 
   std::vector<OutputCheck> checks;
   for (size_t o = 0; o < module.outputs.size(); ++o) {
-    const rt::TensorSpec &tensor = module.findBuffer(module.outputs[o])->tensor;
+    rt::TensorSpec tensor = *module.getTensorAtBatch(module.outputs[o], batch);
     auto array =
         rt::readNpyFile((dir + "/out" + llvm::Twine(o) + ".npy").str());
     if (!array)
@@ -231,6 +243,12 @@ int mlir::kopt::runCheckModuleCommand() {
   auto module = rt::loadRuntimeModule(modulePath);
   if (!module)
     return fail(module.status().message());
+  int64_t batch = module->batch;
+  if (checkBatch.getNumOccurrences()) {
+    if (rt::Status status = module->checkBatch(checkBatch); !status.isOk())
+      return fail("--batch: " + status.message());
+    batch = checkBatch;
+  }
 
   DialectRegistry registry;
   registerAllDialects(registry);
@@ -247,6 +265,15 @@ int mlir::kopt::runCheckModuleCommand() {
     if (failed(pm.run(**graph)))
       return fail("lowering TOSA failed");
   }
+  if (module->dynamicBatch) {
+    PassManager pm(&context);
+    SpecializeBatchPassOptions options;
+    options.batch = batch;
+    pm.addPass(createSpecializeBatchPass(options));
+    if (failed(pm.run(**graph)))
+      return fail("specialising the graph to batch " + llvm::Twine(batch) +
+                  " failed");
+  }
   auto entry = findEntryFunction(**graph);
   if (!entry)
     return fail(llvm::toString(entry.takeError()));
@@ -258,14 +285,27 @@ int mlir::kopt::runCheckModuleCommand() {
   if (!interpreter)
     return fail("reference: " + llvm::toString(interpreter.takeError()));
 
-  // Each fused group may add its share of error: the bounds add up.
+  // Each fused group may add its share of error: the bounds add up (over
+  // the program that runs, the largest when chunks run several).
   rt::Tolerance tolerance{0, 0};
-  for (const rt::ModuleStep &step : module->steps)
-    if (step.kind == rt::ModuleStep::Kind::Plan) {
-      tolerance.relative += module->plans[step.plan].tolerance.relative;
-      tolerance.absolute = std::max(
-          tolerance.absolute, module->plans[step.plan].tolerance.absolute);
-    }
+  std::vector<const rt::ModuleProgram *> running = {&*module};
+  if (module->dynamicBatch) {
+    running.clear();
+    for (const rt::BatchChunk &chunk :
+         rt::planBatchChunks(batch, module->getBatchSizes()))
+      running.push_back(module->findProgram(chunk.size));
+  }
+  for (const rt::ModuleProgram *program : running) {
+    rt::Tolerance sum{0, 0};
+    for (const rt::ModuleStep &step : program->steps)
+      if (step.kind == rt::ModuleStep::Kind::Plan) {
+        sum.relative += program->plans[step.plan].tolerance.relative;
+        sum.absolute = std::max(sum.absolute,
+                                program->plans[step.plan].tolerance.absolute);
+      }
+    tolerance.relative = std::max(tolerance.relative, sum.relative);
+    tolerance.absolute = std::max(tolerance.absolute, sum.absolute);
+  }
   if (tolerance.relative == 0)
     tolerance = rt::Tolerance();
 
@@ -279,7 +319,7 @@ int mlir::kopt::runCheckModuleCommand() {
     bool normal = llvm::StringRef(distribution).starts_with("normal");
     std::vector<std::vector<uint8_t>> inputs;
     for (const std::string &name : module->inputs) {
-      const rt::TensorSpec &tensor = module->findBuffer(name)->tensor;
+      rt::TensorSpec tensor = *module->getTensorAtBatch(name, batch);
       if (normal) {
         inputs.push_back(rt::makeRandomTensorData(tensor, rng()));
         continue;
@@ -290,15 +330,18 @@ int mlir::kopt::runCheckModuleCommand() {
         value = uniform(rng);
       inputs.push_back(rt::encodeTensorData(tensor.elementType, values));
     }
-    auto checks = runOnce(*module, modulePath, **interpreter, inputs, dir, rng,
-                          tolerance);
+    auto checks = runOnce(*module, batch, modulePath, **interpreter, inputs,
+                          dir, rng, tolerance);
     if (!checks) {
       llvm::sys::fs::remove_directories(dir);
       return fail(llvm::toString(checks.takeError()));
     }
     passed = true;
     llvm::outs() << "check-module " << module->name << " on " << distribution
-                 << " inputs" << (useGraph ? " (CUDA graph)" : "") << ":\n";
+                 << " inputs" << (useGraph ? " (CUDA graph)" : "")
+                 << (module->dynamicBatch ? " at batch " + std::to_string(batch)
+                                          : std::string())
+                 << ":\n";
     for (const OutputCheck &check : *checks) {
       llvm::outs() << llvm::formatv(
           "  {0,-12} relative error {1:e2} (bound {2:e2}), rms {3:e2} "
