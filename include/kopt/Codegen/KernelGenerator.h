@@ -96,6 +96,14 @@ llvm::Expected<std::vector<GeneratedKernel>> generateSplitRowKernels(
     const std::function<std::string(unsigned)> &partialName,
     std::vector<PartialBuffer> &partials);
 
+/// The kernel's declaration up to its body: `extern "C"`, launch bounds of
+/// `blockSize` threads, the leaves as const inputs, then the outputs.
+/// Appends the parameter names to `args`.
+std::string printKernelSignature(llvm::StringRef entry, unsigned blockSize,
+                                 llvm::ArrayRef<LeafTensor> leaves,
+                                 llvm::ArrayRef<KernelOutput> outputs,
+                                 std::vector<std::string> &args);
+
 /// Registers per thread a row kernel of `blockSize` threads may spend on
 /// row caches: at most 64, and few enough that two blocks fit an SM's 64K
 /// registers with room for the rest of the kernel.

@@ -28,6 +28,7 @@
 #define KOPT_CODEGEN_TENSOREMITTER_H
 
 #include "kopt/Codegen/CudaEmitter.h"
+#include "kopt/Codegen/RowGroup.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineExpr.h"
@@ -100,6 +101,12 @@ public:
   llvm::Error emitCooperative(const CooperativeReduction &reduction,
                               llvm::StringRef partialStore = "");
 
+  /// Emits several cooperative reductions over the same number of
+  /// elements with one loop, so that each element is read once for all of
+  /// them; `partialStores`, empty or one per reduction, as above.
+  llvm::Error emitCooperatives(llvm::ArrayRef<CooperativeReduction> reductions,
+                               llvm::ArrayRef<std::string> partialStores = {});
+
   /// Split rows: emits the value of `reduction` as its initial value
   /// combined with the `count` partial results at `partials[first + s]`,
   /// and memoises it, so the rest of the kernel reads it like a reduction
@@ -113,6 +120,12 @@ public:
   void setRowRange(llvm::StringRef start, llvm::StringRef end) {
     rowRange = {start.str(), end.str()};
   }
+
+  /// Several rows per block: row loops start at the thread's position in
+  /// its row and stride by the row's threads, and cooperative reductions
+  /// combine over the row's threads only (emitRowGroupReduction). The
+  /// kernel defines the layout's C names. Not with split rows.
+  void setRowGroup(const RowGroupLayout &layout) { rowGroup = layout; }
 
   /// Adds a kernel parameter read like a leaf (a buffer of partial results).
   void addParameter(const LeafTensor &leaf) { leaves.push_back(leaf); }
@@ -174,6 +187,12 @@ private:
   std::string print(AffineExpr expr);
   void noteUse(unsigned dim);
   bool isCooperative(Operation *op, llvm::ArrayRef<AffineExpr> parallelIndex);
+  llvm::Error finishCooperative(const CooperativeReduction &reduction,
+                                linalg::GenericOp generic,
+                                const ReductionCombiner &combiner,
+                                const std::string &type, const std::string &acc,
+                                llvm::ArrayRef<AffineExpr> parallel,
+                                llvm::StringRef partialStore);
   unsigned newLoopDim(llvm::StringRef prefix);
 
   MLIRContext *context;
@@ -191,6 +210,11 @@ private:
   bool dryRun = false;
   std::vector<CooperativeReduction> *collected = nullptr;
 
+  /// This thread's first position in a row loop and the loop's stride.
+  std::string rowLane() const;
+  unsigned rowStride() const;
+
+  std::optional<RowGroupLayout> rowGroup;
   std::optional<std::pair<std::string, std::string>> rowRange;
   std::optional<int64_t> cacheLength;
   unsigned cacheBudget = 0;
