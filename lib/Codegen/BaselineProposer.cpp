@@ -14,6 +14,8 @@
 //   takes (1-D to 3-D, grouped, depthwise): cuDNN;
 // - a reduction with an associative combiner: a row kernel (a block per
 //   output element, warp shuffles), as a tuned library reduction would;
+//   over a non-innermost dimension, a tiled row kernel (neighbouring
+//   threads on neighbouring outputs, a few threads splitting each one);
 // - every other op: a pointwise kernel, vectorised to 16-byte accesses
 //   where the innermost dimension allows;
 // - linalg.softmax: one row kernel, as eager frameworks run it;
@@ -26,6 +28,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Codegen/Proposers.h"
+
+#include "TiledRowVariants.h"
 
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
@@ -56,6 +60,21 @@ static llvm::Error emitGenericOp(PlanBuilder &builder, linalg::GenericOp op) {
   // Short reductions (pooling windows) stay sequential in one thread.
   if (op.getNumReductionLoops() > 0 && op.getNumResults() == 1 &&
       length >= 32 && hasAssociativeCombiner(op)) {
+    // Over a non-innermost dimension: neighbouring threads on neighbouring
+    // outputs, so that loads coalesce (TiledRowKernel.h).
+    std::optional<RowSpace> space = getRowSpace(op);
+    if (space && space->inner > 1) {
+      TiledRowOptions options;
+      options.layout = getBaselineColumnLayout(*space);
+      auto kernel = generateTiledRowKernel(context, builder.entryName("reduce"),
+                                           description, outputs,
+                                           builder.leafFn(), *space, options);
+      if (kernel) {
+        builder.addKernel(*kernel, description);
+        return llvm::Error::success();
+      }
+      llvm::consumeError(kernel.takeError());
+    }
     unsigned threads = length <= 64 ? 32 : length <= 1024 ? 128 : 256;
     auto kernel =
         generateRowKernel(context, builder.entryName("reduce"), description,

@@ -27,6 +27,8 @@
 
 #include "kopt/Codegen/Proposers.h"
 
+#include "TiledRowVariants.h"
+
 #include "kopt/Codegen/ConvForms.h"
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
@@ -292,8 +294,37 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
                              int64_t length);
 
+/// Several rows per block (TiledRowKernel.h): short rows, and reductions
+/// over non-innermost dimensions.
+static void proposeTiledRows(Proposal &proposal, func::FuncOp group,
+                             const KernelTask &task, const RowSpace &space) {
+  std::string comment = describeGroup(group);
+  for (const TiledRowVariant &variant : getTiledRowVariants(space)) {
+    PlanBuilder builder(task, group, "builtin", variant.name);
+    std::vector<KernelOutput> outputs;
+    for (Value value : returnedValues(group))
+      outputs.push_back(builder.outputFor(value));
+    auto kernel = generateTiledRowKernel(
+        group.getContext(), builder.entryName("rows"), comment, outputs,
+        builder.leafFn(), space, variant.options);
+    if (!kernel) {
+      addPlan(proposal, builder, task, group, kernel.takeError());
+      return;
+    }
+    builder.addKernel(*kernel, comment);
+    addPlan(proposal, builder, task, group, llvm::Error::success());
+  }
+}
+
 static void proposeRows(Proposal &proposal, func::FuncOp group,
                         const KernelTask &task, linalg::GenericOp anchor) {
+  // Over a non-innermost dimension, a block per row would read each row
+  // with a stride: only column layouts.
+  std::optional<RowSpace> space = getRowSpace(anchor);
+  if (space && space->inner > 1) {
+    proposeTiledRows(proposal, group, task, *space);
+    return;
+  }
   int64_t rows = 1, length = 1;
   for (auto [range, iterator] :
        llvm::zip(anchor.getStaticLoopRanges(), anchor.getIteratorTypesArray()))
@@ -329,6 +360,8 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
     builder.addKernel(*kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
+  if (space)
+    proposeTiledRows(proposal, group, task, *space);
   proposeSplitRows(proposal, group, task, rows, length);
 }
 
