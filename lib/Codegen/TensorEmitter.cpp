@@ -107,11 +107,21 @@ void TensorEmitter::enableRowCache(int64_t length, unsigned budget,
   cachePrologue = &prologueWriter;
 }
 
+void TensorEmitter::enableSharedRowCache(int64_t length, int64_t slot,
+                                         int64_t bytes,
+                                         CodeWriter &prologueWriter) {
+  cacheLength = length;
+  sharedSlot = slot;
+  sharedBudget = bytes;
+  cachePrologue = &prologueWriter;
+}
+
 void TensorEmitter::openRowLoop(int64_t count) {
   const std::string &name = dimNames[*threadDim];
   std::string threads = std::to_string(rowStride());
   std::string lane = rowLane();
-  bool cached = !rowRange && cacheLength && *cacheLength == count;
+  bool shared = sharedSlot && cacheLength && *cacheLength == count;
+  bool cached = !shared && !rowRange && cacheLength && *cacheLength == count;
   if (rowRange) {
     out->line("#pragma unroll 4");
     out->line("for (long long " + name + " = " + rowRange->first + " + " +
@@ -132,7 +142,9 @@ void TensorEmitter::openRowLoop(int64_t count) {
               std::to_string(count) + "LL; " + name + " += " + threads + ") {");
   }
   out->indent();
-  rowLoops.push_back(cached);
+  rowLoops.push_back(shared   ? RowLoop::SharedCache
+                     : cached ? RowLoop::RegisterCache
+                              : RowLoop::Plain);
   scopes.emplace_back();
   ++loopDepth;
 }
@@ -140,7 +152,7 @@ void TensorEmitter::openRowLoop(int64_t count) {
 void TensorEmitter::closeRowLoop() {
   --loopDepth;
   scopes.pop_back();
-  bool cached = rowLoops.back();
+  bool cached = rowLoops.back() == RowLoop::RegisterCache;
   rowLoops.pop_back();
   out->dedent();
   out->line("}");
@@ -249,6 +261,70 @@ TensorEmitter::valueAt(Value value, llvm::ArrayRef<AffineExpr> index) {
   return expr;
 }
 
+std::optional<std::string>
+TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
+  const std::string &c = dimNames[*threadDim];
+  std::string start = rowRange ? rowRange->first : "0LL";
+  std::string end =
+      rowRange ? rowRange->second : std::to_string(*cacheLength) + "LL";
+  std::string at = rowRange ? c + " - " + start : c;
+  auto key = std::make_pair(leaf.param, linear.getAsOpaquePointer());
+  if (auto it = caches.find(key); it != caches.end())
+    return it->second + "[" + at + "]";
+  // Each cache starts on a 16-byte boundary of the kernel's `kopt_smem`.
+  int64_t elementBytes = getCudaComputeType(leaf.elementType) == "float" ? 4
+                         : leaf.elementType == ElementType::I1
+                             ? 1
+                             : getElementBytes(leaf.elementType);
+  int64_t offset = (sharedUsed + 15) / 16 * 16;
+  if (offset + sharedSlot * elementBytes > sharedBudget)
+    return std::nullopt;
+  sharedUsed = offset + sharedSlot * elementBytes;
+  std::string computeType = getCudaComputeType(leaf.elementType).str();
+  std::string name = out->fresh("scache");
+  std::string lane = rowLane(), stride = std::to_string(rowStride());
+  CodeWriter &p = *cachePrologue;
+  p.line(computeType + " *const " + name + " = reinterpret_cast<" +
+         computeType + " *>(kopt_smem + " + std::to_string(offset) + ");");
+  // f32 rows whose range starts 16-byte aligned: four elements a load.
+  // The row loops read other threads' elements then, after the barrier
+  // the kernel places after its caches.
+  AffineExpr base = simplifyAffineExpr(
+      linear - getAffineDimExpr(*threadDim, context), dimNames.size(), 0);
+  bool vector = leaf.elementType == ElementType::F32 && sharedVectors &&
+                !base.isFunctionOfDim(*threadDim) && base.isMultipleOf(4);
+  p.line("{");
+  p.indent();
+  std::string scalarFrom = start;
+  if (vector) {
+    p.line("const long long kopt_vectors = (" + end + " - " + start + ") / 4;");
+    p.line("#pragma unroll 4");
+    p.line("for (long long kopt_v = " + lane +
+           "; kopt_v < kopt_vectors; "
+           "kopt_v += " +
+           stride + ") {");
+    p.indent();
+    p.line("const long long " + c + " = " + start + " + kopt_v * 4;");
+    p.line("*reinterpret_cast<KoptVec<float, 4> *>(" + name +
+           " + kopt_v * 4) = *reinterpret_cast<const KoptVec<float, 4> *>(" +
+           leaf.param + " + " + print(linear) + ");");
+    p.dedent();
+    p.line("}");
+    scalarFrom = start + " + kopt_vectors * 4";
+  }
+  p.line("#pragma unroll 4");
+  p.line("for (long long " + c + " = " + scalarFrom + " + " + lane + "; " + c +
+         " < " + end + "; " + c + " += " + stride + ")");
+  p.line("  " + name + "[" + at + "] = " +
+         convertToCompute(leaf.elementType,
+                          leaf.param + "[" + print(linear) + "]") +
+         ";");
+  p.dedent();
+  p.line("}");
+  caches[key] = name;
+  return name + "[" + at + "]";
+}
+
 llvm::Expected<std::string>
 TensorEmitter::loadLeaf(const LeafTensor &leaf,
                         llvm::ArrayRef<AffineExpr> index) {
@@ -270,7 +346,13 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
     usesLoopVars |= linear.isFunctionOfDim(dim);
 
   // Row caches: a leaf read along the row by a cached row loop.
-  if (cacheLength && !rowLoops.empty() && rowLoops.back() && !usesLoopVars &&
+  if (cacheLength && !rowLoops.empty() &&
+      rowLoops.back() == RowLoop::SharedCache && !usesLoopVars &&
+      linear.isFunctionOfDim(*threadDim) && linear.isFunctionOfDim(0))
+    if (std::optional<std::string> cached = readSharedCache(leaf, linear))
+      return *cached;
+  if (cacheLength && !rowLoops.empty() &&
+      rowLoops.back() == RowLoop::RegisterCache && !usesLoopVars &&
       linear.isFunctionOfDim(*threadDim) && linear.isFunctionOfDim(0)) {
     auto key = std::make_pair(leaf.param, linear.getAsOpaquePointer());
     auto it = caches.find(key);
@@ -861,7 +943,7 @@ llvm::Error TensorEmitter::finishCooperative(
     const ReductionCombiner &combiner, const std::string &type,
     const std::string &acc, llvm::ArrayRef<AffineExpr> parallel,
     llvm::StringRef partialStore) {
-  if (rowGroup && !partialStore.empty())
+  if ((rowGroup || clusterSize > 1) && !partialStore.empty())
     return llvm::createStringError("split rows take one row per block");
   if (rowGroup) {
     // Several rows per block: over the row's threads only.
@@ -909,6 +991,21 @@ llvm::Error TensorEmitter::finishCooperative(
     return llvm::Error::success();
   }
 
+  std::string blockTotal = shared + "[0]";
+  if (clusterSize > 1) {
+    // Then over the blocks of the cluster, each reading every block's
+    // total from its shared memory, in rank order.
+    blockTotal = out->fresh("kopt_cluster_total");
+    out->line("kopt_cluster_sync();");
+    out->line(type + " " + blockTotal + " = " + combiner.identity + ";");
+    out->line("#pragma unroll");
+    out->line("for (unsigned q = 0; q < " + std::to_string(clusterSize) +
+              "u; ++q) " + blockTotal + " = " +
+              combiner.combine(blockTotal,
+                               "kopt_cluster_load(&" + shared + "[0], q)") +
+              ";");
+  }
+
   // Fold in the initial value, as the sequential definition starts there.
   OpOperand &init = generic.getDpsInitsMutable()[0];
   auto initValue = valueAt(
@@ -916,7 +1013,7 @@ llvm::Error TensorEmitter::finishCooperative(
   if (!initValue)
     return initValue.takeError();
   out->line("const " + type + " " + total + " = " +
-            combiner.combine(*initValue, shared + "[0]") + ";");
+            combiner.combine(*initValue, blockTotal) + ";");
   memoize(makeKey(red.result, red.index), total);
   return llvm::Error::success();
 }
@@ -933,6 +1030,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   auto savedLeaves = leaves;
   auto savedCaches = caches;
   unsigned savedCacheUsed = cacheUsed;
+  int64_t savedSharedUsed = sharedUsed;
   CodeWriter *savedCachePrologue = cachePrologue;
   if (cachePrologue)
     cachePrologue = &scratch;
@@ -951,6 +1049,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   leaves = std::move(savedLeaves);
   caches = std::move(savedCaches);
   cacheUsed = savedCacheUsed;
+  sharedUsed = savedSharedUsed;
   cachePrologue = savedCachePrologue;
   if (!ignored)
     return ignored.takeError();

@@ -71,11 +71,10 @@ splitShape(llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> sizes) {
   return parts;
 }
 
-/// The index of each output in terms of the row (dimension 0) and the
-/// position in it (dimension 1), and whether it has one element per row.
-static llvm::Expected<std::vector<std::pair<SmallVector<AffineExpr>, bool>>>
-getOutputIndices(MLIRContext *context, llvm::ArrayRef<KernelOutput> outputs,
-                 const RowSpace &space) {
+llvm::Expected<std::vector<std::pair<SmallVector<AffineExpr>, bool>>>
+mlir::kopt::getRowSpaceIndices(MLIRContext *context,
+                               llvm::ArrayRef<KernelOutput> outputs,
+                               const RowSpace &space) {
   AffineExpr row = getAffineDimExpr(0, context);
   AffineExpr col = getAffineDimExpr(1, context);
   AffineExpr outer = space.inner == 1 ? row : row.floorDiv(space.inner);
@@ -126,7 +125,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledRowKernel(
       blockSize < 32)
     return llvm::createStringError("%u rows of %u threads is no block",
                                    layout.rowsPerBlock, layout.threadsPerRow);
-  auto indices = getOutputIndices(context, outputs, space);
+  auto indices = getRowSpaceIndices(context, outputs, space);
   if (!indices)
     return indices.takeError();
 

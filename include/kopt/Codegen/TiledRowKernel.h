@@ -46,6 +46,15 @@ struct RowSpace {
 /// consecutive, or std::nullopt.
 std::optional<RowSpace> getRowSpace(linalg::GenericOp op);
 
+/// The index of each output in terms of the row (dimension 0) and the
+/// position in it (dimension 1), and whether it has one element per row
+/// (otherwise one per element of `space`): outer dimensions, the row's,
+/// then inner ones where the shape splits so, else through the row-major
+/// linear index `(outer * length + position) * inner + inner`.
+llvm::Expected<std::vector<std::pair<SmallVector<AffineExpr>, bool>>>
+getRowSpaceIndices(MLIRContext *context, llvm::ArrayRef<KernelOutput> outputs,
+                   const RowSpace &space);
+
 /// Options of a tiled row kernel.
 struct TiledRowOptions {
   RowGroupLayout layout;
