@@ -15,7 +15,8 @@
 // - a reduction with an associative combiner: a row kernel (a block per
 //   output element, warp shuffles), as a tuned library reduction would;
 //   over a non-innermost dimension, a tiled row kernel (neighbouring
-//   threads on neighbouring outputs, a few threads splitting each one);
+//   threads on neighbouring outputs, a few threads splitting each one,
+//   and several blocks each column when there are few outputs);
 // - every other op: a pointwise kernel, vectorised to 16-byte accesses
 //   where the innermost dimension allows;
 // - linalg.softmax: one row kernel, as eager frameworks run it;
@@ -61,11 +62,32 @@ static llvm::Error emitGenericOp(PlanBuilder &builder, linalg::GenericOp op) {
   if (op.getNumReductionLoops() > 0 && op.getNumResults() == 1 &&
       length >= 32 && hasAssociativeCombiner(op)) {
     // Over a non-innermost dimension: neighbouring threads on neighbouring
-    // outputs, so that loads coalesce (TiledRowKernel.h).
+    // outputs, so that loads coalesce (TiledRowKernel.h); with few outputs
+    // and long columns, each column split over several blocks, then the
+    // partial results combined.
     std::optional<RowSpace> space = getRowSpace(op);
     if (space && space->inner > 1) {
       TiledRowOptions options;
       options.layout = getBaselineColumnLayout(*space);
+      int64_t split = getColumnSplit(*space, options.layout);
+      if (split > 1) {
+        std::vector<PartialBuffer> partials;
+        std::string prefix = builder.entryName("reduce");
+        auto kernels = generateSplitTiledRowKernels(
+            context, prefix, description, outputs, builder.leafFn(), *space,
+            options.layout, split,
+            [&](unsigned k) { return prefix + "_part" + std::to_string(k); },
+            partials);
+        if (kernels) {
+          for (const PartialBuffer &partial : partials)
+            builder.declareTemporary(
+                {partial.param, partial.elementType, partial.shape});
+          for (const GeneratedKernel &kernel : *kernels)
+            builder.addKernel(kernel, description);
+          return llvm::Error::success();
+        }
+        llvm::consumeError(kernels.takeError());
+      }
       auto kernel = generateTiledRowKernel(context, builder.entryName("reduce"),
                                            description, outputs,
                                            builder.leafFn(), *space, options);

@@ -305,14 +305,30 @@ static void proposeTiledRows(Proposal &proposal, func::FuncOp group,
     std::vector<KernelOutput> outputs;
     for (Value value : returnedValues(group))
       outputs.push_back(builder.outputFor(value));
-    auto kernel = generateTiledRowKernel(
-        group.getContext(), builder.entryName("rows"), comment, outputs,
-        builder.leafFn(), space, variant.options);
-    if (!kernel) {
-      addPlan(proposal, builder, task, group, kernel.takeError());
+    std::vector<PartialBuffer> partials;
+    llvm::Expected<std::vector<GeneratedKernel>> kernels =
+        std::vector<GeneratedKernel>();
+    if (variant.split > 1) {
+      kernels = generateSplitTiledRowKernels(
+          group.getContext(), builder.entryName("split"), comment, outputs,
+          builder.leafFn(), space, variant.options.layout, variant.split,
+          [](unsigned k) { return "rowpart" + std::to_string(k); }, partials);
+    } else if (auto kernel = generateTiledRowKernel(
+                   group.getContext(), builder.entryName("rows"), comment,
+                   outputs, builder.leafFn(), space, variant.options)) {
+      kernels->push_back(std::move(*kernel));
+    } else {
+      kernels = kernel.takeError();
+    }
+    if (!kernels) {
+      addPlan(proposal, builder, task, group, kernels.takeError());
       return;
     }
-    builder.addKernel(*kernel, comment);
+    for (const PartialBuffer &partial : partials)
+      builder.declareTemporary(
+          {partial.param, partial.elementType, partial.shape});
+    for (const GeneratedKernel &kernel : *kernels)
+      builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
 }

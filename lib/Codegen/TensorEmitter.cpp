@@ -943,12 +943,17 @@ llvm::Error TensorEmitter::finishCooperative(
     const ReductionCombiner &combiner, const std::string &type,
     const std::string &acc, llvm::ArrayRef<AffineExpr> parallel,
     llvm::StringRef partialStore) {
-  if ((rowGroup || clusterSize > 1) && !partialStore.empty())
-    return llvm::createStringError("split rows take one row per block");
+  if (clusterSize > 1 && !partialStore.empty())
+    return llvm::createStringError("split rows take no clusters");
   if (rowGroup) {
     // Several rows per block: over the row's threads only.
     std::string rowTotal =
         emitRowGroupReduction(*out, type, combiner, acc, *rowGroup);
+    if (!partialStore.empty()) {
+      out->line("if (" + rowGroup->lane + " == 0 && " + rowGroup->valid + ") " +
+                partialStore.str() + " = " + rowTotal + ";");
+      return llvm::Error::success();
+    }
     OpOperand &init = generic.getDpsInitsMutable()[0];
     auto initValue = valueAt(
         init.get(), applyMap(generic.getMatchingIndexingMap(&init), parallel));

@@ -112,52 +112,34 @@ mlir::kopt::getRowSpaceIndices(MLIRContext *context,
   return result;
 }
 
-llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledRowKernel(
-    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
-    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
-    const RowSpace &space, const TiledRowOptions &options) {
-  const RowGroupLayout &layout = options.layout;
+/// Checks `layout` makes a block.
+static llvm::Error checkLayout(const RowGroupLayout &layout) {
   unsigned blockSize = layout.getBlockSize();
-  if (outputs.empty())
-    return llvm::createStringError("a kernel needs an output");
   if (!llvm::isPowerOf2_32(layout.rowsPerBlock) ||
       !llvm::isPowerOf2_32(layout.threadsPerRow) || blockSize > 1024 ||
       blockSize < 32)
     return llvm::createStringError("%u rows of %u threads is no block",
                                    layout.rowsPerBlock, layout.threadsPerRow);
-  auto indices = getRowSpaceIndices(context, outputs, space);
-  if (!indices)
-    return indices.takeError();
+  return llvm::Error::success();
+}
 
-  CodeWriter body, caches;
-  TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
-  emitter.enableCooperativeReductions(1, blockSize);
-  emitter.setRowGroup(layout);
-  if (options.cacheRegisters)
-    emitter.enableRowCache(space.length, options.cacheRegisters, caches);
-
-  // The row's reductions first, by all of its threads, outside divergent
-  // code; each once, those that need none of the others in one pass.
-  std::vector<Value> values;
-  std::vector<SmallVector<AffineExpr>> outputIndices;
-  for (auto [output, index] : llvm::zip(outputs, *indices)) {
-    values.push_back(output.value);
-    outputIndices.push_back(index.first);
-  }
-  auto levels = collectReductionLevels(emitter, values, outputIndices);
-  if (!levels)
-    return levels.takeError();
-  if (llvm::Error error = emitReductionLevels(emitter, *levels))
-    return std::move(error);
-
-  // Then the outputs, by the threads of rows inside the space.
-  body.line("if (kopt_valid) {");
+/// Emits the stores of `outputs`, by the threads of rows inside the space;
+/// per-row outputs by the row's first thread (of its first chunk, when
+/// `firstChunk` names a condition).
+static llvm::Error
+emitOutputs(TensorEmitter &emitter, CodeWriter &body,
+            llvm::ArrayRef<KernelOutput> outputs,
+            llvm::ArrayRef<std::pair<SmallVector<AffineExpr>, bool>> indices,
+            const RowSpace &space, const RowGroupLayout &layout,
+            llvm::StringRef firstChunk) {
+  body.line("if (" + layout.valid + ") {");
   body.indent();
   emitter.pushScope();
   for (auto [i, output] : llvm::enumerate(outputs)) {
-    const auto &[index, perRow] = (*indices)[i];
+    const auto &[index, perRow] = indices[i];
     if (perRow) {
-      body.line("if (" + layout.lane + " == 0) {");
+      body.line("if (" + layout.lane + " == 0" +
+                (firstChunk.empty() ? "" : " && " + firstChunk.str()) + ") {");
       body.indent();
       emitter.pushScope();
       auto value = emitter.valueAt(output.value, index);
@@ -188,30 +170,57 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledRowKernel(
   emitter.popScope();
   body.dedent();
   body.line("}");
+  return llvm::Error::success();
+}
 
+namespace {
+/// How a kernel's rows are split into chunks (one chunk: not split).
+struct Chunks {
+  int64_t count = 1;
+  int64_t length = 0;
+};
+} // namespace
+
+/// The kernel around `caches` and `body`: the thread's row and place in
+/// it, and with chunks, its chunk and the chunk's range of the row.
+static GeneratedKernel
+assembleKernel(llvm::StringRef entry, llvm::StringRef comment,
+               const RowGroupLayout &layout, std::string signature,
+               std::vector<std::string> args, const CodeWriter &caches,
+               const CodeWriter &body, const RowSpace &space, Chunks chunks) {
   GeneratedKernel kernel;
   kernel.entry = entry.str();
+  kernel.args = std::move(args);
   CodeWriter code;
   code.comment(comment);
-  code.line(printKernelSignature(entry, blockSize, emitter.getLeaves(), outputs,
-                                 kernel.args) +
-            " {");
+  code.line(signature + " {");
   code.indent();
   int64_t rows = space.getNumRows();
-  std::string rowsText = std::to_string(rows) + "LL";
   code.line("const int " + layout.rowInBlock + " = " +
             layout.getRowInBlockExpr() + ";");
   code.line("const int " + layout.lane + " = " + layout.getLaneExpr() + ";");
   code.line("(void)" + layout.lane + ";");
-  code.line("const long long kopt_first = (long long)blockIdx.x * " +
+  std::string block = "(long long)blockIdx.x";
+  if (chunks.count > 1) {
+    std::string s = std::to_string(chunks.count) + "LL";
+    code.line("const long long chunk = (long long)blockIdx.x % " + s + ";");
+    code.line("const long long chunkStart = chunk * " +
+              std::to_string(chunks.length) + "LL;");
+    code.line("const long long chunkEnd = min(chunkStart + " +
+              std::to_string(chunks.length) + "LL, " +
+              std::to_string(space.length) + "LL);");
+    block = "((long long)blockIdx.x / " + s + ")";
+  }
+  code.line("const long long kopt_first = " + block + " * " +
             std::to_string(layout.rowsPerBlock) + "LL + " + layout.rowInBlock +
             ";");
   // The threads of rows past the end work on the last row, so that they
   // take part in every reduction and read only inside the tensors, and
   // write nothing.
-  code.line("const bool kopt_valid = kopt_first < " + rowsText + ";");
-  code.line("const long long row = kopt_valid ? kopt_first : " +
-            std::to_string(rows - 1) + "LL;");
+  code.line("const bool " + layout.valid + " = kopt_first < " +
+            std::to_string(rows) + "LL;");
+  code.line("const long long row = " + layout.valid +
+            " ? kopt_first : " + std::to_string(rows - 1) + "LL;");
   for (const std::string *text : {&caches.str(), &body.str()}) {
     llvm::SmallVector<llvm::StringRef> lines;
     llvm::StringRef(*text).split(lines, '\n', -1, false);
@@ -221,9 +230,172 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledRowKernel(
   code.dedent();
   code.line("}");
   kernel.code = code.str();
-  kernel.grid = {
-      std::to_string((rows + layout.rowsPerBlock - 1) / layout.rowsPerBlock),
-      "1", "1"};
-  kernel.block = {std::to_string(blockSize), "1", "1"};
+  int64_t rowBlocks = (rows + layout.rowsPerBlock - 1) / layout.rowsPerBlock;
+  kernel.grid = {std::to_string(rowBlocks * chunks.count), "1", "1"};
+  kernel.block = {std::to_string(layout.getBlockSize()), "1", "1"};
   return kernel;
+}
+
+/// The outputs' values and indices, for collectReductionLevels.
+static void
+splitIndices(llvm::ArrayRef<KernelOutput> outputs,
+             llvm::ArrayRef<std::pair<SmallVector<AffineExpr>, bool>> indices,
+             std::vector<Value> &values,
+             std::vector<SmallVector<AffineExpr>> &outputIndices) {
+  for (auto [output, index] : llvm::zip(outputs, indices)) {
+    values.push_back(output.value);
+    outputIndices.push_back(index.first);
+  }
+}
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledRowKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const RowSpace &space, const TiledRowOptions &options) {
+  const RowGroupLayout &layout = options.layout;
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  if (llvm::Error error = checkLayout(layout))
+    return std::move(error);
+  auto indices = getRowSpaceIndices(context, outputs, space);
+  if (!indices)
+    return indices.takeError();
+
+  CodeWriter body, caches;
+  TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+  emitter.enableCooperativeReductions(1, layout.getBlockSize());
+  emitter.setRowGroup(layout);
+  if (options.cacheRegisters)
+    emitter.enableRowCache(space.length, options.cacheRegisters, caches);
+
+  // The row's reductions first, by all of its threads, outside divergent
+  // code; each once, those that need none of the others in one pass.
+  std::vector<Value> values;
+  std::vector<SmallVector<AffineExpr>> outputIndices;
+  splitIndices(outputs, *indices, values, outputIndices);
+  auto levels = collectReductionLevels(emitter, values, outputIndices);
+  if (!levels)
+    return levels.takeError();
+  if (llvm::Error error = emitReductionLevels(emitter, *levels))
+    return std::move(error);
+  if (llvm::Error error =
+          emitOutputs(emitter, body, outputs, *indices, space, layout, ""))
+    return std::move(error);
+
+  std::vector<std::string> args;
+  std::string signature = printKernelSignature(
+      entry, layout.getBlockSize(), emitter.getLeaves(), outputs, args);
+  return assembleKernel(entry, comment, layout, signature, args, caches, body,
+                        space, Chunks());
+}
+
+llvm::Expected<std::vector<GeneratedKernel>>
+mlir::kopt::generateSplitTiledRowKernels(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const RowSpace &space, const RowGroupLayout &layout, int64_t chunkCount,
+    const std::function<std::string(unsigned)> &partialName,
+    std::vector<PartialBuffer> &partials) {
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  if (llvm::Error error = checkLayout(layout))
+    return std::move(error);
+  auto indices = getRowSpaceIndices(context, outputs, space);
+  if (!indices)
+    return indices.takeError();
+
+  // The row-wide reductions in levels: a kernel per level.
+  std::vector<std::vector<CooperativeReduction>> levels;
+  {
+    CodeWriter scratch;
+    TensorEmitter finder(context, scratch, {"row", "c"}, leafOf);
+    finder.enableCooperativeReductions(1, layout.getBlockSize());
+    finder.setRowGroup(layout);
+    std::vector<Value> values;
+    std::vector<SmallVector<AffineExpr>> outputIndices;
+    splitIndices(outputs, *indices, values, outputIndices);
+    auto found = collectReductionLevels(finder, values, outputIndices);
+    if (!found)
+      return found.takeError();
+    levels = std::move(*found);
+  }
+  if (levels.empty())
+    return llvm::createStringError("no row-wide reduction to split");
+  std::vector<CooperativeReduction> reductions;
+  for (const std::vector<CooperativeReduction> &level : levels)
+    for (const CooperativeReduction &reduction : level) {
+      if (getReductionLength(reduction) != space.length)
+        return llvm::createStringError(
+            "a reduction does not run over the whole row");
+      reductions.push_back(reduction);
+    }
+  partials.clear();
+  for (auto [k, reduction] : llvm::enumerate(reductions)) {
+    PartialBuffer buffer;
+    buffer.param = partialName(k);
+    buffer.elementType =
+        *getElementType(getElementTypeOrSelf(reduction.result.getType()));
+    buffer.shape = {space.getNumRows(), chunkCount};
+    partials.push_back(buffer);
+  }
+
+  Chunks chunks;
+  chunks.count = chunkCount;
+  chunks.length = (space.length + chunkCount - 1) / chunkCount;
+  std::string s = std::to_string(chunkCount) + "LL";
+  std::vector<GeneratedKernel> kernels;
+  size_t done = 0;
+  for (size_t k = 0; k <= levels.size(); ++k) {
+    bool last = k == levels.size();
+    CodeWriter body;
+    TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+    emitter.enableCooperativeReductions(1, layout.getBlockSize());
+    emitter.setRowGroup(layout);
+    emitter.setRowRange("chunkStart", "chunkEnd");
+    for (size_t i = 0; i < done; ++i) {
+      emitter.addParameter(
+          {partials[i].param, partials[i].elementType, partials[i].shape});
+      if (llvm::Error error = emitter.emitCombinedPartials(
+              reductions[i], partials[i].param, "row * " + s, chunkCount))
+        return std::move(error);
+    }
+    std::vector<KernelOutput> written;
+    std::vector<size_t> stored;
+    if (!last) {
+      std::vector<std::string> stores;
+      for (size_t i = 0; i < levels[k].size(); ++i) {
+        stored.push_back(done + i);
+        stores.push_back(partials[done + i].param + "[row * " + s +
+                         " + chunk]");
+      }
+      if (llvm::Error error = emitter.emitCooperatives(levels[k], stores))
+        return std::move(error);
+      done += levels[k].size();
+    } else {
+      if (llvm::Error error = emitOutputs(emitter, body, outputs, *indices,
+                                          space, layout, "chunk == 0"))
+        return std::move(error);
+      written.assign(outputs.begin(), outputs.end());
+    }
+
+    std::string name = (entry + "_" + std::to_string(k)).str();
+    std::vector<std::string> args;
+    std::string signature = printKernelSignature(
+        name, layout.getBlockSize(), emitter.getLeaves(), written, args);
+    // The partial buffers this kernel writes.
+    for (size_t i : stored) {
+      signature.pop_back();
+      signature += std::string(args.empty() ? "" : ", ") +
+                   getCudaStorageType(partials[i].elementType).str() +
+                   " *__restrict__ " + partials[i].param + ")";
+      args.push_back(partials[i].param);
+    }
+    kernels.push_back(assembleKernel(
+        name,
+        comment.str() + (last ? std::string(" (outputs, split rows)")
+                              : " (partial reductions, level " +
+                                    std::to_string(k) + ", split rows)"),
+        layout, signature, args, CodeWriter(), body, space, chunks));
+  }
+  return kernels;
 }

@@ -10,6 +10,8 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::kopt;
 
@@ -23,6 +25,20 @@ RowGroupLayout mlir::kopt::getBaselineColumnLayout(const RowSpace &space) {
   layout.threadsPerRow = threads;
   layout.rowsPerBlock = std::max(32u, 128u / threads);
   return layout;
+}
+
+int64_t mlir::kopt::getColumnSplit(const RowSpace &space,
+                                   const RowGroupLayout &layout) {
+  constexpr int64_t kTargetBlocks = 1024;
+  int64_t blocks =
+      (space.getNumRows() + layout.rowsPerBlock - 1) / layout.rowsPerBlock;
+  if (blocks >= kTargetBlocks / 4)
+    return 1;
+  int64_t chunks =
+      std::clamp<int64_t>((kTargetBlocks + blocks - 1) / blocks, 2, 64);
+  while (chunks > 1 && space.length / chunks < 64 * layout.threadsPerRow)
+    chunks /= 2;
+  return chunks;
 }
 
 static std::string variantName(llvm::StringRef prefix, unsigned blockSize,
@@ -59,6 +75,19 @@ mlir::kopt::getTiledRowVariants(const RowSpace &space) {
         if (blockSize / threads >= 32 &&
             (threads == 1 || space.length >= 8 * int64_t(threads)))
           add("cols", blockSize, threads, /*rowsFastest=*/true);
+    // Few outputs with long columns: each column split over blocks too.
+    for (unsigned threads : {1u, 8u}) {
+      TiledRowVariant variant;
+      variant.options.layout.rowsFastest = true;
+      variant.options.layout.threadsPerRow = threads;
+      variant.options.layout.rowsPerBlock = 256 / threads;
+      variant.split = getColumnSplit(space, variant.options.layout);
+      if (variant.split == 1)
+        continue;
+      variant.name = "cols_split" + std::to_string(variant.split) + "_bs256_t" +
+                     std::to_string(threads);
+      variants.push_back(variant);
+    }
     return variants;
   }
   if (space.length > 4096)

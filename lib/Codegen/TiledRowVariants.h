@@ -26,6 +26,7 @@ namespace mlir::kopt {
 struct TiledRowVariant {
   std::string name;
   TiledRowOptions options;
+  int64_t split = 1;
 };
 
 /// The baseline's layout for a reduction over a non-innermost dimension
@@ -33,11 +34,18 @@ struct TiledRowVariant {
 /// up to 16 threads splitting each one's reduction.
 RowGroupLayout getBaselineColumnLayout(const RowSpace &space);
 
+/// Chunks to split each row into so that few rows of `space` in blocks of
+/// `layout` still give about 1024 blocks (1: no split): only when fewer
+/// than 256 blocks would run and each chunk keeps 64 elements or more per
+/// thread.
+int64_t getColumnSplit(const RowSpace &space, const RowGroupLayout &layout);
+
 /// The built-in variants for rows `space`: with `space.inner` > 1, column
 /// layouts (`cols_bs<B>_t<T>`, T threads per output element); otherwise
 /// several short rows per block (`rows_bs<B>_t<T>`, a warp or a few threads
 /// per row), for rows of at most 4096 elements. `_reg` marks those keeping
-/// the row in registers.
+/// the row in registers. Variants with `split` set (`cols_split<S>_...`)
+/// split each row into that many chunks (generateSplitTiledRowKernels).
 std::vector<TiledRowVariant> getTiledRowVariants(const RowSpace &space);
 
 } // namespace mlir::kopt

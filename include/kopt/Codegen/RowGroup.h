@@ -38,6 +38,9 @@ struct RowGroupLayout {
   /// its position among the row's threads.
   std::string rowInBlock = "kopt_rib";
   std::string lane = "kopt_lane";
+  /// Whether this thread's row is one of the kernel's (the last block's
+  /// threads past the end work on the last row, and store nothing).
+  std::string valid = "kopt_valid";
 
   unsigned getBlockSize() const { return rowsPerBlock * threadsPerRow; }
   /// The C expressions defining `rowInBlock` and `lane` from threadIdx.x.

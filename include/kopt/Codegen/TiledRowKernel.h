@@ -71,6 +71,19 @@ llvm::Expected<GeneratedKernel> generateTiledRowKernel(
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
     const RowSpace &space, const TiledRowOptions &options);
 
+/// Kernels computing what generateTiledRowKernel's does with each row split
+/// into `chunks` pieces, for few long rows (a sum over dim 0 of a tall,
+/// narrow tensor): one kernel per level of the rows' reductions, each
+/// block storing its chunk's partial results (`partialName` names the
+/// buffers, returned in `partials`), then one kernel writing the outputs
+/// chunk by chunk.
+llvm::Expected<std::vector<GeneratedKernel>> generateSplitTiledRowKernels(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const RowSpace &space, const RowGroupLayout &layout, int64_t chunks,
+    const std::function<std::string(unsigned)> &partialName,
+    std::vector<PartialBuffer> &partials);
+
 } // namespace mlir::kopt
 
 #endif // KOPT_CODEGEN_TILEDROWKERNEL_H

@@ -357,3 +357,17 @@ func.func @sum_cluster_rows(%x: tensor<2x90001xf32>) -> tensor<2xf32> {
   } -> tensor<2xf32>
   return %s : tensor<2xf32>
 }
+
+// torch.sum(x, dim=0) of a tall, narrow tensor: few outputs, long columns.
+#col2 = affine_map<(d0, d1) -> (d1)>
+func.func @sum_dim0_tall(%x: tensor<5000x37xf32>) -> tensor<37xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<37xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<37xf32>) -> tensor<37xf32>
+  %s = linalg.generic {indexing_maps = [#id2, #col2], iterator_types = ["reduction", "parallel"]} ins(%x : tensor<5000x37xf32>) outs(%f : tensor<37xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<37xf32>
+  return %s : tensor<37xf32>
+}
