@@ -371,3 +371,42 @@ func.func @sum_dim0_tall(%x: tensor<5000x37xf32>) -> tensor<37xf32> {
   } -> tensor<37xf32>
   return %s : tensor<37xf32>
 }
+
+// A softmax whose exponentials the function also returns: not one
+// softmax op, so the baseline runs its ops one by one.
+func.func @softmax_exp_returned(%x: tensor<5x300xf32>) -> (tensor<5x300xf32>, tensor<5x300xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %em = tensor.empty() : tensor<5xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%em : tensor<5xf32>) -> tensor<5xf32>
+  %m = linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<5x300xf32>) outs(%fm : tensor<5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %mx = arith.maximumf %in, %out : f32
+    linalg.yield %mx : f32
+  } -> tensor<5xf32>
+  %mc = tensor.expand_shape %m [[0, 1]] output_shape [5, 1] : tensor<5xf32> into tensor<5x1xf32>
+  %e = tensor.empty() : tensor<5x300xf32>
+  %d = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %mc : tensor<5x300xf32>, tensor<5x1xf32>) outs(%e : tensor<5x300xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %s = arith.subf %in, %mx : f32
+    linalg.yield %s : f32
+  } -> tensor<5x300xf32>
+  %ex = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<5x300xf32>) outs(%e : tensor<5x300xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %p = math.exp %in : f32
+    linalg.yield %p : f32
+  } -> tensor<5x300xf32>
+  %es = tensor.empty() : tensor<5x1xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%es : tensor<5x1xf32>) -> tensor<5x1xf32>
+  %s = linalg.generic {indexing_maps = [#id2, #bcast2], iterator_types = ["parallel", "reduction"]} ins(%ex : tensor<5x300xf32>) outs(%fs : tensor<5x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<5x1xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%ex, %s : tensor<5x300xf32>, tensor<5x1xf32>) outs(%e : tensor<5x300xf32>) {
+  ^bb0(%in: f32, %sum: f32, %out: f32):
+    %q = arith.divf %in, %sum : f32
+    linalg.yield %q : f32
+  } -> tensor<5x300xf32>
+  return %y, %ex : tensor<5x300xf32>, tensor<5x300xf32>
+}
