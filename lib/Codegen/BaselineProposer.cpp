@@ -14,6 +14,10 @@
 //   takes (1-D to 3-D, grouped, depthwise): cuDNN;
 // - a reduction with an associative combiner: a row kernel (a block per
 //   output element, warp shuffles), as a tuned library reduction would;
+//   over a non-innermost dimension, a tiled row kernel (neighbouring
+//   threads on neighbouring outputs, a few threads splitting each one,
+//   and several blocks each column when there are few outputs); few long
+//   rows split over several blocks each;
 // - every other op: a pointwise kernel, vectorised to 16-byte accesses
 //   where the innermost dimension allows;
 // - linalg.softmax: one row kernel, as eager frameworks run it;
@@ -27,6 +31,8 @@
 
 #include "kopt/Codegen/Proposers.h"
 
+#include "TiledRowVariants.h"
+
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
 #include "kopt/Codegen/TensorMoves.h"
@@ -35,6 +41,8 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Support/DebugStringHelper.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -56,7 +64,64 @@ static llvm::Error emitGenericOp(PlanBuilder &builder, linalg::GenericOp op) {
   // Short reductions (pooling windows) stay sequential in one thread.
   if (op.getNumReductionLoops() > 0 && op.getNumResults() == 1 &&
       length >= 32 && hasAssociativeCombiner(op)) {
+    // Over a non-innermost dimension: neighbouring threads on neighbouring
+    // outputs, so that loads coalesce (TiledRowKernel.h); with few outputs
+    // and long columns, each column split over several blocks, then the
+    // partial results combined.
+    std::optional<RowSpace> space = getRowSpace(op);
+    if (space && space->inner > 1) {
+      TiledRowOptions options;
+      options.layout = getBaselineColumnLayout(*space);
+      int64_t split = getColumnSplit(*space, options.layout);
+      if (split > 1) {
+        std::vector<PartialBuffer> partials;
+        std::string prefix = builder.entryName("reduce");
+        auto kernels = generateSplitTiledRowKernels(
+            context, prefix, description, outputs, builder.leafFn(), *space,
+            options.layout, split,
+            [&](unsigned k) { return prefix + "_part" + std::to_string(k); },
+            partials);
+        if (kernels) {
+          for (const PartialBuffer &partial : partials)
+            builder.declareTemporary(
+                {partial.param, partial.elementType, partial.shape});
+          for (const GeneratedKernel &kernel : *kernels)
+            builder.addKernel(kernel, description);
+          return llvm::Error::success();
+        }
+        llvm::consumeError(kernels.takeError());
+      }
+      auto kernel = generateTiledRowKernel(context, builder.entryName("reduce"),
+                                           description, outputs,
+                                           builder.leafFn(), *space, options);
+      if (kernel) {
+        builder.addKernel(*kernel, description);
+        return llvm::Error::success();
+      }
+      llvm::consumeError(kernel.takeError());
+    }
     unsigned threads = length <= 64 ? 32 : length <= 1024 ? 128 : 256;
+    // Few long rows: each row split over several blocks, as a library
+    // reduction does when the outputs alone would leave the GPU idle.
+    if (space && space->inner == 1 && rows < 256 && length >= 8192) {
+      int64_t chunks = std::clamp<int64_t>((1024 + rows - 1) / rows, 2, 64);
+      std::vector<PartialBuffer> partials;
+      std::string prefix = builder.entryName("reduce");
+      auto kernels = generateSplitRowKernels(
+          context, prefix, description, outputs, builder.leafFn(), rows, length,
+          threads, chunks,
+          [&](unsigned k) { return prefix + "_part" + std::to_string(k); },
+          partials);
+      if (kernels) {
+        for (const PartialBuffer &partial : partials)
+          builder.declareTemporary(
+              {partial.param, partial.elementType, partial.shape});
+        for (const GeneratedKernel &kernel : *kernels)
+          builder.addKernel(kernel, description);
+        return llvm::Error::success();
+      }
+      llvm::consumeError(kernels.takeError());
+    }
     auto kernel =
         generateRowKernel(context, builder.entryName("reduce"), description,
                           outputs, builder.leafFn(), rows, length, threads);

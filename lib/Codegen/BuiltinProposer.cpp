@@ -27,10 +27,13 @@
 
 #include "kopt/Codegen/Proposers.h"
 
+#include "TiledRowVariants.h"
+
 #include "kopt/Codegen/ConvForms.h"
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
 #include "kopt/Codegen/RuntimeStatus.h"
+#include "kopt/Codegen/SharedRowKernel.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -292,8 +295,92 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
                              int64_t length);
 
+/// Several rows per block (TiledRowKernel.h): short rows, and reductions
+/// over non-innermost dimensions.
+static void proposeTiledRows(Proposal &proposal, func::FuncOp group,
+                             const KernelTask &task, const RowSpace &space) {
+  std::string comment = describeGroup(group);
+  for (const TiledRowVariant &variant : getTiledRowVariants(space)) {
+    PlanBuilder builder(task, group, "builtin", variant.name);
+    std::vector<KernelOutput> outputs;
+    for (Value value : returnedValues(group))
+      outputs.push_back(builder.outputFor(value));
+    std::vector<PartialBuffer> partials;
+    llvm::Expected<std::vector<GeneratedKernel>> kernels =
+        std::vector<GeneratedKernel>();
+    if (variant.split > 1) {
+      kernels = generateSplitTiledRowKernels(
+          group.getContext(), builder.entryName("split"), comment, outputs,
+          builder.leafFn(), space, variant.options.layout, variant.split,
+          [](unsigned k) { return "rowpart" + std::to_string(k); }, partials);
+    } else if (auto kernel = generateTiledRowKernel(
+                   group.getContext(), builder.entryName("rows"), comment,
+                   outputs, builder.leafFn(), space, variant.options)) {
+      kernels->push_back(std::move(*kernel));
+    } else {
+      kernels = kernel.takeError();
+    }
+    if (!kernels) {
+      addPlan(proposal, builder, task, group, kernels.takeError());
+      return;
+    }
+    for (const PartialBuffer &partial : partials)
+      builder.declareTemporary(
+          {partial.param, partial.elementType, partial.shape});
+    for (const GeneratedKernel &kernel : *kernels)
+      builder.addKernel(kernel, comment);
+    addPlan(proposal, builder, task, group, llvm::Error::success());
+  }
+}
+
+/// Rows too long for one block's registers: the row kept in shared memory,
+/// a block per row or split over a thread-block cluster (SharedRowKernel.h),
+/// so that it is read from DRAM once. Variants `smem_c<C>_bs<B>`: the
+/// smallest cluster whose blocks hold the row, and twice as many blocks.
+static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
+                              const KernelTask &task, int64_t rows,
+                              int64_t length) {
+  constexpr int64_t kBytes = 200 * 1024;
+  if (length <= 1024 * int64_t(getRowCacheBudget(1024)))
+    return;
+  std::vector<unsigned> clusters;
+  for (unsigned blocks : {1u, 2u, 4u, 8u})
+    if (getSharedRowRange(length, blocks) * 4 <= kBytes && clusters.size() < 2)
+      clusters.push_back(blocks);
+  std::string comment = describeGroup(group);
+  for (unsigned blocks : clusters)
+    for (unsigned threads : {512u, 1024u}) {
+      PlanBuilder builder(task, group, "builtin",
+                          "smem_c" + std::to_string(blocks) + "_bs" +
+                              std::to_string(threads));
+      std::vector<KernelOutput> outputs;
+      for (Value value : returnedValues(group))
+        outputs.push_back(builder.outputFor(value));
+      SharedRowOptions options;
+      options.blockSize = threads;
+      options.clusterSize = blocks;
+      options.sharedBytes = kBytes;
+      auto kernel = generateSharedRowKernel(
+          group.getContext(), builder.entryName("rows"), comment, outputs,
+          builder.leafFn(), rows, length, options);
+      if (!kernel) {
+        addPlan(proposal, builder, task, group, kernel.takeError());
+        return;
+      }
+      builder.addKernel(*kernel, comment);
+      addPlan(proposal, builder, task, group, llvm::Error::success());
+    }
+}
+
 static void proposeRows(Proposal &proposal, func::FuncOp group,
                         const KernelTask &task, linalg::GenericOp anchor) {
+  // Over a non-innermost dimension, a block per row would read each row
+  // with a stride: only column layouts.
+  std::optional<RowSpace> space = getRowSpace(anchor);
+  if (space && space->inner > 1) {
+    proposeTiledRows(proposal, group, task, *space);
+    return;
+  }
   int64_t rows = 1, length = 1;
   for (auto [range, iterator] :
        llvm::zip(anchor.getStaticLoopRanges(), anchor.getIteratorTypesArray()))
@@ -329,6 +416,9 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
     builder.addKernel(*kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
+  if (space)
+    proposeTiledRows(proposal, group, task, *space);
+  proposeSharedRows(proposal, group, task, rows, length);
   proposeSplitRows(proposal, group, task, rows, length);
 }
 

@@ -8,6 +8,8 @@
 
 #include "kopt/Codegen/KernelGenerator.h"
 
+#include "ReductionLevels.h"
+
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineExpr.h"
 
@@ -32,11 +34,11 @@ static int64_t product(llvm::ArrayRef<int64_t> shape) {
   return count;
 }
 
-/// The kernel's parameter list: leaves as const inputs, then outputs.
-static std::string printSignature(llvm::StringRef entry, unsigned blockSize,
-                                  llvm::ArrayRef<LeafTensor> leaves,
-                                  llvm::ArrayRef<KernelOutput> outputs,
-                                  std::vector<std::string> &args) {
+std::string
+mlir::kopt::printKernelSignature(llvm::StringRef entry, unsigned blockSize,
+                                 llvm::ArrayRef<LeafTensor> leaves,
+                                 llvm::ArrayRef<KernelOutput> outputs,
+                                 std::vector<std::string> &args) {
   std::string signature = "extern \"C\" __global__ void __launch_bounds__(" +
                           std::to_string(blockSize) + ") " + entry.str() + "(";
   bool first = true;
@@ -103,8 +105,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
   kernel.entry = entry.str();
   CodeWriter code;
   code.comment(comment);
-  code.line(printSignature(entry, options.blockSize, emitter.getLeaves(),
-                           outputs, kernel.args) +
+  code.line(printKernelSignature(entry, options.blockSize, emitter.getLeaves(),
+                                 outputs, kernel.args) +
             " {");
   code.indent();
   std::string count = std::to_string(total / width) + "LL";
@@ -250,27 +252,16 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
   if (cacheRegisters)
     emitter.enableRowCache(rowLength, cacheRegisters, caches);
 
-  // Reductions first, by the whole block, outside divergent code.
-  std::vector<CooperativeReduction> reductions;
-  for (auto [output, index] : llvm::zip(outputs, indices)) {
-    auto needed = emitter.collectCooperativeReductions(output.value, index);
-    if (!needed)
-      return needed.takeError();
-    for (CooperativeReduction &reduction : *needed)
-      reductions.push_back(reduction);
-  }
-  // The dry runs may list one reduction twice; emitting it twice is
-  // harmless but wasteful, so keep the first.
-  std::vector<CooperativeReduction> unique;
-  for (CooperativeReduction &reduction : reductions)
-    if (llvm::none_of(unique, [&](const CooperativeReduction &known) {
-          return known.result == reduction.result &&
-                 known.index == reduction.index;
-        }))
-      unique.push_back(reduction);
-  for (const CooperativeReduction &reduction : unique)
-    if (llvm::Error error = emitter.emitCooperative(reduction))
-      return std::move(error);
+  // Reductions first, by the whole block, outside divergent code; those
+  // that need none of the others in one pass over the row.
+  std::vector<Value> values;
+  for (const KernelOutput &output : outputs)
+    values.push_back(output.value);
+  auto levels = collectReductionLevels(emitter, values, indices);
+  if (!levels)
+    return levels.takeError();
+  if (llvm::Error error = emitReductionLevels(emitter, *levels))
+    return std::move(error);
 
   for (auto [i, output] : llvm::enumerate(outputs)) {
     if (perRow[i]) {
@@ -301,8 +292,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
   kernel.entry = entry.str();
   CodeWriter code;
   code.comment(comment);
-  code.line(printSignature(entry, blockSize, emitter.getLeaves(), outputs,
-                           kernel.args) +
+  code.line(printKernelSignature(entry, blockSize, emitter.getLeaves(), outputs,
+                                 kernel.args) +
             " {");
   code.indent();
   code.line("const long long row = blockIdx.x;");
@@ -331,38 +322,34 @@ mlir::kopt::generateSplitRowKernels(
   if (!indices)
     return indices.takeError();
 
-  // The row-wide reductions, in an order where each follows those it uses.
-  std::vector<CooperativeReduction> reductions;
+  // The row-wide reductions in levels: a kernel per level, each pass over
+  // the row computing every reduction of its level.
+  std::vector<std::vector<CooperativeReduction>> levels;
   {
     CodeWriter scratch;
     TensorEmitter finder(context, scratch, {"row", "c"}, leafOf);
     finder.enableCooperativeReductions(1, blockSize);
+    std::vector<Value> values;
+    std::vector<SmallVector<AffineExpr>> outputIndices;
     for (auto [output, index] : llvm::zip(outputs, *indices)) {
-      auto needed =
-          finder.collectCooperativeReductions(output.value, index.first);
-      if (!needed)
-        return needed.takeError();
-      for (CooperativeReduction &reduction : *needed)
-        if (llvm::none_of(reductions, [&](const CooperativeReduction &known) {
-              return known.result == reduction.result &&
-                     known.index == reduction.index;
-            }))
-          reductions.push_back(reduction);
+      values.push_back(output.value);
+      outputIndices.push_back(index.first);
     }
+    auto found = collectReductionLevels(finder, values, outputIndices);
+    if (!found)
+      return found.takeError();
+    levels = std::move(*found);
   }
-  if (reductions.empty())
+  if (levels.empty())
     return llvm::createStringError("no row-wide reduction to split");
-  for (const CooperativeReduction &reduction : reductions) {
-    auto generic = reduction.result.getDefiningOp<linalg::GenericOp>();
-    int64_t count = 1;
-    for (auto [range, iterator] : llvm::zip(generic.getStaticLoopRanges(),
-                                            generic.getIteratorTypesArray()))
-      if (iterator == utils::IteratorType::reduction)
-        count *= range;
-    if (count != rowLength)
-      return llvm::createStringError(
-          "a reduction does not run over the whole row");
-  }
+  std::vector<CooperativeReduction> reductions;
+  for (const std::vector<CooperativeReduction> &level : levels)
+    for (const CooperativeReduction &reduction : level) {
+      if (getReductionLength(reduction) != rowLength)
+        return llvm::createStringError(
+            "a reduction does not run over the whole row");
+      reductions.push_back(reduction);
+    }
 
   partials.clear();
   for (auto [k, reduction] : llvm::enumerate(reductions)) {
@@ -377,13 +364,14 @@ mlir::kopt::generateSplitRowKernels(
   int64_t chunkLength = (rowLength + chunks - 1) / chunks;
   std::string s = std::to_string(chunks) + "LL";
   std::vector<GeneratedKernel> kernels;
-  for (size_t k = 0; k <= reductions.size(); ++k) {
-    bool last = k == reductions.size();
+  size_t done = 0;
+  for (size_t k = 0; k <= levels.size(); ++k) {
+    bool last = k == levels.size();
     CodeWriter body;
     TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
     emitter.enableCooperativeReductions(1, blockSize);
     emitter.setRowRange("chunkStart", "chunkEnd");
-    for (size_t i = 0; i < k; ++i) {
+    for (size_t i = 0; i < done; ++i) {
       emitter.addParameter(
           {partials[i].param, partials[i].elementType, partials[i].shape});
       if (llvm::Error error = emitter.emitCombinedPartials(
@@ -391,10 +379,17 @@ mlir::kopt::generateSplitRowKernels(
         return std::move(error);
     }
     std::vector<KernelOutput> written;
+    std::vector<size_t> stored;
     if (!last) {
-      if (llvm::Error error = emitter.emitCooperative(
-              reductions[k], partials[k].param + "[row * " + s + " + chunk]"))
+      std::vector<std::string> stores;
+      for (size_t i = 0; i < levels[k].size(); ++i) {
+        stored.push_back(done + i);
+        stores.push_back(partials[done + i].param + "[row * " + s +
+                         " + chunk]");
+      }
+      if (llvm::Error error = emitter.emitCooperatives(levels[k], stores))
         return std::move(error);
+      done += levels[k].size();
     } else {
       for (auto [i, output] : llvm::enumerate(outputs)) {
         const auto &[index, perRow] = (*indices)[i];
@@ -426,21 +421,21 @@ mlir::kopt::generateSplitRowKernels(
 
     GeneratedKernel kernel;
     kernel.entry = (entry + "_" + std::to_string(k)).str();
-    std::string signature = printSignature(
+    std::string signature = printKernelSignature(
         kernel.entry, blockSize, emitter.getLeaves(), written, kernel.args);
-    if (!last) {
-      // The partial buffer this kernel writes.
+    // The partial buffers this kernel writes.
+    for (size_t i : stored) {
       signature.pop_back();
       signature += std::string(kernel.args.empty() ? "" : ", ") +
-                   getCudaStorageType(partials[k].elementType).str() +
-                   " *__restrict__ " + partials[k].param + ")";
-      kernel.args.push_back(partials[k].param);
+                   getCudaStorageType(partials[i].elementType).str() +
+                   " *__restrict__ " + partials[i].param + ")";
+      kernel.args.push_back(partials[i].param);
     }
     CodeWriter code;
-    code.comment(
-        comment.str() +
-        (last ? std::string(" (outputs, split rows)")
-              : " (partial reduction " + std::to_string(k) + ", split rows)"));
+    code.comment(comment.str() +
+                 (last ? std::string(" (outputs, split rows)")
+                       : " (partial reductions, level " + std::to_string(k) +
+                             ", split rows)"));
     code.line(signature + " {");
     code.indent();
     code.line("const long long row = blockIdx.x / " + s + ";");

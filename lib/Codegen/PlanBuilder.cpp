@@ -8,6 +8,9 @@
 
 #include "kopt/Codegen/PlanBuilder.h"
 
+#include "DeadResults.h"
+#include "SoftmaxForm.h"
+
 #include "kopt/Analysis/OpClassification.h"
 #include "kopt/Codegen/Identifier.h"
 #include "kopt/Codegen/LibraryCalls.h"
@@ -99,6 +102,10 @@ llvm::Expected<PreparedGroup> mlir::kopt::prepareGroup(func::FuncOp func) {
         part->setAttr(kSoftmaxPartAttrName, rewriter.getI64IntegerAttr(id));
     rewriter.replaceOp(op, *results);
   }
+  // Reductions that compute an index nobody reads lose it, and softmaxes
+  // written out op by op are tagged like linalg.softmax's parts.
+  removeUnusedResults(prepared.func);
+  tagWrittenOutSoftmaxes(prepared.func, softmaxes.size());
 
   // Library calls start from a zero accumulator: a matmul or convolution
   // accumulating into a tensor (a broadcast bias, say) becomes one into
@@ -219,6 +226,7 @@ void PlanBuilder::addKernel(const GeneratedKernel &kernel,
   step.launch.grid = kernel.grid;
   step.launch.block = kernel.block;
   step.launch.args = kernel.args;
+  step.launch.sharedBytes = kernel.sharedBytes;
   plan.steps.push_back(std::move(step));
   // The kernel's outputs now hold data later steps may read.
   for (auto &[value, name] : names)

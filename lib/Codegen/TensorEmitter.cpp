@@ -30,6 +30,41 @@ static SmallVector<AffineExpr> applyMap(AffineMap map,
   return result;
 }
 
+/// `expr` with every `(x floordiv a) floordiv b` (a, b > 0) written as
+/// `x floordiv (a * b)`: delinearised indices relinearise into such terms
+/// (`(c floordiv 256) mod 256` becomes `(c floordiv 256) - ((c floordiv
+/// 256) floordiv 256) * 256`), and folding them lets the terms of an
+/// address cancel.
+static AffineExpr foldFloorDivs(AffineExpr expr) {
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return expr;
+  AffineExpr lhs = foldFloorDivs(binary.getLHS());
+  AffineExpr rhs = foldFloorDivs(binary.getRHS());
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+    return lhs + rhs;
+  case AffineExprKind::Mul:
+    return lhs * rhs;
+  case AffineExprKind::Mod:
+    return lhs % rhs;
+  case AffineExprKind::CeilDiv:
+    return lhs.ceilDiv(rhs);
+  case AffineExprKind::FloorDiv: {
+    auto outer = dyn_cast<AffineConstantExpr>(rhs);
+    auto inner = dyn_cast<AffineBinaryOpExpr>(lhs);
+    if (outer && outer.getValue() > 0 && inner &&
+        inner.getKind() == AffineExprKind::FloorDiv)
+      if (auto first = dyn_cast<AffineConstantExpr>(inner.getRHS());
+          first && first.getValue() > 0)
+        return inner.getLHS().floorDiv(first.getValue() * outer.getValue());
+    return lhs.floorDiv(rhs);
+  }
+  default:
+    return expr;
+  }
+}
+
 TensorEmitter::TensorEmitter(MLIRContext *context, CodeWriter &out,
                              std::vector<std::string> dimNames, LeafFn leafOf)
     : context(context), out(&out), dimNames(std::move(dimNames)),
@@ -54,38 +89,62 @@ void TensorEmitter::enableVectorLanes(unsigned dim, unsigned width,
   laneName = lane.str();
 }
 
+std::string TensorEmitter::rowLane() const {
+  return rowGroup ? rowGroup->lane : "threadIdx.x";
+}
+
+unsigned TensorEmitter::rowStride() const {
+  return rowGroup ? rowGroup->threadsPerRow : blockSize;
+}
+
 void TensorEmitter::enableRowCache(int64_t length, unsigned budget,
                                    CodeWriter &prologueWriter) {
   // A thread's share of the row must fit the budget, or nothing is cached.
-  if ((length + blockSize - 1) / blockSize > budget)
+  if ((length + rowStride() - 1) / rowStride() > budget)
     return;
   cacheLength = length;
   cacheBudget = budget;
   cachePrologue = &prologueWriter;
 }
 
+void TensorEmitter::enableSharedRowCache(int64_t length, int64_t slot,
+                                         int64_t bytes,
+                                         CodeWriter &prologueWriter) {
+  cacheLength = length;
+  sharedSlot = slot;
+  sharedBudget = bytes;
+  cachePrologue = &prologueWriter;
+}
+
 void TensorEmitter::openRowLoop(int64_t count) {
   const std::string &name = dimNames[*threadDim];
-  std::string threads = std::to_string(blockSize);
-  bool cached = !rowRange && cacheLength && *cacheLength == count;
+  std::string threads = std::to_string(rowStride());
+  std::string lane = rowLane();
+  bool shared = sharedSlot && cacheLength && *cacheLength == count;
+  bool cached = !shared && !rowRange && cacheLength && *cacheLength == count;
   if (rowRange) {
-    out->line("for (long long " + name + " = " + rowRange->first +
-              " + threadIdx.x; " + name + " < " + rowRange->second + "; " +
-              name + " += " + threads + ") {");
+    out->line("#pragma unroll 4");
+    out->line("for (long long " + name + " = " + rowRange->first + " + " +
+              lane + "; " + name + " < " + rowRange->second + "; " + name +
+              " += " + threads + ") {");
   } else if (cached) {
-    int64_t perThread = (count + blockSize - 1) / blockSize;
+    int64_t perThread = (count + rowStride() - 1) / rowStride();
     out->line("#pragma unroll");
     out->line("for (int j = 0; j < " + std::to_string(perThread) + "; ++j) {");
     out->indent();
-    out->line("const long long " + name + " = threadIdx.x + j * " + threads +
+    out->line("const long long " + name + " = " + lane + " + j * " + threads +
               "LL;");
     out->line("if (" + name + " < " + std::to_string(count) + "LL) {");
   } else {
-    out->line("for (long long " + name + " = threadIdx.x; " + name + " < " +
+    // Unrolled, so that each thread has several loads in flight.
+    out->line("#pragma unroll 4");
+    out->line("for (long long " + name + " = " + lane + "; " + name + " < " +
               std::to_string(count) + "LL; " + name + " += " + threads + ") {");
   }
   out->indent();
-  rowLoops.push_back(cached);
+  rowLoops.push_back(shared   ? RowLoop::SharedCache
+                     : cached ? RowLoop::RegisterCache
+                              : RowLoop::Plain);
   scopes.emplace_back();
   ++loopDepth;
 }
@@ -93,7 +152,7 @@ void TensorEmitter::openRowLoop(int64_t count) {
 void TensorEmitter::closeRowLoop() {
   --loopDepth;
   scopes.pop_back();
-  bool cached = rowLoops.back();
+  bool cached = rowLoops.back() == RowLoop::RegisterCache;
   rowLoops.pop_back();
   out->dedent();
   out->line("}");
@@ -202,6 +261,70 @@ TensorEmitter::valueAt(Value value, llvm::ArrayRef<AffineExpr> index) {
   return expr;
 }
 
+std::optional<std::string>
+TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
+  const std::string &c = dimNames[*threadDim];
+  std::string start = rowRange ? rowRange->first : "0LL";
+  std::string end =
+      rowRange ? rowRange->second : std::to_string(*cacheLength) + "LL";
+  std::string at = rowRange ? c + " - " + start : c;
+  auto key = std::make_pair(leaf.param, linear.getAsOpaquePointer());
+  if (auto it = caches.find(key); it != caches.end())
+    return it->second + "[" + at + "]";
+  // Each cache starts on a 16-byte boundary of the kernel's `kopt_smem`.
+  int64_t elementBytes = getCudaComputeType(leaf.elementType) == "float" ? 4
+                         : leaf.elementType == ElementType::I1
+                             ? 1
+                             : getElementBytes(leaf.elementType);
+  int64_t offset = (sharedUsed + 15) / 16 * 16;
+  if (offset + sharedSlot * elementBytes > sharedBudget)
+    return std::nullopt;
+  sharedUsed = offset + sharedSlot * elementBytes;
+  std::string computeType = getCudaComputeType(leaf.elementType).str();
+  std::string name = out->fresh("scache");
+  std::string lane = rowLane(), stride = std::to_string(rowStride());
+  CodeWriter &p = *cachePrologue;
+  p.line(computeType + " *const " + name + " = reinterpret_cast<" +
+         computeType + " *>(kopt_smem + " + std::to_string(offset) + ");");
+  // f32 rows whose range starts 16-byte aligned: four elements a load.
+  // The row loops read other threads' elements then, after the barrier
+  // the kernel places after its caches.
+  AffineExpr base = simplifyAffineExpr(
+      linear - getAffineDimExpr(*threadDim, context), dimNames.size(), 0);
+  bool vector = leaf.elementType == ElementType::F32 && sharedVectors &&
+                !base.isFunctionOfDim(*threadDim) && base.isMultipleOf(4);
+  p.line("{");
+  p.indent();
+  std::string scalarFrom = start;
+  if (vector) {
+    p.line("const long long kopt_vectors = (" + end + " - " + start + ") / 4;");
+    p.line("#pragma unroll 4");
+    p.line("for (long long kopt_v = " + lane +
+           "; kopt_v < kopt_vectors; "
+           "kopt_v += " +
+           stride + ") {");
+    p.indent();
+    p.line("const long long " + c + " = " + start + " + kopt_v * 4;");
+    p.line("*reinterpret_cast<KoptVec<float, 4> *>(" + name +
+           " + kopt_v * 4) = *reinterpret_cast<const KoptVec<float, 4> *>(" +
+           leaf.param + " + " + print(linear) + ");");
+    p.dedent();
+    p.line("}");
+    scalarFrom = start + " + kopt_vectors * 4";
+  }
+  p.line("#pragma unroll 4");
+  p.line("for (long long " + c + " = " + scalarFrom + " + " + lane + "; " + c +
+         " < " + end + "; " + c + " += " + stride + ")");
+  p.line("  " + name + "[" + at + "] = " +
+         convertToCompute(leaf.elementType,
+                          leaf.param + "[" + print(linear) + "]") +
+         ";");
+  p.dedent();
+  p.line("}");
+  caches[key] = name;
+  return name + "[" + at + "]";
+}
+
 llvm::Expected<std::string>
 TensorEmitter::loadLeaf(const LeafTensor &leaf,
                         llvm::ArrayRef<AffineExpr> index) {
@@ -211,8 +334,10 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
       }))
     leaves.push_back(leaf);
 
-  AffineExpr linear = simplifyAffineExpr(linearize(index, leaf.shape, context),
-                                         dimNames.size(), 0);
+  AffineExpr linear = simplifyAffineExpr(
+      foldFloorDivs(simplifyAffineExpr(linearize(index, leaf.shape, context),
+                                       dimNames.size(), 0)),
+      dimNames.size(), 0);
   std::string storage = getCudaStorageType(leaf.elementType).str();
   std::string computeType = getCudaComputeType(leaf.elementType).str();
 
@@ -221,13 +346,19 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
     usesLoopVars |= linear.isFunctionOfDim(dim);
 
   // Row caches: a leaf read along the row by a cached row loop.
-  if (cacheLength && !rowLoops.empty() && rowLoops.back() && !usesLoopVars &&
+  if (cacheLength && !rowLoops.empty() &&
+      rowLoops.back() == RowLoop::SharedCache && !usesLoopVars &&
+      linear.isFunctionOfDim(*threadDim) && linear.isFunctionOfDim(0))
+    if (std::optional<std::string> cached = readSharedCache(leaf, linear))
+      return *cached;
+  if (cacheLength && !rowLoops.empty() &&
+      rowLoops.back() == RowLoop::RegisterCache && !usesLoopVars &&
       linear.isFunctionOfDim(*threadDim) && linear.isFunctionOfDim(0)) {
     auto key = std::make_pair(leaf.param, linear.getAsOpaquePointer());
     auto it = caches.find(key);
     if (it != caches.end())
       return it->second + "[j]";
-    unsigned perThread = (*cacheLength + blockSize - 1) / blockSize;
+    unsigned perThread = (*cacheLength + rowStride() - 1) / rowStride();
     if (cacheUsed + perThread <= cacheBudget) {
       cacheUsed += perThread;
       std::string name = out->fresh("cache");
@@ -238,8 +369,8 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
       cachePrologue->line("for (int j = 0; j < " + std::to_string(perThread) +
                           "; ++j) {");
       cachePrologue->indent();
-      cachePrologue->line("const long long " + c + " = threadIdx.x + j * " +
-                          std::to_string(blockSize) + "LL;");
+      cachePrologue->line("const long long " + c + " = " + rowLane() +
+                          " + j * " + std::to_string(rowStride()) + "LL;");
       cachePrologue->line(
           name + "[j] = " + c + " < " + std::to_string(*cacheLength) + "LL ? " +
           convertToCompute(leaf.elementType,
@@ -430,19 +561,9 @@ TensorEmitter::emitPlacement(Operation *op, llvm::ArrayRef<AffineExpr> index) {
   return value;
 }
 
-namespace {
-/// A reduction body of the form `yield(combine(f, acc))`.
-struct Combiner {
-  Operation *op = nullptr;
-  std::string identity;
-  /// Combines two partial results: a C expression over %0 and %1.
-  std::string pattern;
-};
-} // namespace
-
 /// Recognises an associative, commutative combiner in a single-output
 /// reduction body whose accumulator is used only by that combiner.
-static std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
+static std::optional<ReductionCombiner> matchCombiner(linalg::GenericOp op) {
   if (op.getNumDpsInits() != 1 || op.getNumResults() != 1)
     return std::nullopt;
   Block &body = op.getRegion().front();
@@ -455,27 +576,25 @@ static std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
   Type type = acc.getType();
   bool isDouble = type.isF64();
   std::string inf = isDouble ? "KOPT_INF_D" : "KOPT_INF_F";
-  Combiner c;
-  c.op = combine;
+  ReductionCombiner c;
   if (isa<arith::AddFOp>(combine))
-    c = {combine, isDouble ? "0.0" : "0.0f", "(%0 + %1)"};
+    c = {isDouble ? "0.0" : "0.0f", "(%0 + %1)"};
   else if (isa<arith::MulFOp>(combine))
-    c = {combine, isDouble ? "1.0" : "1.0f", "(%0 * %1)"};
+    c = {isDouble ? "1.0" : "1.0f", "(%0 * %1)"};
   else if (isa<arith::MaximumFOp>(combine))
-    c = {combine, "(-" + inf + ")", "kopt_maximumf(%0, %1)"};
+    c = {"(-" + inf + ")", "kopt_maximumf(%0, %1)"};
   else if (isa<arith::MinimumFOp>(combine))
-    c = {combine, inf, "kopt_minimumf(%0, %1)"};
+    c = {inf, "kopt_minimumf(%0, %1)"};
   else if (isa<arith::MaxNumFOp>(combine))
-    c = {combine, "(-" + inf + ")",
-         isDouble ? "fmax(%0, %1)" : "fmaxf(%0, %1)"};
+    c = {"(-" + inf + ")", isDouble ? "fmax(%0, %1)" : "fmaxf(%0, %1)"};
   else if (isa<arith::MinNumFOp>(combine))
-    c = {combine, inf, isDouble ? "fmin(%0, %1)" : "fminf(%0, %1)"};
+    c = {inf, isDouble ? "fmin(%0, %1)" : "fminf(%0, %1)"};
   else if (isa<arith::AddIOp>(combine))
-    c = {combine, "0", "(%0 + %1)"};
+    c = {"0", "(%0 + %1)"};
   else if (isa<arith::MaxSIOp>(combine) && type.isInteger(32))
-    c = {combine, "(-2147483647 - 1)", "max(%0, %1)"};
+    c = {"(-2147483647 - 1)", "max(%0, %1)"};
   else if (isa<arith::MinSIOp>(combine) && type.isInteger(32))
-    c = {combine, "2147483647", "min(%0, %1)"};
+    c = {"2147483647", "min(%0, %1)"};
   else
     return std::nullopt;
   // Shuffles need 32- or 64-bit values.
@@ -488,20 +607,6 @@ static std::optional<Combiner> matchCombiner(linalg::GenericOp op) {
 bool mlir::kopt::hasAssociativeCombiner(Operation *op) {
   auto generic = dyn_cast<linalg::GenericOp>(op);
   return generic && matchCombiner(generic).has_value();
-}
-
-static std::string applyPattern(llvm::StringRef pattern, llvm::StringRef a,
-                                llvm::StringRef b) {
-  std::string result;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '%' && i + 1 < pattern.size()) {
-      result += pattern[i + 1] == '0' ? a.str() : b.str();
-      ++i;
-    } else {
-      result += pattern[i];
-    }
-  }
-  return result;
 }
 
 bool TensorEmitter::isCooperative(Operation *op,
@@ -687,7 +792,7 @@ llvm::Error TensorEmitter::emitCombinedPartials(const CooperativeReduction &red,
                                                 llvm::StringRef first,
                                                 int64_t count) {
   auto generic = red.result.getDefiningOp<linalg::GenericOp>();
-  std::optional<Combiner> combiner =
+  std::optional<ReductionCombiner> combiner =
       generic ? matchCombiner(generic) : std::nullopt;
   if (!combiner)
     return llvm::createStringError("not a cooperative reduction");
@@ -697,11 +802,10 @@ llvm::Error TensorEmitter::emitCombinedPartials(const CooperativeReduction &red,
   std::string acc = out->fresh("part");
   std::string total = out->fresh("red");
   out->line(*type + " " + acc + " = " + combiner->identity + ";");
-  out->line("for (int s = 0; s < " + std::to_string(count) + "; ++s) " + acc +
-            " = " +
-            applyPattern(combiner->pattern, acc,
-                         partials.str() + "[" + first.str() + " + s]") +
-            ";");
+  out->line(
+      "for (int s = 0; s < " + std::to_string(count) + "; ++s) " + acc + " = " +
+      combiner->combine(acc, partials.str() + "[" + first.str() + " + s]") +
+      ";");
   // The initial value is read at the reduction's own index, like the
   // sequential definition.
   SmallVector<AffineExpr> loops(generic.getNumLoops());
@@ -719,96 +823,169 @@ llvm::Error TensorEmitter::emitCombinedPartials(const CooperativeReduction &red,
   if (!initValue)
     return initValue.takeError();
   out->line("const " + *type + " " + total + " = " +
-            applyPattern(combiner->pattern, *initValue, acc) + ";");
+            combiner->combine(*initValue, acc) + ";");
+  // Kernels combine partials they may not all read.
+  out->line("(void)" + total + ";");
   memoize(makeKey(red.result, red.index), total);
   return llvm::Error::success();
 }
 
 llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red,
                                            llvm::StringRef partialStore) {
-  auto generic = red.result.getDefiningOp<linalg::GenericOp>();
-  std::optional<Combiner> combiner = matchCombiner(generic);
-  if (!generic || !combiner)
-    return llvm::createStringError("not a cooperative reduction");
-  unsigned numLoops = generic.getNumLoops();
-  SmallVector<AffineExpr> loops(numLoops);
-  AffineMap outMap =
-      generic.getIndexingMapMatchingResult(cast<OpResult>(red.result));
-  for (auto [position, expr] : llvm::enumerate(outMap.getResults()))
-    if (auto dim = dyn_cast<AffineDimExpr>(expr))
-      loops[dim.getPosition()] = red.index[position];
-  SmallVector<utils::IteratorType> iterators = generic.getIteratorTypesArray();
-  SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
-  SmallVector<unsigned> reductionLoops;
-  int64_t count = 1;
-  for (unsigned loop = 0; loop < numLoops; ++loop) {
-    if (iterators[loop] == utils::IteratorType::reduction) {
-      reductionLoops.push_back(loop);
-      count *= ranges[loop];
-    } else if (!loops[loop]) {
-      loops[loop] = getAffineConstantExpr(0, context);
-    }
-  }
-  SmallVector<AffineExpr> parallel = loops;
+  return emitCooperatives({red}, {partialStore.str()});
+}
 
-  Type accType = getElementTypeOrSelf(red.result.getType());
-  auto type = getCudaScalarType(accType);
-  if (!type)
-    return type.takeError();
-  std::string acc = out->fresh("part");
-  out->line(*type + " " + acc + " = " + combiner->identity + ";");
+llvm::Error
+TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
+                                llvm::ArrayRef<std::string> partialStores) {
+  if (reds.empty())
+    return llvm::Error::success();
+  if (!partialStores.empty() && partialStores.size() != reds.size())
+    return llvm::createStringError("one partial store per reduction");
+  // What each reduction loops over and accumulates in.
+  struct Pending {
+    linalg::GenericOp generic;
+    ReductionCombiner combiner;
+    SmallVector<AffineExpr> loops, parallel;
+    SmallVector<unsigned> reductionLoops;
+    SmallVector<int64_t> sizes;
+    std::string type, acc;
+  };
+  std::vector<Pending> pending;
+  int64_t count = -1;
+  for (const CooperativeReduction &red : reds) {
+    Pending p;
+    p.generic = red.result.getDefiningOp<linalg::GenericOp>();
+    std::optional<ReductionCombiner> combiner =
+        p.generic ? matchCombiner(p.generic) : std::nullopt;
+    if (!combiner)
+      return llvm::createStringError("not a cooperative reduction");
+    p.combiner = *combiner;
+    unsigned numLoops = p.generic.getNumLoops();
+    p.loops.resize(numLoops);
+    AffineMap outMap =
+        p.generic.getIndexingMapMatchingResult(cast<OpResult>(red.result));
+    for (auto [position, expr] : llvm::enumerate(outMap.getResults()))
+      if (auto dim = dyn_cast<AffineDimExpr>(expr))
+        p.loops[dim.getPosition()] = red.index[position];
+    SmallVector<utils::IteratorType> iterators =
+        p.generic.getIteratorTypesArray();
+    SmallVector<int64_t> ranges = p.generic.getStaticLoopRanges();
+    int64_t length = 1;
+    for (unsigned loop = 0; loop < numLoops; ++loop) {
+      if (iterators[loop] == utils::IteratorType::reduction) {
+        p.reductionLoops.push_back(loop);
+        p.sizes.push_back(ranges[loop]);
+        length *= ranges[loop];
+      } else if (!p.loops[loop]) {
+        p.loops[loop] = getAffineConstantExpr(0, context);
+      }
+    }
+    if (count >= 0 && length != count)
+      return llvm::createStringError("reductions of different lengths");
+    count = length;
+    p.parallel = p.loops;
+    auto type = getCudaScalarType(getElementTypeOrSelf(red.result.getType()));
+    if (!type)
+      return type.takeError();
+    p.type = *type;
+    p.acc = out->fresh("part");
+    out->line(p.type + " " + p.acc + " = " + p.combiner.identity + ";");
+    pending.push_back(std::move(p));
+  }
 
   // One block-strided loop over the linearised reduction space, in the
   // kernel's thread dimension (so that its reads match the row's outputs'
-  // and share their register caches).
+  // and share their register caches), accumulating every reduction: each
+  // element is read once for all of them.
   openRowLoop(count);
-  SmallVector<int64_t> sizes;
-  for (unsigned loop : reductionLoops)
-    sizes.push_back(ranges[loop]);
-  SmallVector<AffineExpr> coords =
-      delinearize(getAffineDimExpr(*threadDim, context), sizes);
-  for (auto [loop, coord] : llvm::zip(reductionLoops, coords))
-    loops[loop] = coord;
-  SmallVector<std::string> args;
-  for (OpOperand *input : generic.getDpsInputOperands()) {
-    auto value = inputAt(generic, input, loops);
-    if (!value)
-      return value.takeError();
-    args.push_back(*value);
+  for (Pending &p : pending) {
+    SmallVector<AffineExpr> coords =
+        delinearize(getAffineDimExpr(*threadDim, context), p.sizes);
+    for (auto [loop, coord] : llvm::zip(p.reductionLoops, coords))
+      p.loops[loop] = coord;
+    SmallVector<std::string> args;
+    for (OpOperand *input : p.generic.getDpsInputOperands()) {
+      auto value = inputAt(p.generic, input, p.loops);
+      if (!value)
+        return value.takeError();
+      args.push_back(*value);
+    }
+    args.push_back(p.acc);
+    BodyEmitter emitter(*out);
+    emitter.setExtractHandler(
+        [this](tensor::ExtractOp extract, llvm::ArrayRef<std::string> at) {
+          return gatherAt(extract, at);
+        });
+    auto yielded =
+        emitter.emit(p.generic.getRegion().front(), args,
+                     [&](unsigned dim) { return print(p.loops[dim]); });
+    if (!yielded)
+      return yielded.takeError();
+    out->line(p.acc + " = " + (*yielded)[0] + ";");
   }
-  args.push_back(acc);
-  BodyEmitter emitter(*out);
-  emitter.setExtractHandler(
-      [this](tensor::ExtractOp extract, llvm::ArrayRef<std::string> at) {
-        return gatherAt(extract, at);
-      });
-  auto yielded = emitter.emit(generic.getRegion().front(), args,
-                              [&](unsigned dim) { return print(loops[dim]); });
-  if (!yielded)
-    return yielded.takeError();
-  out->line(acc + " = " + (*yielded)[0] + ";");
   closeRowLoop();
+
+  for (auto [i, red] : llvm::enumerate(reds)) {
+    Pending &p = pending[i];
+    llvm::StringRef partialStore =
+        partialStores.empty() ? llvm::StringRef() : partialStores[i];
+    if (llvm::Error error =
+            finishCooperative(red, p.generic, p.combiner, p.type, p.acc,
+                              p.parallel, partialStore))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error TensorEmitter::finishCooperative(
+    const CooperativeReduction &red, linalg::GenericOp generic,
+    const ReductionCombiner &combiner, const std::string &type,
+    const std::string &acc, llvm::ArrayRef<AffineExpr> parallel,
+    llvm::StringRef partialStore) {
+  if (clusterSize > 1 && !partialStore.empty())
+    return llvm::createStringError("split rows take no clusters");
+  if (rowGroup) {
+    // Several rows per block: over the row's threads only.
+    std::string rowTotal =
+        emitRowGroupReduction(*out, type, combiner, acc, *rowGroup);
+    if (!partialStore.empty()) {
+      out->line("if (" + rowGroup->lane + " == 0 && " + rowGroup->valid + ") " +
+                partialStore.str() + " = " + rowTotal + ";");
+      return llvm::Error::success();
+    }
+    OpOperand &init = generic.getDpsInitsMutable()[0];
+    auto initValue = valueAt(
+        init.get(), applyMap(generic.getMatchingIndexingMap(&init), parallel));
+    if (!initValue)
+      return initValue.takeError();
+    std::string total = out->fresh("red");
+    out->line("const " + type + " " + total + " = " +
+              combiner.combine(*initValue, rowTotal) + ";");
+    memoize(makeKey(red.result, red.index), total);
+    return llvm::Error::success();
+  }
 
   // Block reduction: warp shuffles, then one warp over the warps' partials.
   std::string shared = out->fresh("kopt_red");
   std::string total = out->fresh("red");
   unsigned warps = (blockSize + 31) / 32;
-  out->line("__shared__ " + *type + " " + shared + "[32];");
-  out->line("for (int o = 16; o > 0; o >>= 1) " + acc + " = " +
-            applyPattern(combiner->pattern, acc,
-                         "__shfl_xor_sync(0xffffffffu, " + acc + ", o)") +
-            ";");
+  out->line("__shared__ " + type + " " + shared + "[32];");
+  out->line(
+      "for (int o = 16; o > 0; o >>= 1) " + acc + " = " +
+      combiner.combine(acc, "__shfl_xor_sync(0xffffffffu, " + acc + ", o)") +
+      ";");
   out->line("if ((threadIdx.x & 31) == 0) " + shared +
             "[threadIdx.x >> 5] = " + acc + ";");
   out->line("__syncthreads();");
   out->line("if (threadIdx.x < 32) {");
   out->indent();
   out->line(acc + " = threadIdx.x < " + std::to_string(warps) + " ? " + shared +
-            "[threadIdx.x] : " + combiner->identity + ";");
-  out->line("for (int o = 16; o > 0; o >>= 1) " + acc + " = " +
-            applyPattern(combiner->pattern, acc,
-                         "__shfl_xor_sync(0xffffffffu, " + acc + ", o)") +
-            ";");
+            "[threadIdx.x] : " + combiner.identity + ";");
+  out->line(
+      "for (int o = 16; o > 0; o >>= 1) " + acc + " = " +
+      combiner.combine(acc, "__shfl_xor_sync(0xffffffffu, " + acc + ", o)") +
+      ";");
   out->line("if (threadIdx.x == 0) " + shared + "[0] = " + acc + ";");
   out->dedent();
   out->line("}");
@@ -819,14 +996,29 @@ llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red,
     return llvm::Error::success();
   }
 
+  std::string blockTotal = shared + "[0]";
+  if (clusterSize > 1) {
+    // Then over the blocks of the cluster, each reading every block's
+    // total from its shared memory, in rank order.
+    blockTotal = out->fresh("kopt_cluster_total");
+    out->line("kopt_cluster_sync();");
+    out->line(type + " " + blockTotal + " = " + combiner.identity + ";");
+    out->line("#pragma unroll");
+    out->line("for (unsigned q = 0; q < " + std::to_string(clusterSize) +
+              "u; ++q) " + blockTotal + " = " +
+              combiner.combine(blockTotal,
+                               "kopt_cluster_load(&" + shared + "[0], q)") +
+              ";");
+  }
+
   // Fold in the initial value, as the sequential definition starts there.
   OpOperand &init = generic.getDpsInitsMutable()[0];
   auto initValue = valueAt(
       init.get(), applyMap(generic.getMatchingIndexingMap(&init), parallel));
   if (!initValue)
     return initValue.takeError();
-  out->line("const " + *type + " " + total + " = " +
-            applyPattern(combiner->pattern, *initValue, shared + "[0]") + ";");
+  out->line("const " + type + " " + total + " = " +
+            combiner.combine(*initValue, blockTotal) + ";");
   memoize(makeKey(red.result, red.index), total);
   return llvm::Error::success();
 }
@@ -843,6 +1035,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   auto savedLeaves = leaves;
   auto savedCaches = caches;
   unsigned savedCacheUsed = cacheUsed;
+  int64_t savedSharedUsed = sharedUsed;
   CodeWriter *savedCachePrologue = cachePrologue;
   if (cachePrologue)
     cachePrologue = &scratch;
@@ -861,6 +1054,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   leaves = std::move(savedLeaves);
   caches = std::move(savedCaches);
   cacheUsed = savedCacheUsed;
+  sharedUsed = savedSharedUsed;
   cachePrologue = savedCachePrologue;
   if (!ignored)
     return ignored.takeError();

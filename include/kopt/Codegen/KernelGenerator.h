@@ -45,6 +45,8 @@ struct GeneratedKernel {
   std::array<std::string, 3> block;
   /// Parameter names in order (leaves read, then outputs written).
   std::vector<std::string> args;
+  /// Dynamic shared memory per block.
+  int64_t sharedBytes = 0;
 };
 
 /// Options of a pointwise kernel.
@@ -95,6 +97,14 @@ llvm::Expected<std::vector<GeneratedKernel>> generateSplitRowKernels(
     int64_t numRows, int64_t rowLength, unsigned blockSize, int64_t chunks,
     const std::function<std::string(unsigned)> &partialName,
     std::vector<PartialBuffer> &partials);
+
+/// The kernel's declaration up to its body: `extern "C"`, launch bounds of
+/// `blockSize` threads, the leaves as const inputs, then the outputs.
+/// Appends the parameter names to `args`.
+std::string printKernelSignature(llvm::StringRef entry, unsigned blockSize,
+                                 llvm::ArrayRef<LeafTensor> leaves,
+                                 llvm::ArrayRef<KernelOutput> outputs,
+                                 std::vector<std::string> &args);
 
 /// Registers per thread a row kernel of `blockSize` threads may spend on
 /// row caches: at most 64, and few enough that two blocks fit an SM's 64K

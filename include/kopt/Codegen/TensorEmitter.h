@@ -28,6 +28,7 @@
 #define KOPT_CODEGEN_TENSOREMITTER_H
 
 #include "kopt/Codegen/CudaEmitter.h"
+#include "kopt/Codegen/RowGroup.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineExpr.h"
@@ -100,6 +101,12 @@ public:
   llvm::Error emitCooperative(const CooperativeReduction &reduction,
                               llvm::StringRef partialStore = "");
 
+  /// Emits several cooperative reductions over the same number of
+  /// elements with one loop, so that each element is read once for all of
+  /// them; `partialStores`, empty or one per reduction, as above.
+  llvm::Error emitCooperatives(llvm::ArrayRef<CooperativeReduction> reductions,
+                               llvm::ArrayRef<std::string> partialStores = {});
+
   /// Split rows: emits the value of `reduction` as its initial value
   /// combined with the `count` partial results at `partials[first + s]`,
   /// and memoises it, so the rest of the kernel reads it like a reduction
@@ -114,6 +121,19 @@ public:
     rowRange = {start.str(), end.str()};
   }
 
+  /// Several rows per block: row loops start at the thread's position in
+  /// its row and stride by the row's threads, and cooperative reductions
+  /// combine over the row's threads only (emitRowGroupReduction). The
+  /// kernel defines the layout's C names. Not with split rows.
+  void setRowGroup(const RowGroupLayout &layout) { rowGroup = layout; }
+
+  /// Rows split over the `size` blocks of a thread-block cluster:
+  /// cooperative reductions combine the blocks' totals through distributed
+  /// shared memory (`kopt_cluster_sync` and `kopt_cluster_load`, which the
+  /// kernel defines; it syncs the cluster before it ends, so that no block
+  /// leaves while others read its shared memory).
+  void enableClusterReductions(unsigned size) { clusterSize = size; }
+
   /// Adds a kernel parameter read like a leaf (a buffer of partial results).
   void addParameter(const LeafTensor &leaf) { leaves.push_back(leaf); }
 
@@ -123,6 +143,19 @@ public:
   /// read them from there. At most `budget` registers per thread go to
   /// caches; leaves beyond that are read from memory.
   void enableRowCache(int64_t length, unsigned budget, CodeWriter &prologue);
+
+  /// Keeps the row-dependent leaves the row loops over `length` elements
+  /// read in dynamic shared memory instead: `slot` elements each (the
+  /// block's range of the row with split rows), up to `bytes` bytes in all,
+  /// in the `unsigned char kopt_smem[]` the kernel declares, 16-byte
+  /// aligned. The threads fill them in `prologue`, four f32 elements a load
+  /// where the range allows when `vectors` is set; then the kernel must
+  /// place a barrier, as a thread reads elements others loaded.
+  void enableSharedRowCache(int64_t length, int64_t slot, int64_t bytes,
+                            CodeWriter &prologue);
+  void setSharedCacheVectors(bool vectors) { sharedVectors = vectors; }
+  /// Bytes of shared memory the caches use so far.
+  int64_t getSharedCacheBytes() const { return sharedUsed; }
 
   /// Opens a block-strided loop over [0, `count`) in the thread dimension,
   /// which names its variable; unrolled over the register caches when they
@@ -157,6 +190,8 @@ private:
 
   llvm::Expected<std::string> loadLeaf(const LeafTensor &leaf,
                                        llvm::ArrayRef<AffineExpr> index);
+  std::optional<std::string> readSharedCache(const LeafTensor &leaf,
+                                             AffineExpr linear);
   llvm::Expected<std::string> valueOfOp(Operation *op, unsigned resultNumber,
                                         llvm::ArrayRef<AffineExpr> index);
   llvm::Expected<std::string> inputAt(linalg::GenericOp generic,
@@ -174,6 +209,12 @@ private:
   std::string print(AffineExpr expr);
   void noteUse(unsigned dim);
   bool isCooperative(Operation *op, llvm::ArrayRef<AffineExpr> parallelIndex);
+  llvm::Error finishCooperative(const CooperativeReduction &reduction,
+                                linalg::GenericOp generic,
+                                const ReductionCombiner &combiner,
+                                const std::string &type, const std::string &acc,
+                                llvm::ArrayRef<AffineExpr> parallel,
+                                llvm::StringRef partialStore);
   unsigned newLoopDim(llvm::StringRef prefix);
 
   MLIRContext *context;
@@ -191,14 +232,23 @@ private:
   bool dryRun = false;
   std::vector<CooperativeReduction> *collected = nullptr;
 
+  /// This thread's first position in a row loop and the loop's stride.
+  std::string rowLane() const;
+  unsigned rowStride() const;
+
+  std::optional<RowGroupLayout> rowGroup;
+  unsigned clusterSize = 1;
   std::optional<std::pair<std::string, std::string>> rowRange;
   std::optional<int64_t> cacheLength;
   unsigned cacheBudget = 0;
   unsigned cacheUsed = 0;
   CodeWriter *cachePrologue = nullptr;
   std::map<std::pair<std::string, const void *>, std::string> caches;
-  /// For each open row loop: whether it reads the caches.
-  std::vector<bool> rowLoops;
+  int64_t sharedSlot = 0, sharedBudget = 0, sharedUsed = 0;
+  bool sharedVectors = true;
+  /// For each open row loop: which caches it reads.
+  enum class RowLoop { Plain, RegisterCache, SharedCache };
+  std::vector<RowLoop> rowLoops;
 
   std::optional<unsigned> laneDim;
   unsigned vectorWidth = 1;

@@ -1,0 +1,52 @@
+//===- SharedRowKernel.h - Rows kept in shared memory -----------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// A row kernel that reads its row from DRAM once: each block loads its
+// range of the row's inputs into shared memory (16-byte loads where the
+// range allows), computes the row's reductions from there and writes the
+// outputs from there. A row too long for one block's shared memory (a
+// softmax over 393,216 elements is 1.5 MB) is split over the blocks of a
+// thread-block cluster (sm_90): each reduction combines the blocks' totals
+// through distributed shared memory, so the row still goes through DRAM
+// once for reading and once for writing, in one kernel.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_CODEGEN_SHAREDROWKERNEL_H
+#define KOPT_CODEGEN_SHAREDROWKERNEL_H
+
+#include "kopt/Codegen/KernelGenerator.h"
+
+namespace mlir::kopt {
+
+/// Options of a row kernel keeping its row in shared memory.
+struct SharedRowOptions {
+  unsigned blockSize = 1024;
+  /// Blocks per row, one thread-block cluster: 1 (no cluster), 2, 4 or 8
+  /// (the largest portable cluster).
+  unsigned clusterSize = 1;
+  /// Dynamic shared memory a block may use for the row.
+  int64_t sharedBytes = 200 * 1024;
+};
+
+/// Elements of a row of `rowLength` each block of a cluster of
+/// `clusterSize` holds: a multiple of 4, so that every block's range
+/// starts 16-byte aligned.
+int64_t getSharedRowRange(int64_t rowLength, unsigned clusterSize);
+
+/// Generates a row kernel of `numRows * clusterSize` blocks keeping the
+/// row's inputs in shared memory (GeneratedKernel::sharedBytes says how
+/// much). Outputs as for generateRowKernel.
+llvm::Expected<GeneratedKernel> generateSharedRowKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    int64_t numRows, int64_t rowLength, const SharedRowOptions &options);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_CODEGEN_SHAREDROWKERNEL_H

@@ -1,0 +1,43 @@
+//===- ReductionLevels.h - Row reductions in dependency levels --*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The cooperative reductions a row kernel needs, grouped in levels: a
+// layernorm written out in torch's form sums x twice (in f32 and f64) and
+// then sums the squared deviations from one of those means. The two sums
+// form level 0, and one pass over the row computes both; the deviations
+// form level 1. Split rows need one kernel per level, not one per
+// reduction.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_LIB_CODEGEN_REDUCTIONLEVELS_H
+#define KOPT_LIB_CODEGEN_REDUCTIONLEVELS_H
+
+#include "kopt/Codegen/TensorEmitter.h"
+
+namespace mlir::kopt {
+
+/// The cooperative reductions computing `values[i]` at `indices[i]` needs,
+/// each once, in levels: a reduction of a level needs only reductions of
+/// earlier levels. `emitter` runs dry and emits nothing.
+llvm::Expected<std::vector<std::vector<CooperativeReduction>>>
+collectReductionLevels(TensorEmitter &emitter, llvm::ArrayRef<Value> values,
+                       llvm::ArrayRef<SmallVector<AffineExpr>> indices);
+
+/// Emits the reductions of `levels` in order, those of a level that run
+/// over the same number of elements with one loop.
+llvm::Error
+emitReductionLevels(TensorEmitter &emitter,
+                    llvm::ArrayRef<std::vector<CooperativeReduction>> levels);
+
+/// The number of elements `reduction` combines.
+int64_t getReductionLength(const CooperativeReduction &reduction);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_LIB_CODEGEN_REDUCTIONLEVELS_H

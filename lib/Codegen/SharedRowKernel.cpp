@@ -1,0 +1,185 @@
+//===- SharedRowKernel.cpp - Rows kept in shared memory ---------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Codegen/SharedRowKernel.h"
+
+#include "ReductionLevels.h"
+#include "kopt/Codegen/TiledRowKernel.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+/// What cluster kernels call, in PTX (sm_90): the cooperative_groups
+/// header needs the C++ standard library headers NVRTC does not carry.
+static llvm::StringRef getClusterHelpers() {
+  return R"cuda(#ifndef KOPT_CLUSTER_HELPERS
+#define KOPT_CLUSTER_HELPERS
+// Thread-block clusters: a barrier over the threads of all the cluster's
+// blocks, and a read of another block's shared memory.
+__device__ __forceinline__ void kopt_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+               "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ unsigned kopt_cluster_address(const void *local,
+                                                         unsigned rank) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"((unsigned)__cvta_generic_to_shared(local)), "r"(rank));
+  return remote;
+}
+__device__ __forceinline__ float kopt_cluster_load(const float *local,
+                                                   unsigned rank) {
+  float value;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];"
+               : "=f"(value) : "r"(kopt_cluster_address(local, rank)) : "memory");
+  return value;
+}
+__device__ __forceinline__ double kopt_cluster_load(const double *local,
+                                                    unsigned rank) {
+  double value;
+  asm volatile("ld.shared::cluster.f64 %0, [%1];"
+               : "=d"(value) : "r"(kopt_cluster_address(local, rank)) : "memory");
+  return value;
+}
+__device__ __forceinline__ int kopt_cluster_load(const int *local,
+                                                 unsigned rank) {
+  int value;
+  asm volatile("ld.shared::cluster.s32 %0, [%1];"
+               : "=r"(value) : "r"(kopt_cluster_address(local, rank)) : "memory");
+  return value;
+}
+__device__ __forceinline__ long long kopt_cluster_load(const long long *local,
+                                                       unsigned rank) {
+  long long value;
+  asm volatile("ld.shared::cluster.s64 %0, [%1];"
+               : "=l"(value) : "r"(kopt_cluster_address(local, rank)) : "memory");
+  return value;
+}
+#endif)cuda";
+}
+
+int64_t mlir::kopt::getSharedRowRange(int64_t rowLength, unsigned clusterSize) {
+  int64_t range = (rowLength + clusterSize - 1) / clusterSize;
+  return (range + 3) / 4 * 4;
+}
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    int64_t numRows, int64_t rowLength, const SharedRowOptions &options) {
+  unsigned blocks = options.clusterSize;
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  if (!llvm::is_contained({1u, 2u, 4u, 8u}, blocks))
+    return llvm::createStringError("clusters of %u blocks are not portable",
+                                   blocks);
+  RowSpace space;
+  space.outer = numRows;
+  space.length = rowLength;
+  auto indices = getRowSpaceIndices(context, outputs, space);
+  if (!indices)
+    return indices.takeError();
+  int64_t range = getSharedRowRange(rowLength, blocks);
+
+  CodeWriter body, caches;
+  TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+  emitter.enableCooperativeReductions(1, options.blockSize);
+  emitter.setRowRange("chunkStart", "chunkEnd");
+  emitter.enableSharedRowCache(rowLength, range, options.sharedBytes, caches);
+  emitter.enableClusterReductions(blocks);
+
+  std::vector<Value> values;
+  std::vector<SmallVector<AffineExpr>> outputIndices;
+  for (auto [output, index] : llvm::zip(outputs, *indices)) {
+    values.push_back(output.value);
+    outputIndices.push_back(index.first);
+  }
+  auto levels = collectReductionLevels(emitter, values, outputIndices);
+  if (!levels)
+    return levels.takeError();
+  if (llvm::Error error = emitReductionLevels(emitter, *levels))
+    return std::move(error);
+
+  for (auto [i, output] : llvm::enumerate(outputs)) {
+    const auto &[index, perRow] = (*indices)[i];
+    if (perRow) {
+      body.line("if (chunk == 0 && threadIdx.x == 0) {");
+      body.indent();
+      emitter.pushScope();
+      auto value = emitter.valueAt(output.value, index);
+      if (!value)
+        return value.takeError();
+      body.line(output.param + "[row] = " +
+                convertFromCompute(output.elementType, *value) + ";");
+      emitter.popScope();
+      body.dedent();
+      body.line("}");
+      continue;
+    }
+    emitter.openRowLoop(rowLength);
+    auto value = emitter.valueAt(output.value, index);
+    if (!value)
+      return value.takeError();
+    body.line(output.param + "[row * " + std::to_string(rowLength) +
+              "LL + c] = " + convertFromCompute(output.elementType, *value) +
+              ";");
+    emitter.closeRowLoop();
+  }
+
+  GeneratedKernel kernel;
+  kernel.entry = entry.str();
+  kernel.sharedBytes = emitter.getSharedCacheBytes();
+  CodeWriter code;
+  code.comment(comment);
+  std::string signature = printKernelSignature(
+      entry, options.blockSize, emitter.getLeaves(), outputs, kernel.args);
+  if (blocks > 1) {
+    llvm::SmallVector<llvm::StringRef> lines;
+    getClusterHelpers().split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines)
+      code.line(line);
+    std::string attribute = "__global__ void ";
+    signature.replace(signature.find(attribute), attribute.size(),
+                      attribute + "__cluster_dims__(" + std::to_string(blocks) +
+                          ", 1, 1) ");
+  }
+  code.line(signature + " {");
+  code.indent();
+  if (kernel.sharedBytes)
+    code.line("extern __shared__ __align__(16) unsigned char kopt_smem[];");
+  std::string b = std::to_string(blocks) + "LL";
+  code.line("const long long row = blockIdx.x / " + b + ";");
+  code.line("const long long chunk = blockIdx.x % " + b + ";");
+  code.line("(void)chunk;");
+  code.line("const long long chunkStart = chunk * " + std::to_string(range) +
+            "LL;");
+  code.line("const long long chunkEnd = min(chunkStart + " +
+            std::to_string(range) + "LL, " + std::to_string(rowLength) +
+            "LL);");
+  auto append = [&](const std::string &text) {
+    llvm::SmallVector<llvm::StringRef> lines;
+    llvm::StringRef(text).split(lines, '\n', -1, false);
+    for (llvm::StringRef line : lines)
+      code.line(line);
+  };
+  append(caches.str());
+  // The caches are filled with wide loads: threads read others' elements.
+  if (kernel.sharedBytes)
+    code.line("__syncthreads();");
+  append(body.str());
+  // No block leaves while others may still read its shared memory.
+  if (blocks > 1)
+    code.line("kopt_cluster_sync();");
+  code.dedent();
+  code.line("}");
+  kernel.code = code.str();
+  kernel.grid = {std::to_string(numRows * blocks), "1", "1"};
+  kernel.block = {std::to_string(options.blockSize), "1", "1"};
+  return kernel;
+}
