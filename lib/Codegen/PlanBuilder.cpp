@@ -219,6 +219,7 @@ void PlanBuilder::addKernel(const GeneratedKernel &kernel,
   step.launch.grid = kernel.grid;
   step.launch.block = kernel.block;
   step.launch.args = kernel.args;
+  step.launch.sharedBytes = kernel.sharedBytes;
   plan.steps.push_back(std::move(step));
   // The kernel's outputs now hold data later steps may read.
   for (auto &[value, name] : names)

@@ -45,6 +45,8 @@ struct GeneratedKernel {
   std::array<std::string, 3> block;
   /// Parameter names in order (leaves read, then outputs written).
   std::vector<std::string> args;
+  /// Dynamic shared memory per block, in bytes.
+  int64_t sharedBytes = 0;
 };
 
 /// Options of a pointwise kernel.
