@@ -56,7 +56,7 @@ def AutotunePass : Pass<"kopt-autotune", "mlir::ModuleOp"> {
     Option<"maxCandidates", "max-candidates", "unsigned", /*default=*/"16",
            "Candidates per task, the baseline included">,
     Option<"precision", "precision", "std::string", /*default=*/"\"fp32\"",
-           "Precision policy: fp32, tf32 or bf16">,
+           "Precision policy: fp32, fp32-ieee, tf32 or bf16">,
     Option<"minSpeedup", "min-speedup", "double", /*default=*/"1.03",
            "Factor by which a candidate must beat the baseline to win">,
     Option<"target", "target", "std::string", /*default=*/"\"\"",

@@ -11,7 +11,9 @@
 //
 //   1. contractions and convolutions anchor groups and absorb their
 //      elementwise epilogues (and, for convolutions, one pooling op and what
-//      follows it on the pooled shape);
+//      follows it on the pooled shape); a contraction also takes the
+//      transposes of its operands' innermost dimensions, which GEMMs read
+//      in place;
 //   2. reductions and softmax anchor groups and absorb elementwise producers
 //      and consumers and further reductions over the same rows;
 //   3. the remaining elementwise ops form connected chains.
@@ -125,6 +127,7 @@ private:
   void pruneDanglingReshapes(Draft &draft);
   void commit(Draft &draft);
 
+  void absorbOperandTransposes(Draft &draft, Node &anchor);
   void growAnchor(Draft &draft);
   void growReduction(Draft &draft);
   void growElementwise(Draft &draft);
@@ -260,6 +263,18 @@ void Planner::commit(Draft &draft) {
   groups.push_back(std::move(draft));
 }
 
+void Planner::absorbOperandTransposes(Draft &draft, Node &anchor) {
+  // The one prologue a contraction takes: a transpose of an operand's two
+  // innermost dimensions that nothing else uses. Every GEMM kopt emits
+  // reads the operand as stored instead (a transpose flag), so inside the
+  // group the transpose costs nothing; outside it would be a kernel.
+  for (Node *producer : producersOf(anchor.op))
+    if (producer->group < 0 && getInnermostTransposeSource(producer->op) &&
+        llvm::all_of(usersOf(producer->op),
+                     [&](Node *user) { return user == &anchor; }))
+      tryAdd(draft, producer->op);
+}
+
 void Planner::growAnchor(Draft &draft) {
   // Absorb elementwise consumers over the anchor's output shape; a
   // convolution also takes one pooling op and the elementwise ops after it.
@@ -362,6 +377,8 @@ FusionPlan Planner::run() {
     auto type = cast<ShapedType>(node.op->getResult(0).getType());
     draft.epilogueDomain.assign(type.getShape().begin(), type.getShape().end());
     tryAdd(draft, node.op);
+    if (node.info.kind == OpKind::Contraction)
+      absorbOperandTransposes(draft, node);
     growAnchor(draft);
     commit(draft);
   }

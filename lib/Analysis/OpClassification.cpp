@@ -214,6 +214,39 @@ static bool isCheapConstant(Value value) {
   return elements && elements.isSplat();
 }
 
+Value mlir::kopt::getInnermostTransposeSource(Operation *op) {
+  if (!op || op->getNumResults() != 1)
+    return Value();
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type || type.getRank() < 2)
+    return Value();
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> swapped = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(swapped[rank - 1], swapped[rank - 2]);
+  if (auto named = dyn_cast<linalg::TransposeOp>(op))
+    return llvm::to_vector(named.getPermutation()) == swapped ? named.getInput()
+                                                              : Value();
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0)
+    return Value();
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 1 ||
+      body.getTerminator()->getOperand(0) != body.getArgument(0))
+    return Value();
+  AffineMap in = generic.getMatchingIndexingMap(generic.getDpsInputOperand(0));
+  AffineMap out = generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+  if (!out.isIdentity() || !in.isPermutation() || in.getNumResults() != rank)
+    return Value();
+  for (auto [expr, dim] : llvm::zip(in.getResults(), swapped))
+    if (cast<AffineDimExpr>(expr).getPosition() != unsigned(dim))
+      return Value();
+  Value source = generic.getDpsInputOperand(0)->get();
+  return getElementTypeOrSelf(source.getType()) == type.getElementType()
+             ? source
+             : Value();
+}
+
 bool mlir::kopt::isCheapToClone(Operation *op) {
   if (isa<tensor::EmptyOp>(op))
     return true;

@@ -138,9 +138,8 @@ llvm::Error Autotuner::Impl::chooseTarget() {
 
 llvm::Expected<std::unique_ptr<Autotuner>>
 Autotuner::create(const AutotuneOptions &options) {
-  if (options.precision != "fp32" && options.precision != "tf32" &&
-      options.precision != "bf16")
-    return makeError("precision must be fp32, tf32 or bf16, not '" +
+  if (!rt::isKnownPrecision(options.precision))
+    return makeError("precision must be fp32, fp32-ieee, tf32 or bf16, not '" +
                      options.precision + "'");
   // The baseline always runs, and first: its plan is candidate 0 of every
   // evaluation, the one every speedup is measured against.
@@ -397,6 +396,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
         replayed ? GroupOutcome::Source::Replayed : GroupOutcome::Source::Hit;
     outcome.proposer = plan->proposer;
     outcome.variant = plan->variant;
+    outcome.arithmetic = plan->arithmetic;
     outcome.winnerUs = stored->winner.medianMs * 1e3;
     outcome.baselineUs = stored->baseline.medianMs * 1e3;
     choosePlan(group, *task, *plan, &*stored, &*impl->fingerprint, outcome);

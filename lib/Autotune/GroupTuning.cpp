@@ -279,6 +279,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     outcome.note += "not stored, run again to finish; ";
     outcome.proposer = chosenPlan->proposer;
     outcome.variant = chosenPlan->variant;
+    outcome.arithmetic = chosenPlan->arithmetic;
     outcome.winnerUs = chosen.times->medianUs;
     outcome.baselineUs = baselineTimes.medianUs;
     finishNote();
@@ -328,6 +329,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   }
   outcome.proposer = keptPlan->proposer;
   outcome.variant = keptPlan->variant;
+  outcome.arithmetic = keptPlan->arithmetic;
   outcome.winnerUs = (*kept)->winner.medianMs * 1e3;
   outcome.baselineUs = (*kept)->baseline.medianMs * 1e3;
   finishNote();

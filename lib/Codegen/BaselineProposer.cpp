@@ -9,7 +9,10 @@
 // The lowering a compiler emits without kopt, and the reference every
 // candidate is checked against and timed against:
 //
-// - matmul and batch_matmul on f32 with a zero accumulator: cuBLASLt;
+// - matrix products on f32 with a zero accumulator (matmul, batch_matmul,
+//   contraction-shaped generics): cuBLASLt, an operand transposed in its
+//   indexing map or by a transpose op taken with cuBLASLt's transpose
+//   flag, as eager frameworks run nn.Linear (no transpose kernel);
 // - convolutions on f32 with a zero accumulator, in a layout a conv step
 //   takes (1-D to 3-D, grouped, depthwise): cuDNN;
 // - a reduction with an associative combiner: a row kernel (a block per
@@ -33,6 +36,7 @@
 
 #include "TiledRowVariants.h"
 
+#include "kopt/Codegen/GemmForms.h"
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
 #include "kopt/Codegen/TensorMoves.h"
@@ -206,7 +210,7 @@ llvm::Expected<KernelPlan> mlir::kopt::proposeBaseline(func::FuncOp func,
     ops.push_back(&op);
   llvm::DenseSet<Operation *> done;
   for (Operation *op : ops) {
-    if (isInlinedOp(op) || done.contains(op))
+    if (isInlinedOp(op) || done.contains(op) || isFoldedIntoGemms(op))
       continue;
     if (op->hasAttr(kSoftmaxPartAttrName)) {
       if (llvm::Error error = emitSoftmax(builder, op, ops, done))

@@ -16,9 +16,11 @@
 //   prologue and epilogue inlined;
 // - contraction and convolution groups: the GEMM (cuBLASLt) or convolution
 //   (cuDNN), then one pointwise kernel for the rest of the chain (bias,
-//   activation, residual, pooling); a convolution with a small window
-//   (depthwise, few channels per group) also as pointwise kernels that sum
-//   the window in each thread, epilogue included.
+//   activation, residual, pooling); a GEMM whose group is elementwise in
+//   its product also as one 3xTF32 tensor-core kernel with the group fused
+//   (TensorCoreGemm.h); a convolution with a small window (depthwise, few
+//   channels per group) also as pointwise kernels that sum the window in
+//   each thread, epilogue included.
 //
 // Each template yields several variants (block size, vector width) for the
 // evaluator to time.
@@ -34,6 +36,7 @@
 #include "kopt/Codegen/PlanBuilder.h"
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Codegen/SharedRowKernel.h"
+#include "kopt/Codegen/TensorCoreGemm.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -539,6 +542,9 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
   }
 
   if (libraryAnchor) {
+    // The tensor-core GEMMs first: a round's candidates are capped
+    // (--max-candidates), and they are the likeliest winners.
+    proposeTensorCoreGemms(proposal, group, task, libraryAnchor);
     proposeLibraryAnchored(proposal, group, task, libraryAnchor,
                            /*useEpilogue=*/false);
     proposeLibraryAnchored(proposal, group, task, libraryAnchor,

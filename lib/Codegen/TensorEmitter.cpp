@@ -463,6 +463,32 @@ TensorEmitter::valueOfOp(Operation *op, unsigned resultNumber,
     Value source = op->getOperand(0);
     auto resultShape = cast<ShapedType>(op->getResult(0).getType()).getShape();
     auto sourceShape = cast<ShapedType>(source.getType()).getShape();
+    if (structuredReshapes) {
+      SmallVector<AffineExpr> sourceIndex;
+      if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+        for (const ReassociationIndices &group :
+             expand.getReassociationIndices()) {
+          SmallVector<AffineExpr> parts;
+          SmallVector<int64_t> sizes;
+          for (int64_t dim : group) {
+            parts.push_back(index[dim]);
+            sizes.push_back(resultShape[dim]);
+          }
+          sourceIndex.push_back(linearize(parts, sizes, context));
+        }
+      } else {
+        auto collapse = cast<tensor::CollapseShapeOp>(op);
+        for (auto [dim, group] :
+             llvm::enumerate(collapse.getReassociationIndices())) {
+          SmallVector<int64_t> sizes;
+          for (int64_t sourceDim : group)
+            sizes.push_back(sourceShape[sourceDim]);
+          SmallVector<AffineExpr> parts = delinearize(index[dim], sizes);
+          sourceIndex.append(parts.begin(), parts.end());
+        }
+      }
+      return valueAt(source, sourceIndex);
+    }
     AffineExpr linear = linearize(index, resultShape, context);
     return valueAt(source, delinearize(linear, sourceShape));
   }

@@ -158,6 +158,14 @@ private:
                            std::optional<double> baselineError);
   std::optional<double> measureReferenceError(Candidate &candidate,
                                               const ReferenceSet &reference);
+  std::optional<ReferenceErrors>
+  measureReferenceErrors(Candidate &candidate, const ReferenceSet &reference);
+  /// A plan in another arithmetic than IEEE fp32 under the `fp32` policy:
+  /// on set `setIndex`, no output less accurate against `reference` than
+  /// the baseline's `baseline` errors (judgeArithmeticAccuracy).
+  void checkArithmetic(Candidate &candidate, size_t setIndex,
+                       const ReferenceSet *reference,
+                       const std::optional<ReferenceErrors> &baseline);
   void checkReference(Candidate &candidate);
   void checkInputDependence(Candidate &candidate, const Candidate &baseline);
   void checkInterleaving(Candidate &candidate, InputSet &first, InputSet &last,

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 
 using namespace kopt::runtime;
 
@@ -252,4 +253,36 @@ kopt::runtime::describeComparison(const ComparisonResult &comparison,
   }
   evidence.set("worst", std::move(worst));
   return evidence;
+}
+
+bool kopt::runtime::needsAccuracyProof(const KernelTask &task,
+                                       const KernelPlan &plan) {
+  return task.precision == "fp32" && plan.arithmetic != "fp32";
+}
+
+std::optional<std::string> kopt::runtime::judgeArithmeticAccuracy(
+    const std::optional<ReferenceErrors> &candidate,
+    const std::optional<ReferenceErrors> &baseline) {
+  if (!candidate || !baseline)
+    return std::string("the input set has no fp64 reference to prove the "
+                       "plan's accuracy against");
+  if (candidate->outputs != baseline->outputs ||
+      candidate->errors.size() != candidate->outputs.size() ||
+      baseline->errors.size() != baseline->outputs.size())
+    return std::string("the fp64 errors of the plan and of the baseline "
+                       "cover different outputs");
+  for (size_t i = 0; i < candidate->errors.size(); ++i) {
+    double own = candidate->errors[i], base = baseline->errors[i];
+    // NaN compares false: it never proves anything.
+    if (own <= base)
+      continue;
+    std::ostringstream message;
+    message.precision(3);
+    message << "output '" << candidate->outputs[i]
+            << "' is less accurate than the baseline against the fp64 "
+               "reference: relative error "
+            << own << ", baseline " << base;
+    return message.str();
+  }
+  return std::nullopt;
 }

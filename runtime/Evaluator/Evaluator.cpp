@@ -49,6 +49,7 @@
 #include "runtime/Evaluator/Guards.h"
 
 #include <algorithm>
+#include <cmath>
 
 using namespace kopt::runtime;
 using namespace kopt::runtime::engine;
@@ -162,6 +163,12 @@ bool Engine::validateSets() {
   std::vector<InputDistribution> distributions =
       getValidationDistributions(numSets);
   lastSetTolerance = task.tolerance;
+  // The baseline's own fp64 errors are read back only when some candidate
+  // must prove its accuracy against them.
+  bool needsProofs = std::any_of(candidates.begin() + 1, candidates.end(),
+                                 [&](const Candidate &other) {
+                                   return needsAccuracyProof(task, *other.plan);
+                                 });
   for (size_t s = 0; s < numSets; ++s) {
     InputSet set;
     set.distribution = distributions[s];
@@ -179,8 +186,14 @@ bool Engine::validateSets() {
       set.distribution = *parseDistributionName(laterReference->distribution);
       set.seed = uint64_t(laterReference->seed);
     }
-    // The baseline's error against the fp64 reference on this set.
+    // The baseline's error against the fp64 reference on this set: the
+    // later sets' conditioning, and the bar for plans in another
+    // arithmetic than IEEE fp32 (on every set with a reference).
     std::optional<double> baselineError;
+    std::optional<ReferenceErrors> baselineErrors;
+    const ReferenceSet *setReference =
+        s == 0 ? (options.reference ? &*options.reference : nullptr)
+               : laterReference;
     json::Value tried = json::Value::object();
     tried.set("distribution",
               json::Value(getDistributionName(set.distribution)));
@@ -211,12 +224,17 @@ bool Engine::validateSets() {
           checkReference(candidate);
         if (i == 0 && laterReference)
           baselineError = measureReferenceError(candidate, *laterReference);
+        if (i == 0 && setReference && candidate.isValid() && needsProofs)
+          baselineErrors = measureReferenceErrors(candidate, *setReference);
         if (i == 0 && s + 1 == numSets)
           lastSetTolerance = getSetTolerance(baselineError);
         if (i > 0 && candidate.isValid())
           compareWithBaseline(candidate, s, set, candidates[0],
                               getSetTolerance(baselineError), laterReference,
                               baselineError);
+        if (i > 0 && candidate.isValid() &&
+            needsAccuracyProof(task, *candidate.plan))
+          checkArithmetic(candidate, s, setReference, baselineErrors);
       }
       if (contextLost) {
         markContextLost();
@@ -627,13 +645,13 @@ Engine::compareOnDevice(const std::string &output, ElementType type,
   return failure;
 }
 
-std::optional<double>
-Engine::measureReferenceError(Candidate &candidate,
-                              const ReferenceSet &reference) {
+std::optional<ReferenceErrors>
+Engine::measureReferenceErrors(Candidate &candidate,
+                               const ReferenceSet &reference) {
   auto outputs = candidate.runner->readOutputs();
   if (!outputs)
     return std::nullopt;
-  double worst = 0;
+  ReferenceErrors errors;
   for (const OutputReference &sampled : reference.outputs) {
     size_t index = 0;
     while (task.outputs[index].name != sampled.output)
@@ -641,9 +659,69 @@ Engine::measureReferenceError(Candidate &candidate,
     ComparisonResult comparison =
         compareWithReference(task.outputs[index].elementType, (*outputs)[index],
                              sampled, task.tolerance);
-    worst = std::max(worst, comparison.relativeError);
+    errors.outputs.push_back(sampled.output);
+    errors.errors.push_back(comparison.relativeError);
   }
+  return errors;
+}
+
+std::optional<double>
+Engine::measureReferenceError(Candidate &candidate,
+                              const ReferenceSet &reference) {
+  std::optional<ReferenceErrors> errors =
+      measureReferenceErrors(candidate, reference);
+  if (!errors)
+    return std::nullopt;
+  double worst = 0;
+  for (double error : errors->errors)
+    worst = std::max(worst, error);
   return worst;
+}
+
+/// The largest of `errors`, as evidence.
+static json::Value worstError(const std::optional<ReferenceErrors> &errors) {
+  if (!errors)
+    return json::Value("unknown");
+  double worst = 0;
+  for (double error : errors->errors)
+    worst = std::isnan(error) ? error : std::max(worst, error);
+  return toJsonNumber(worst);
+}
+
+void Engine::checkArithmetic(Candidate &candidate, size_t setIndex,
+                             const ReferenceSet *reference,
+                             const std::optional<ReferenceErrors> &baseline) {
+  std::optional<ReferenceErrors> own;
+  if (reference)
+    own = measureReferenceErrors(candidate, *reference);
+  json::Value set = json::Value::object();
+  set.set("input_set", json::Value(setIndex));
+  set.set("fp64_error", worstError(own));
+  set.set("baseline_fp64_error", worstError(baseline));
+  std::optional<std::string> why =
+      judgeArithmeticAccuracy(own, reference ? baseline : std::nullopt);
+  if (!why) {
+    // The numbers of every set, for the report.
+    json::Value *proof = candidate.report.evidence.find("arithmetic");
+    if (!proof) {
+      json::Value object = json::Value::object();
+      object.set("arithmetic", json::Value(candidate.plan->arithmetic));
+      object.set("input_sets", json::Value::array());
+      candidate.report.evidence.set("arithmetic", std::move(object));
+      proof = candidate.report.evidence.find("arithmetic");
+    }
+    proof->find("input_sets")->push(std::move(set));
+    return;
+  }
+  Failure failure =
+      makeFailure(FailedCheck::OutputMismatch,
+                  "on input set " + std::to_string(setIndex) + " the " +
+                      candidate.plan->arithmetic +
+                      " arithmetic does not prove fp32 accuracy: " + *why);
+  failure.evidence.set("fp64_reference", json::Value(true));
+  set.set("arithmetic", json::Value(candidate.plan->arithmetic));
+  failure.evidence.set("arithmetic", std::move(set));
+  fail(candidate, std::move(failure));
 }
 
 Tolerance Engine::getSetTolerance(std::optional<double> baselineError) const {

@@ -269,6 +269,11 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
       if (!tensors.emplace(tensor.name, tensor).second)
         return invalid("tensor name '" + tensor.name + "' is used twice");
 
+  if (!isArithmeticAllowed(task.precision, plan.arithmetic))
+    return invalid("the plan computes in " + plan.arithmetic +
+                   " arithmetic, which the precision policy '" +
+                   task.precision + "' does not allow");
+
   std::set<std::string> sources;
   for (const KernelSource &source : plan.sources)
     if (!sources.insert(source.id).second)

@@ -84,6 +84,21 @@ std::optional<int64_t> TensorSpec::getBytes() const {
   return *count * bytes;
 }
 
+bool kopt::runtime::isKnownPrecision(std::string_view precision) {
+  return precision == "fp32" || precision == "fp32-ieee" ||
+         precision == "tf32" || precision == "bf16";
+}
+
+bool kopt::runtime::isKnownArithmetic(std::string_view arithmetic) {
+  return arithmetic == "fp32" || arithmetic == "3xtf32";
+}
+
+bool kopt::runtime::isArithmeticAllowed(std::string_view precision,
+                                        std::string_view arithmetic) {
+  return isKnownArithmetic(arithmetic) &&
+         (precision != "fp32-ieee" || arithmetic == "fp32");
+}
+
 bool TensorSpec::operator==(const TensorSpec &other) const {
   return name == other.name && elementType == other.elementType &&
          shape == other.shape;
@@ -372,6 +387,11 @@ Result<KernelPlan> kopt::runtime::kernelPlanFromJson(const json::Value &value) {
   plan.proposer = read.string("proposer");
   plan.variant = read.string("variant", /*required=*/false);
   plan.compileOptions = read.strings("compile_options", /*required=*/false);
+  if (value.find("arithmetic"))
+    plan.arithmetic = read.string("arithmetic");
+  if (read.isOk() && !isKnownArithmetic(plan.arithmetic))
+    read.fail("unknown arithmetic '" + plan.arithmetic +
+              "' (expected fp32 or 3xtf32)");
   if (Status status = readTensors(read, "temporaries", false, plan.temporaries);
       !status.isOk())
     return status.withContext("plan");
@@ -501,5 +521,9 @@ json::Value kopt::runtime::toJson(const KernelPlan &plan) {
   object.set("sources", std::move(sources));
   object.set("steps", std::move(steps));
   object.set("compile_options", toJsonArray(plan.compileOptions));
+  // Written only where it says something, so that fp32 plans read and
+  // write (and hash) as they did before the field existed.
+  if (plan.arithmetic != "fp32")
+    object.set("arithmetic", plan.arithmetic);
   return object;
 }

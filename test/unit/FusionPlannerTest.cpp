@@ -45,6 +45,36 @@ func.func @f(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %bias: tensor<8x32xf32
   EXPECT_EQ(plan.groups[0].ops[2]->getName().getStringRef(), "linalg.max");
 }
 
+TEST(FusionPlannerTest, MatmulTakesTheTransposeOfItsWeight) {
+  // nn.Linear as torch-mlir writes it: the weight [N, K] transposed, then
+  // the matmul. The transpose joins (GEMMs read the weight as stored); one
+  // that something else uses too stays out.
+  auto context = makeContext();
+  auto module = parse(*context, R"mlir(
+func.func @f(%x: tensor<8x16xf32>, %w: tensor<32x16xf32>, %v: tensor<32x16xf32>) -> (tensor<8x32xf32>, tensor<8x32xf32>, tensor<16x32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %et = tensor.empty() : tensor<16x32xf32>
+  %init = tensor.empty() : tensor<8x32xf32>
+  %fill = linalg.fill ins(%zero : f32) outs(%init : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %wt = linalg.transpose ins(%w : tensor<32x16xf32>) outs(%et : tensor<16x32xf32>) permutation = [1, 0]
+  %mm = linalg.matmul ins(%x, %wt : tensor<8x16xf32>, tensor<16x32xf32>) outs(%fill : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %vt = linalg.transpose ins(%v : tensor<32x16xf32>) outs(%et : tensor<16x32xf32>) permutation = [1, 0]
+  %mm2 = linalg.matmul ins(%x, %vt : tensor<8x16xf32>, tensor<16x32xf32>) outs(%fill : tensor<8x32xf32>) -> tensor<8x32xf32>
+  return %mm, %mm2, %vt : tensor<8x32xf32>, tensor<8x32xf32>, tensor<16x32xf32>
+}
+)mlir");
+  ASSERT_TRUE(module);
+  FusionPlan plan = planFirstFunction(*module);
+  ASSERT_EQ(plan.groups.size(), 2u);
+  ASSERT_EQ(plan.groups[0].ops.size(), 2u);
+  EXPECT_EQ(plan.groups[0].ops[0]->getName().getStringRef(),
+            "linalg.transpose");
+  EXPECT_EQ(plan.groups[0].ops[1]->getName().getStringRef(), "linalg.matmul");
+  // %vt is also returned: it stays out of the second matmul's group.
+  ASSERT_EQ(plan.groups[1].ops.size(), 1u);
+  EXPECT_EQ(plan.groups[1].ops[0]->getName().getStringRef(), "linalg.matmul");
+}
+
 TEST(FusionPlannerTest, RefusesMergeThatWouldCreateCycle) {
   // %e1 -> (reduction outside the chain) -> %e3, and %e1 -> %e3 directly:
   // putting %e1 and %e3 in one group would make it depend on itself

@@ -136,7 +136,9 @@ static std::string describePlan(const rt::json::Value &json) {
                        ids.size() == 1 ? "" : "s", llvm::join(ids, ", "), steps,
                        steps == 1 ? "" : "s", plan->countLaunches(),
                        plan->countLaunches() == 1 ? "" : "es")
-      .str();
+             .str() +
+         (plan->arithmetic == "fp32" ? ""
+                                     : ", " + plan->arithmetic + " arithmetic");
 }
 
 static std::string describeBinary(const std::optional<std::string> &bytes,

@@ -41,6 +41,7 @@
 #include "kopt/Fleet/ServeWorker.h"
 #include "kopt/Fleet/TuneJob.h"
 #include "kopt/InitAll.h"
+#include "kopt/Runtime/TaskPlan.h"
 #include "kopt/Runtime/TuningQueue.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -107,7 +108,7 @@ static cl::opt<std::string>
 static cl::opt<std::string>
     precision("precision",
               cl::desc("The precision policy of the jobs to take: fp32 "
-                       "(default), tf32 or bf16"),
+                       "(default), fp32-ieee, tf32 or bf16"),
               cl::init("fp32"), cl::sub(serveWorkerCommand));
 static cl::opt<std::string>
     proposers("proposers",
@@ -253,9 +254,9 @@ int mlir::kopt::runServeWorkerCommand() {
     url = rt::getDatabaseFromEnvironment();
   if (url.empty())
     return fail("kopt serve-worker needs --db postgresql://... (or KOPT_DB)");
-  if (precision != "fp32" && precision != "tf32" && precision != "bf16")
-    return fail("--precision must be fp32, tf32 or bf16, not '" + precision +
-                "'");
+  if (!rt::isKnownPrecision(precision))
+    return fail("--precision must be fp32, fp32-ieee, tf32 or bf16, not '" +
+                precision + "'");
   if (!runJobFile.empty())
     return runJobInChild(url);
   if (maxAttempts < 1)

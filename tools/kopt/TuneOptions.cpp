@@ -195,7 +195,10 @@ static cl::opt<unsigned>
                   cl::desc("Candidates per task, the baseline included"),
                   cl::init(16), cl::sub(compileCommand), cl::sub(warmCommand));
 static cl::opt<std::string>
-    precision("precision", cl::desc("Precision policy: fp32, tf32 or bf16"),
+    precision("precision",
+              cl::desc("Precision policy: fp32 (fp32 accuracy, tensor-core "
+                       "3xTF32 GEMMs allowed when measured as accurate), "
+                       "fp32-ieee (IEEE fp32 arithmetic only), tf32 or bf16"),
               cl::init("fp32"), cl::sub(compileCommand), cl::sub(warmCommand));
 static cl::opt<double> minSpeedup(
     "min-speedup",

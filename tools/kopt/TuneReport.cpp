@@ -61,6 +61,8 @@ void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
         outcome.proposer + "/" + outcome.variant, formatUs(outcome.winnerUs),
         formatUs(outcome.baselineUs),
         speedup ? llvm::formatv("{0:F2}x", *speedup).str() : "-");
+    if (outcome.arithmetic != "fp32")
+      os << "      arithmetic: " << outcome.arithmetic << "\n";
     if (!outcome.note.empty())
       os << "      note: " << outcome.note << "\n";
     if (!outcome.notTried.empty())
@@ -121,6 +123,10 @@ mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
       group["baseline_us"] = *outcome.baselineUs;
     if (std::optional<double> speedup = outcome.getSpeedup())
       group["speedup"] = *speedup;
+    // Only where it says something, so that reports of fp32 plans read as
+    // they did before.
+    if (outcome.arithmetic != "fp32")
+      group["arithmetic"] = outcome.arithmetic;
     if (!outcome.note.empty())
       group["note"] = outcome.note;
     if (outcome.storedCandidates)

@@ -79,6 +79,14 @@ OpClassification classifyOp(Operation *op);
 /// an empty tensor.
 bool isCheapToClone(Operation *op);
 
+/// The source tensor of `op` when `op` transposes the two innermost
+/// dimensions of a tensor of rank 2 or more (a `linalg.transpose`, or a
+/// parallel `linalg.generic` copying its one input through that
+/// permutation); a null value otherwise. A GEMM reads an operand such an op
+/// produces in place, as stored, so the transpose is never computed
+/// (docs/FusionGroups.md, docs/Codegen.md).
+Value getInnermostTransposeSource(Operation *op);
+
 /// Returns a short human-readable description of `op` for reports, such as
 /// `linalg.matmul` or `linalg.generic{arith.addf,math.exp}`.
 std::string describeOp(Operation *op);

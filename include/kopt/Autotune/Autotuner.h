@@ -172,6 +172,9 @@ struct GroupOutcome {
   /// The chosen plan.
   std::string proposer = "baseline";
   std::string variant;
+  /// The chosen plan's arithmetic: `fp32`, or `3xtf32` for tensor-core
+  /// GEMMs (KernelPlan::arithmetic).
+  std::string arithmetic = "fp32";
   /// Medians in microseconds, when measured (now or when stored).
   std::optional<double> winnerUs;
   std::optional<double> baselineUs;

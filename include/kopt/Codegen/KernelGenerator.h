@@ -45,7 +45,7 @@ struct GeneratedKernel {
   std::array<std::string, 3> block;
   /// Parameter names in order (leaves read, then outputs written).
   std::vector<std::string> args;
-  /// Dynamic shared memory per block.
+  /// Dynamic shared memory per block, in bytes.
   int64_t sharedBytes = 0;
 };
 

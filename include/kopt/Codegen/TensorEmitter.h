@@ -133,6 +133,17 @@ public:
   /// kernel defines; it syncs the cluster before it ends, so that no block
   /// leaves while others read its shared memory).
   void enableClusterReductions(unsigned size) { clusterSize = size; }
+  /// Reads through reshapes one dimension group at a time (an expanded
+  /// dimension as the linear index of the dimensions it became, a collapsed
+  /// one split back) instead of through the whole linear index: the same
+  /// elements, in expressions that keep the other dimensions as they are.
+  void enableStructuredReshapes() { structuredReshapes = true; }
+
+  /// Makes `valueAt(value, index)` give `expr` in the current scope: a
+  /// value the kernel computes itself (a GEMM's accumulator element).
+  void bind(Value value, llvm::ArrayRef<AffineExpr> index, std::string expr) {
+    memoize(makeKey(value, index), std::move(expr));
+  }
 
   /// Adds a kernel parameter read like a leaf (a buffer of partial results).
   void addParameter(const LeafTensor &leaf) { leaves.push_back(leaf); }
@@ -230,6 +241,7 @@ private:
   std::optional<unsigned> threadDim;
   unsigned blockSize = 256;
   bool dryRun = false;
+  bool structuredReshapes = false;
   std::vector<CooperativeReduction> *collected = nullptr;
 
   /// This thread's first position in a row loop and the loop's stride.

@@ -39,9 +39,11 @@ evaluatePlanExpression(std::string_view expression,
 /// `f32:` or `f64:` prefix) rather than a tensor name.
 bool isScalarLiteral(std::string_view arg);
 
-/// Checks `plan` against `task`: unique tensor names, every step refers to
-/// known tensors and sources, expressions evaluate to positive sizes within
-/// CUDA's limits, GEMM/conv shapes agree with their tensors. Fails with
+/// Checks `plan` against `task`: its arithmetic is one the task's
+/// precision policy allows (isArithmeticAllowed), unique tensor names,
+/// every step refers to known tensors and sources, expressions evaluate to
+/// positive sizes within CUDA's limits, GEMM/conv shapes agree with their
+/// tensors. Fails with
 /// `InvalidArgument` and a message naming the step.
 Status verifyPlan(const KernelPlan &plan, const KernelTask &task);
 

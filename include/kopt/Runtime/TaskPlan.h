@@ -79,7 +79,9 @@ struct KernelTask {
   /// The outlined function, printed as MLIR (the semantics).
   std::string mlir;
   Tolerance tolerance;
-  /// The precision policy: `fp32`, `tf32` or `bf16`.
+  /// The precision policy: `fp32` (fp32 accuracy: IEEE fp32 arithmetic, or
+  /// another arithmetic a plan declares that proves at least as accurate),
+  /// `fp32-ieee` (IEEE fp32 arithmetic only), `tf32` or `bf16`.
   std::string precision = "fp32";
 
   /// Returns the tensor named `name` among inputs and outputs, or nullptr.
@@ -158,12 +160,29 @@ struct KernelPlan {
   std::vector<PlanStep> steps;
   /// NVRTC options beyond the architecture.
   std::vector<std::string> compileOptions;
+  /// The arithmetic the plan's products are computed in: `fp32` (IEEE
+  /// single precision, the default) or `3xtf32` (fp32 operands split into
+  /// TF32 parts, three tensor-core products accumulated in fp32). Written to
+  /// JSON only when not `fp32`.
+  std::string arithmetic = "fp32";
 
   /// Number of kernel launches the plan declares.
   unsigned countLaunches() const;
   /// Returns the source with `id`, or nullptr.
   const KernelSource *findSource(std::string_view id) const;
 };
+
+/// True for the precision policies kopt knows: `fp32`, `fp32-ieee`, `tf32`
+/// and `bf16`.
+bool isKnownPrecision(std::string_view precision);
+/// True for the arithmetics a plan may declare: `fp32` and `3xtf32`.
+bool isKnownArithmetic(std::string_view arithmetic);
+/// True if a plan computing in `arithmetic` may serve a task under
+/// `precision`: `fp32-ieee` takes IEEE fp32 arithmetic only, every other
+/// policy any known arithmetic (under `fp32`, the evaluator then demands
+/// fp32 accuracy of it, docs/Evaluator.md).
+bool isArithmeticAllowed(std::string_view precision,
+                         std::string_view arithmetic);
 
 /// Reads a tensor `{"name", "element_type", "shape"}`.
 Result<TensorSpec> tensorSpecFromJson(const json::Value &value);

@@ -271,3 +271,69 @@ TEST_F(EvaluatorTest, LaterReferencesRelaxOnlyForAccurateCandidates) {
   const json::Value *conditioning = (*relaxed)[2].evidence.find("conditioning");
   EXPECT_NE(conditioning, nullptr) << json::write((*relaxed)[2].evidence);
 }
+
+namespace {
+/// The fp64 reference of set 0, drawn as `makeLaterReferences` draws the
+/// others.
+ReferenceSet makeFirstReference(const KernelTask &task) {
+  ReferenceSet reference;
+  reference.inputSet = 0;
+  reference.seed = 100;
+  reference.distribution = "normal";
+  std::vector<std::vector<uint8_t>> inputs =
+      generateInputSet(task.inputs, InputDistribution::StandardNormal, 100);
+  OutputReference sampled{"c", {}, {}};
+  for (int64_t index = 0; index < kElements; index += 97) {
+    sampled.indices.push_back(index);
+    sampled.values.push_back(
+        decodeElement(ElementType::F32, inputs[0].data() + 4 * index) +
+        decodeElement(ElementType::F32, inputs[1].data() + 4 * index));
+  }
+  reference.outputs.push_back(sampled);
+  return reference;
+}
+} // namespace
+
+TEST_F(EvaluatorTest, OtherArithmeticMustBeAsAccurateAsTheBaseline) {
+  KernelTask task = makeTask();
+  // Off by 1e-6 relative everywhere: within the tolerance against the
+  // baseline, less accurate than fp32.
+  std::string sloppy = makeScaledAdd("1.000001f");
+  sloppy.replace(sloppy.find("fabsf(a[i]) > 100.0f"), 20, "true");
+  std::vector<KernelPlan> plans = {
+      makePlan("baseline", kBaseline), makePlan("exact-3xtf32", kBaseline),
+      makePlan("sloppy-3xtf32", sloppy), makePlan("sloppy-fp32", sloppy)};
+  plans[1].arithmetic = plans[2].arithmetic = "3xtf32";
+  EvaluatorOptions options = quickOptions();
+  options.reference = makeFirstReference(task);
+  options.laterReferences = makeLaterReferences(task);
+  auto reports = evaluateCandidates(*context, task, plans, options);
+  ASSERT_TRUE(bool(reports)) << reports.status().message();
+  EXPECT_TRUE((*reports)[0].valid) << json::write((*reports)[0].evidence);
+  // As accurate as fp32 on every set: accepted, with the numbers.
+  EXPECT_TRUE((*reports)[1].valid) << json::write((*reports)[1].evidence);
+  const json::Value *proof = (*reports)[1].evidence.find("arithmetic");
+  ASSERT_NE(proof, nullptr) << json::write((*reports)[1].evidence);
+  EXPECT_EQ(proof->find("input_sets")->size(), 5u);
+  // Less accurate: refused for 3xtf32, while the same kernel declaring
+  // fp32 is held to the tolerance alone and passes.
+  EXPECT_EQ((*reports)[2].failedCheck, FailedCheck::OutputMismatch)
+      << json::write((*reports)[2].evidence);
+  EXPECT_NE((*reports)[2].evidence.find("arithmetic"), nullptr)
+      << json::write((*reports)[2].evidence);
+  EXPECT_TRUE((*reports)[3].valid) << json::write((*reports)[3].evidence);
+
+  // Without references on the later sets nothing is proven there.
+  options.laterReferences.clear();
+  reports = evaluateCandidates(*context, task, {plans[0], plans[1]}, options);
+  ASSERT_TRUE(bool(reports)) << reports.status().message();
+  EXPECT_EQ((*reports)[1].failedCheck, FailedCheck::OutputMismatch)
+      << json::write((*reports)[1].evidence);
+
+  // Under fp32-ieee such a plan does not even compile.
+  task.precision = "fp32-ieee";
+  reports =
+      evaluateCandidates(*context, task, {plans[0], plans[1]}, quickOptions());
+  ASSERT_TRUE(bool(reports)) << reports.status().message();
+  EXPECT_EQ((*reports)[1].failedCheck, FailedCheck::Compile);
+}

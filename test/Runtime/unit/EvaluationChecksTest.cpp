@@ -118,3 +118,49 @@ TEST(EvaluationChecksTest, RefusesAMalformedReference) {
       R"("outputs":[{"name":"out","indices":[0,1],"values":[1.0]}]}})";
   EXPECT_FALSE(decode(text).isOk());
 }
+
+TEST(EvaluationChecksTest, OnlyOtherArithmeticUnderFp32NeedsAProof) {
+  KernelTask task = makeTask();
+  KernelPlan plan;
+  EXPECT_FALSE(needsAccuracyProof(task, plan));
+  plan.arithmetic = "3xtf32";
+  EXPECT_TRUE(needsAccuracyProof(task, plan));
+  // tf32 and bf16 hold every plan to their looser tolerance alone;
+  // fp32-ieee refuses such a plan before it runs (verifyPlan).
+  for (const char *precision : {"tf32", "bf16", "fp32-ieee"}) {
+    task.precision = precision;
+    EXPECT_FALSE(needsAccuracyProof(task, plan)) << precision;
+  }
+}
+
+TEST(EvaluationChecksTest, OtherArithmeticMustBeAsAccurateAsTheBaseline) {
+  auto errors = [](std::vector<double> values) {
+    ReferenceErrors result;
+    for (size_t i = 0; i < values.size(); ++i)
+      result.outputs.push_back("out" + std::to_string(i));
+    result.errors = std::move(values);
+    return std::optional<ReferenceErrors>(result);
+  };
+  // More accurate than fp32, or exactly as accurate (exact small integers).
+  EXPECT_EQ(judgeArithmeticAccuracy(errors({2.8e-7}), errors({1.6e-6})),
+            std::nullopt);
+  EXPECT_EQ(judgeArithmeticAccuracy(errors({0.0, 1e-7}), errors({0.0, 1e-7})),
+            std::nullopt);
+  // Less accurate on one output fails, naming it and both errors.
+  std::optional<std::string> worse =
+      judgeArithmeticAccuracy(errors({1e-7, 3e-6}), errors({2e-7, 1.6e-6}));
+  ASSERT_TRUE(worse.has_value());
+  EXPECT_NE(worse->find("'out1'"), std::string::npos) << *worse;
+  EXPECT_NE(worse->find("3e-06"), std::string::npos) << *worse;
+  EXPECT_NE(worse->find("1.6e-06"), std::string::npos) << *worse;
+  // Without a reference on the set nothing is proven.
+  EXPECT_TRUE(judgeArithmeticAccuracy(std::nullopt, errors({1e-6})));
+  EXPECT_TRUE(judgeArithmeticAccuracy(errors({1e-7}), std::nullopt));
+  // NaN proves nothing either way.
+  EXPECT_TRUE(judgeArithmeticAccuracy(errors({std::nan("")}), errors({1e-6})));
+  EXPECT_TRUE(judgeArithmeticAccuracy(errors({1e-7}), errors({std::nan("")})));
+  // Errors of different outputs are not comparable.
+  std::optional<ReferenceErrors> other = errors({1e-7});
+  other->outputs[0] = "count";
+  EXPECT_TRUE(judgeArithmeticAccuracy(other, errors({1e-6})));
+}

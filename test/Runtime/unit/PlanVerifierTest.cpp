@@ -128,6 +128,32 @@ TEST(PlanVerifierTest, CatchesBadPlans) {
   expectError(plan, "step 0: unknown conv layout 'ncdhw'");
 }
 
+TEST(PlanVerifierTest, ChecksTheArithmeticAgainstThePrecisionPolicy) {
+  KernelTask task = vectorAddTask();
+  KernelPlan plan = vectorAddPlan();
+  plan.arithmetic = "3xtf32";
+  for (const char *precision : {"fp32", "tf32", "bf16"}) {
+    task.precision = precision;
+    EXPECT_TRUE(verifyPlan(plan, task).isOk()) << precision;
+  }
+  task.precision = "fp32-ieee";
+  Status status = verifyPlan(plan, task);
+  EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(status.message(),
+            "the plan computes in 3xtf32 arithmetic, which the precision "
+            "policy 'fp32-ieee' does not allow");
+  plan.arithmetic = "fp32";
+  EXPECT_TRUE(verifyPlan(plan, task).isOk());
+  plan.arithmetic = "fp8";
+  task.precision = "fp32";
+  EXPECT_FALSE(verifyPlan(plan, task).isOk());
+
+  EXPECT_TRUE(isKnownPrecision("fp32-ieee"));
+  EXPECT_FALSE(isKnownPrecision("fp64"));
+  EXPECT_TRUE(isKnownArithmetic("3xtf32"));
+  EXPECT_FALSE(isKnownArithmetic("tf32"));
+}
+
 TEST(PlanVerifierTest, ChecksConvShapesThroughTheLayout) {
   // A depthwise 2-D convolution: 8 channels, stride 2, 17x17 to 8x8.
   KernelTask task;

@@ -589,6 +589,27 @@ TEST(ProtocolTest, ReadsPlansWrittenByTheCompiler) {
   }
 }
 
+TEST(ProtocolTest, WritesTheArithmeticOnlyWhenNotFp32) {
+  std::string text = readInput("mlp_block_g1.builtin.plan.json");
+  Result<KernelPlan> plan = kernelPlanFromJson(parseOk(text));
+  ASSERT_TRUE(plan.isOk()) << plan.status().message();
+  // Plans written before the field existed read as fp32, and fp32 plans
+  // write as they did.
+  EXPECT_EQ(plan->arithmetic, "fp32");
+  EXPECT_EQ(toJson(*plan).find("arithmetic"), nullptr);
+  plan->arithmetic = "3xtf32";
+  json::Value written = toJson(*plan);
+  ASSERT_NE(written.find("arithmetic"), nullptr);
+  Result<KernelPlan> again = kernelPlanFromJson(written);
+  ASSERT_TRUE(again.isOk()) << again.status().message();
+  EXPECT_EQ(again->arithmetic, "3xtf32");
+  written.set("arithmetic", "tf32");
+  Result<KernelPlan> unknown = kernelPlanFromJson(written);
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_EQ(unknown.status().message(),
+            "plan: unknown arithmetic 'tf32' (expected fp32 or 3xtf32)");
+}
+
 TEST(ProtocolTest, RoundTripsAConvolutionStep) {
   KernelPlan plan;
   plan.taskKey = "k";

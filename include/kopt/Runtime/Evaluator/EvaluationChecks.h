@@ -128,6 +128,28 @@ ComparisonResult compareWithReference(ElementType type,
                                       const OutputReference &reference,
                                       const Tolerance &tolerance);
 
+/// True if `plan` must prove fp32 accuracy on every input set: the task's
+/// precision policy is `fp32` and the plan declares an arithmetic other than
+/// IEEE fp32 (`3xtf32`).
+bool needsAccuracyProof(const KernelTask &task, const KernelPlan &plan);
+
+/// The relative errors against the fp64 reference of one input set, one per
+/// output the reference samples, in the reference's order.
+struct ReferenceErrors {
+  std::vector<std::string> outputs;
+  std::vector<double> errors;
+};
+
+/// The accuracy proof of a plan `needsAccuracyProof` names, on one input
+/// set: every output's error against the fp64 reference (`candidate`) is no
+/// larger than the baseline's on the same set (`baseline`). A set without a
+/// reference (either std::nullopt) proves nothing and fails, as does a NaN
+/// error. Returns why the plan fails, or std::nullopt when it passes. Pure
+/// host code.
+std::optional<std::string>
+judgeArithmeticAccuracy(const std::optional<ReferenceErrors> &candidate,
+                        const std::optional<ReferenceErrors> &baseline);
+
 /// A JSON number for `value`, or the string `nan`, `inf` or `-inf` (JSON has
 /// no non-finite numbers).
 json::Value toJsonNumber(double value);

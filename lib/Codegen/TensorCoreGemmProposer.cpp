@@ -1,0 +1,130 @@
+//===- TensorCoreGemmProposer.cpp - Built-in 3xTF32 GEMM plans --*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The built-in proposer's plans for a contraction group whose outputs are
+// all elementwise in the product: one kernel per plan, the tensor-core GEMM
+// with the whole group as its epilogue, in every tile configuration. An
+// operand the group computes (an elementwise prologue) is written to a
+// temporary by a pointwise kernel first. The plans declare `3xtf32`
+// arithmetic, which the evaluator holds to the baseline's accuracy
+// (docs/Evaluator.md, "Arithmetic other than IEEE fp32").
+//
+//===----------------------------------------------------------------------===//
+
+#include "kopt/Codegen/TensorCoreGemm.h"
+
+#include "kopt/Codegen/LibraryCalls.h"
+#include "kopt/Codegen/PlanBuilder.h"
+#include "kopt/Codegen/RuntimeStatus.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+/// The values `group` returns, in order, without repeats and arguments.
+static SmallVector<Value> getReturnedValues(func::FuncOp group) {
+  SmallVector<Value> values;
+  for (Value value : group.getBody().front().getTerminator()->getOperands())
+    if (!llvm::is_contained(values, value) && !isa<BlockArgument>(value))
+      values.push_back(value);
+  return values;
+}
+
+/// The plan tensor holding `value`, written by a pointwise kernel first
+/// when no step has written it yet.
+static llvm::Expected<std::string> getOperandBuffer(PlanBuilder &builder,
+                                                    Value value) {
+  std::string name = builder.findBuffer(value);
+  if (!name.empty())
+    return name;
+  PointwiseOptions options;
+  options.blockSize = 256;
+  options.vectorWidth = 4;
+  auto kernel = generatePointwiseKernel(
+      value.getContext(), builder.entryName("operand"), "a GEMM operand",
+      {builder.outputFor(value)}, builder.leafFn(), options);
+  if (!kernel)
+    return kernel.takeError();
+  builder.addKernel(*kernel, "a GEMM operand");
+  return builder.findBuffer(value);
+}
+
+/// One plan: the operands, then the GEMM with `outputs` as its epilogue.
+static llvm::Error buildPlan(PlanBuilder &builder, func::FuncOp group,
+                             const GemmForm &form,
+                             llvm::ArrayRef<Value> outputs,
+                             const TensorCoreGemmConfig &config,
+                             llvm::StringRef comment) {
+  GemmOperands operands;
+  for (auto [value, name] :
+       {std::pair(form.a, &operands.a), std::pair(form.b, &operands.b)}) {
+    auto buffer = getOperandBuffer(builder, value);
+    if (!buffer)
+      return buffer.takeError();
+    *name = *buffer;
+  }
+  std::vector<KernelOutput> kernelOutputs;
+  for (Value value : outputs)
+    kernelOutputs.push_back(builder.outputFor(value));
+  auto kernel = generateTensorCoreGemm(
+      group.getContext(), builder.entryName("gemm"), comment, form, operands,
+      kernelOutputs, builder.leafFn(), config);
+  if (!kernel)
+    return kernel.takeError();
+  builder.addKernel(*kernel, comment);
+  return builder.finishOutputs(group.getContext());
+}
+
+void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
+                                        const KernelTask &task,
+                                        Operation *anchor) {
+  // Tensor cores do not compute IEEE fp32 products.
+  if (task.precision == "fp32-ieee")
+    return;
+  std::optional<GemmForm> form = matchGemmForm(anchor);
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(anchor);
+  if (!form || !linalgOp || !isZeroTensor(linalgOp.getDpsInits()[0]))
+    return;
+  // A contraction group is the product and its elementwise epilogue: every
+  // output has the product's elements (reshaped, perhaps).
+  SmallVector<Value> outputs = getReturnedValues(group);
+  auto productType = cast<RankedTensorType>(form->result.getType());
+  if (outputs.empty() || llvm::any_of(outputs, [&](Value value) {
+        return cast<RankedTensorType>(value.getType()).getNumElements() !=
+               productType.getNumElements();
+      })) {
+    proposal.remarks.push_back(
+        "builtin: the 3xTF32 GEMM fuses elementwise epilogues only, and an "
+        "output of this group does not have the product's elements");
+    return;
+  }
+
+  std::string ops;
+  for (Operation &op : group.getBody().front().without_terminator())
+    if (!isInlinedOp(&op) && !isFoldedIntoGemms(&op))
+      ops += " " + describeOpForCode(&op);
+  for (const TensorCoreGemmConfig &config : getTensorCoreGemmConfigs()) {
+    std::string comment =
+        "3xTF32 tensor-core GEMM, " + std::to_string(config.blockM) + "x" +
+        std::to_string(config.blockN) + "x" + std::to_string(config.blockK) +
+        " tiles, " + std::to_string(config.stages) + " stages:" + ops;
+    PlanBuilder builder(task, group, "builtin", config.getName());
+    llvm::Error error =
+        buildPlan(builder, group, *form, outputs, config, comment);
+    KernelPlan plan = builder.take();
+    plan.arithmetic = kTensorCoreArithmetic.str();
+    if (!error)
+      error = toLlvmError(verifyPlan(plan, task));
+    if (error) {
+      // Every configuration fails alike.
+      proposal.remarks.push_back("builtin " + plan.variant + ": " +
+                                 llvm::toString(std::move(error)));
+      return;
+    }
+    proposal.plans.push_back(std::move(plan));
+  }
+}
