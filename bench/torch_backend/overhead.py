@@ -12,8 +12,8 @@
 # synchronisation), through each layer: libkoptrt's koptModuleRun through
 # ctypes with every buffer bound once (the C API's own launch path, as
 # kopt-run runs a module), kopt.runtime's Module.run with preallocated and
-# with fresh outputs, the backend's callable called directly, and
-# torch.compile(backend=kopt); beside them eager
+# with fresh outputs, the backend's callable called directly (also with the
+# cuda_graph option), and torch.compile(backend=kopt); beside them eager
 # PyTorch, torch.compile(backend="eager") (TorchDynamo's own guard cost)
 # and Inductor. With a GPU, kopt-run's --bench (device time per run) and
 # --measure-overhead (runtime launch against bare cuLaunchKernel) join.
@@ -35,6 +35,7 @@
 # ===----------------------------------------------------------------------===#
 
 import argparse
+import copy
 import ctypes
 import json
 import os
@@ -212,6 +213,13 @@ def measure(device, make_backend, args, log):
         graph, graph_args = record.compiled, _graph_args(compiled, inputs)
         rows["kopt backend's graph callable, called directly"] = time_it(
             lambda: graph(*graph_args))
+        # The same graph as the cuda_graph option makes it: a module of its
+        # own, replayed through a CUDA graph.
+        replayed = copy.copy(graph)
+        replayed.module, replayed._bound = None, None
+        replayed._cuda_graph, replayed._graph_tensors = True, None
+        rows["kopt backend's graph callable, cuda_graph=True"] = time_it(
+            lambda: replayed(*graph_args))
         rows["torch.compile(backend=kopt)"] = time_it(
             lambda: compiled(*inputs))
         rows["eager PyTorch"] = time_it(lambda: model(*inputs))

@@ -290,7 +290,13 @@ class Module(_Handle):
                                         self.device)
         self._lib.check(
             self._lib.koptModuleRun(self._require_open(), stream or None))
-        return [self._held[info.name] for info in self.outputs]
+        results = [self._held[info.name] for info in self.outputs]
+        if outputs is None:
+            # Fresh outputs belong to the caller alone (see RunPlan.run).
+            for info in self.outputs:
+                if info.name not in self._pinned:
+                    del self._held[info.name]
+        return results
 
     def __call__(self, *inputs, outputs=None, stream=None):
         """run(inputs): the output, or a tuple of outputs."""

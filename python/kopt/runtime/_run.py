@@ -54,8 +54,11 @@ class RunPlan:
         self._outputs = _Slots(
             [info for info in module.outputs if info.name not in pinned],
             torch)
+        # Per output, whether bind() bound it.
+        self._output_pinned = tuple(info.name in pinned
+                                    for info in module.outputs)
         self._names = tuple(info.name for info in module.outputs)
-        self._no_pinned_outputs = self._outputs.count == len(module.outputs)
+        self._no_pinned_outputs = not any(self._output_pinned)
         self._handle = module._handle
         self._bind = module._lib.koptModuleBindBuffer
         self._launch = module._lib.koptModuleRun
@@ -64,15 +67,13 @@ class RunPlan:
         self._tensor = torch.Tensor
         self._empty = torch.empty
 
-    def _fits(self, slots, tensors):
-        """The tensors' pointers, or None when one is no torch tensor or
-        does not fit its slot."""
+    def _fit(self, slots, tensors):
+        """Whether `tensors` are torch tensors that fit `slots`."""
         count = slots.count
         if len(tensors) != count:
-            return None
+            return False
         tensor_type, cuda, index = self._tensor, self._cuda, self._index
         dtypes, shapes = slots.dtypes, slots.shapes
-        pointers = []
         for i in range(count):
             tensor = tensors[i]
             if (not isinstance(tensor, tensor_type) or
@@ -81,54 +82,64 @@ class RunPlan:
                     tensor.is_cuda is not cuda or
                     tensor.get_device() != index or
                     not tensor.is_contiguous()):
-                return None
-            pointers.append(tensor.data_ptr())
-        return pointers
+                return False
+        return True
 
-    def _bind_changed(self, slots, tensors, pointers):
+    def _bind_changed(self, slots, tensors, hold):
+        """Binds the tensors' pointers that changed; with `hold`, the
+        module holds the tensors until they are bound again."""
         module = self._module
         bound, held = module._pointers, module._held
+        bind, handle = self._bind, self._handle
         names, encoded = slots.names, slots.encoded
         for i in range(slots.count):
-            name, pointer = names[i], pointers[i]
+            tensor = tensors[i]
+            name, pointer = names[i], tensor.data_ptr()
             if bound.get(name) != pointer:
-                status = self._bind(self._handle, encoded[i], pointer)
+                status = bind(handle, encoded[i], pointer)
                 if status:
                     self._check(status)
                 bound[name] = pointer
                 module._through_torch[name] = True
-            held[name] = tensors[i]
+            if hold:
+                held[name] = tensor
 
     def run(self, inputs, outputs, stream):
         """Runs the module as Module.run does and returns its outputs, or
         returns None (having bound nothing) when the arguments are not what
         this plan takes."""
-        pointers = self._fits(self._inputs, inputs)
-        if pointers is None:
+        # Every tensor is checked before anything is bound.
+        if not self._fit(self._inputs, inputs):
             return None
         slots = self._outputs
-        if outputs is None:
+        fresh = outputs is None
+        if fresh:
             empty, device = self._empty, self._torch_device
             dtypes, shapes = slots.dtypes, slots.shapes
-            outputs, out_pointers = [], []
-            for i in range(slots.count):
-                tensor = empty(shapes[i], dtype=dtypes[i], device=device)
-                outputs.append(tensor)
-                out_pointers.append(tensor.data_ptr())
-        else:
-            out_pointers = self._fits(slots, outputs)
-            if out_pointers is None:
-                return None
+            outputs = [
+                empty(shapes[i], dtype=dtypes[i], device=device)
+                for i in range(slots.count)
+            ] if slots.count != 1 else [
+                empty(shapes[0], dtype=dtypes[0], device=device)
+            ]
+        elif not self._fit(slots, outputs):
+            return None
         if stream is None:
             stream = self._stream()
         else:
             stream = _buffers.stream_handle(stream, True, self._device)
-        self._bind_changed(self._inputs, inputs, pointers)
-        self._bind_changed(slots, outputs, out_pointers)
+        self._bind_changed(self._inputs, inputs, True)
+        # Fresh outputs belong to the caller alone: once dropped, torch's
+        # allocator (stream-ordered) hands the memory to the next call's
+        # outputs, whose pointers then need no binding.
+        self._bind_changed(slots, outputs, not fresh)
         status = self._launch(self._handle, stream or None)
         if status:
             self._check(status)
         if self._no_pinned_outputs:
-            return list(outputs)
-        held = self._module._held
-        return [held[name] for name in self._names]
+            return outputs if fresh else list(outputs)
+        held, passed = self._module._held, iter(outputs)
+        return [
+            held[name] if pinned else next(passed)
+            for name, pinned in zip(self._names, self._output_pinned)
+        ]

@@ -76,12 +76,19 @@ class RunPlanTest(unittest.TestCase):
         self.assertEqual([n for _, n, _ in binds if n != b"y"], [b"b"])
         self.assertEqual(self.calls("run"), [("run", 7)])
         self.assertIs(module._held["b"], c)
+        # Fresh outputs are the caller's alone; passed ones are held.
+        self.assertNotIn("y", module._held)
         # Outputs passed are bound in place; a stream given is used.
         y = torch.empty(2, 3)
         self.assertIs(module.run([a, c], [y], stream=55)[0], y)
         self.assertEqual(self.calls("run")[-1], ("run", 55))
         self.assertEqual(module._pointers["y"], y.data_ptr())
+        self.assertIs(module._held["y"], y)
         self.assertIsNot(second[0], first[0])
+        # An output bound by bind() is returned by every run.
+        module.bind({"y": y})
+        self.assertIs(module.run([a, c])[0], y)
+        self.assertIs(module.run([a, c], [])[0], y)
 
     def test_every_tensor_is_still_checked(self):
         module = self.module()
@@ -156,6 +163,26 @@ class RunPlanTest(unittest.TestCase):
         graph(x, other)
         self.assertEqual(self.calls("bind")[-2:][0],
                          ("bind", b"b", other.data_ptr()))
+
+    def test_the_backends_callable_through_a_cuda_graph(self):
+        described = self.module()
+        info = _objects.ModuleInfo(described.inputs, described.outputs)
+        weight = torch.nn.Parameter(torch.randn(2, 3))
+        graph = _compiled.CompiledGraph("g", "m.kmod", info, (0, 1),
+                                        [torch.randn(2, 3), weight],
+                                        cuda_graph=True)
+        del self.lib.calls[:]
+        xs = [torch.randn(2, 3) for _ in range(3)]
+        results = [graph(x, weight)[0] for x in xs]
+        self.assertEqual(self.calls("graph"), [("graph", 1)])
+        self.assertEqual(len(self.calls("run")), 3)
+        # Bound once: the graph's own input and output, and the weight.
+        self.assertEqual(sorted(c[1] for c in self.calls("bind")),
+                         [b"a", b"b", b"y"])
+        own_inputs, own_outputs = graph._graph_tensors
+        self.assertTrue(torch.equal(own_inputs[0], xs[-1]))
+        self.assertTrue(all(r.data_ptr() != own_outputs[0].data_ptr()
+                            for r in results))
 
 
 if __name__ == "__main__":
