@@ -147,7 +147,11 @@ class CompiledGraph:
         if self._cuda_graph:
             outputs = self._replay(module, inputs)
         else:
-            outputs = module.run(inputs)
+            # Module.run's fast path itself, where the module has made it.
+            plan = module._plan
+            outputs = plan.run_fresh(inputs) if plan is not None else None
+            if outputs is None:
+                outputs = module.run(inputs)
         if self._returns == "tuple":
             return tuple(outputs)
         return outputs if self._returns == "list" else outputs[0]

@@ -251,7 +251,9 @@ class Module(_Handle):
                     self._require_open()
                     plan = self._plan = RunPlan(self, torch)
             if plan is not None:
-                results = plan.run(inputs, outputs, stream)
+                results = (plan.run_fresh(inputs)
+                           if outputs is None and stream is None else
+                           plan.run(inputs, outputs, stream))
                 if results is not None:
                     return results
         return self._run_checked(inputs, outputs, stream, batch)

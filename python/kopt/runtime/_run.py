@@ -104,6 +104,69 @@ class RunPlan:
             if hold:
                 held[name] = tensor
 
+    def run_fresh(self, inputs):
+        """run(inputs, None, None), the common call, written out in one
+        function: checks the inputs, allocates the outputs, binds what
+        changed and launches on torch's current stream."""
+        slots = self._inputs
+        count = slots.count
+        if len(inputs) != count:
+            return None
+        tensor_type, cuda, index = self._tensor, self._cuda, self._index
+        dtypes, shapes = slots.dtypes, slots.shapes
+        for i in range(count):
+            tensor = inputs[i]
+            if (not isinstance(tensor, tensor_type) or
+                    tensor.dtype is not dtypes[i] or
+                    tensor.shape != shapes[i] or
+                    tensor.is_cuda is not cuda or
+                    tensor.get_device() != index or
+                    not tensor.is_contiguous()):
+                return None
+        module = self._module
+        bound, held = module._pointers, module._held
+        bind, handle = self._bind, self._handle
+        names, encoded = slots.names, slots.encoded
+        for i in range(count):
+            tensor = inputs[i]
+            name, pointer = names[i], tensor.data_ptr()
+            if bound.get(name) != pointer:
+                status = bind(handle, encoded[i], pointer)
+                if status:
+                    self._check(status)
+                bound[name] = pointer
+                module._through_torch[name] = True
+            held[name] = tensor
+        slots = self._outputs
+        empty, device = self._empty, self._torch_device
+        dtypes, shapes = slots.dtypes, slots.shapes
+        names, encoded = slots.names, slots.encoded
+        outputs = []
+        for i in range(slots.count):
+            tensor = empty(shapes[i], dtype=dtypes[i], device=device)
+            name, pointer = names[i], tensor.data_ptr()
+            if bound.get(name) != pointer:
+                status = bind(handle, encoded[i], pointer)
+                if status:
+                    self._check(status)
+                bound[name] = pointer
+            outputs.append(tensor)
+        status = self._launch(handle, self._stream() or None)
+        if status:
+            self._check(status)
+        if self._no_pinned_outputs:
+            return outputs
+        return self._in_module_order(outputs)
+
+    def _in_module_order(self, outputs):
+        """The module's outputs: those bound by bind(), and `outputs` for
+        the others."""
+        held, passed = self._module._held, iter(outputs)
+        return [
+            held[name] if pinned else next(passed)
+            for name, pinned in zip(self._names, self._output_pinned)
+        ]
+
     def run(self, inputs, outputs, stream):
         """Runs the module as Module.run does and returns its outputs, or
         returns None (having bound nothing) when the arguments are not what
@@ -138,8 +201,4 @@ class RunPlan:
             self._check(status)
         if self._no_pinned_outputs:
             return outputs if fresh else list(outputs)
-        held, passed = self._module._held, iter(outputs)
-        return [
-            held[name] if pinned else next(passed)
-            for name, pinned in zip(self._names, self._output_pinned)
-        ]
+        return self._in_module_order(outputs)

@@ -442,6 +442,7 @@ class FakeModule:
     def __init__(self, path, device=0):
         self.path, self.device = path, device
         self.bound, self.runs = [], []
+        self._plan = None
         FakeModule.instances.append(self)
 
     def bind(self, values):
