@@ -12,8 +12,8 @@
 # synchronisation), through each layer: libkoptrt's koptModuleRun through
 # ctypes with every buffer bound once (the C API's own launch path, as
 # kopt-run runs a module), kopt.runtime's Module.run with preallocated and
-# with fresh outputs, the backend's callable called directly, and
-# torch.compile(backend=kopt); beside them eager
+# with fresh outputs, the backend's callable called directly (also with the
+# cuda_graph option), and torch.compile(backend=kopt); beside them eager
 # PyTorch, torch.compile(backend="eager") (TorchDynamo's own guard cost)
 # and Inductor. With a GPU, kopt-run's --bench (device time per run) and
 # --measure-overhead (runtime launch against bare cuLaunchKernel) join.
@@ -21,13 +21,27 @@
 # tiny.mlir and tiny.json beside this file are Tiny exported with
 # torch-mlir (`run_backend.py --export-tiny`), for machines without it.
 #
+# Run alone, it measures the same rows (run_backend.py runs it after the
+# models):
+#
+#   PYTHONPATH=python python3 bench/torch_backend/overhead.py --stub
+#       # on the CPU: the Python side alone, libkoptrt's GPU calls stubbed
+#       # (stub.py); the C API row is then the stub's koptModuleRun
+#   PYTHONPATH=python python3 bench/torch_backend/overhead.py
+#       # on the GPU: everything real, with kopt-run's figures
+#
+# KOPT_TOOL and KOPT_RUNTIME_LIBRARY say where kopt and libkoptrt are.
+#
 # ===----------------------------------------------------------------------===#
 
+import argparse
+import copy
 import ctypes
 import json
 import os
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -38,6 +52,7 @@ import kopt.dynamo as kd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STEM = "tiny"
+CAPI = "C API: koptModuleRun (ctypes), bound once"
 
 
 class Tiny(nn.Module):
@@ -189,7 +204,7 @@ def measure(device, make_backend, args, log):
         handle = module._handle
         stream = ctypes.c_void_p(stream) if stream else None
         module._lib.check(run(handle, stream))
-        rows["C API: koptModuleRun (ctypes), bound once"] = time_it(
+        rows[CAPI] = time_it(
             lambda: run(handle, stream))
         rows["kopt.runtime: Module.run, preallocated outputs"] = time_it(
             lambda: module.run(inputs, outputs))
@@ -198,6 +213,13 @@ def measure(device, make_backend, args, log):
         graph, graph_args = record.compiled, _graph_args(compiled, inputs)
         rows["kopt backend's graph callable, called directly"] = time_it(
             lambda: graph(*graph_args))
+        # The same graph as the cuda_graph option makes it: a module of its
+        # own, replayed through a CUDA graph.
+        replayed = copy.copy(graph)
+        replayed.module, replayed._bound = None, None
+        replayed._cuda_graph, replayed._graph_tensors = True, None
+        rows["kopt backend's graph callable, cuda_graph=True"] = time_it(
+            lambda: replayed(*graph_args))
         rows["torch.compile(backend=kopt)"] = time_it(
             lambda: compiled(*inputs))
         rows["eager PyTorch"] = time_it(lambda: model(*inputs))
@@ -211,7 +233,7 @@ def measure(device, make_backend, args, log):
                 lambda: inductor(*inputs))
     kopt_run_ms, launch = (_kopt_run(record.compiled.kmod, log)
                            if cuda else (None, None))
-    capi = rows["C API: koptModuleRun (ctypes), bound once"]
+    capi = rows[CAPI]
     return {
         "us_per_call": rows,
         "python_over_capi_us": rows["torch.compile(backend=kopt)"] - capi,
@@ -226,10 +248,12 @@ def measure(device, make_backend, args, log):
     }
 
 
-def markdown(result):
+def markdown(result, stubbed=False):
     lines = ["| path (Tiny, 1x1024) | host us per call |", "|---|---|"]
-    lines += [f"| {name} | {us:.2f} |"
-              for name, us in result["us_per_call"].items()]
+    for name, us in result["us_per_call"].items():
+        if stubbed and name == CAPI:
+            name += " (stubbed: returns at once)"
+        lines.append(f"| {name} | {us:.2f} |")
     lines.append("")
     lines.append(f"Per call, over koptModuleRun: torch.compile(backend=kopt) "
                  f"{result['python_over_capi_us']:.2f} us, of which the "
@@ -244,3 +268,55 @@ def markdown(result):
         lines += ["", "kopt-run --measure-overhead:", "```",
                   result["kopt_run_measure_overhead"], "```"]
     return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="What a call costs the host through each layer, from "
+        "koptModuleRun to torch.compile(backend=kopt).")
+    parser.add_argument("--stub", action="store_true",
+                        help="on the CPU, with libkoptrt's GPU calls "
+                        "stubbed: the Python side alone")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--overhead-calls", type=int, default=1000)
+    parser.add_argument("--overhead-rounds", type=int, default=15)
+    parser.add_argument("--no-inductor", action="store_true")
+    parser.add_argument("--json", help="also write the result here")
+    args = parser.parse_args()
+    repo = os.path.dirname(os.path.dirname(HERE))
+    for folder in (os.path.join(repo, "bench", "zoo"),
+                   os.path.join(repo, "scripts"), HERE):
+        sys.path.insert(0, folder)
+    import preexported
+
+    if args.stub:
+        import stub
+        stub.install()
+        args.device = "cpu"
+        args.no_inductor = True
+    device = torch.device(args.device)
+    scratch = tempfile.TemporaryDirectory(prefix="kopt-overhead-")
+
+    def make_backend(stem, model, inputs):
+        return kd.Backend(
+            kd.Options(db=os.path.join(scratch.name, "kernels.db"),
+                       tune="never", fallback=False, work_dir=scratch.name,
+                       importer=preexported.importer(stem, HERE, model,
+                                                     inputs)))
+
+    with scratch:
+        result = measure(device, make_backend, args,
+                         lambda line: print(line, file=sys.stderr))
+    print(f"torch {torch.__version__}, device {device}" +
+          (", libkoptrt's GPU calls stubbed" if args.stub else ""))
+    print(markdown(result, args.stub))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(result, stubbed=args.stub,
+                           torch=torch.__version__), f, indent=1)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

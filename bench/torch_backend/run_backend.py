@@ -38,8 +38,8 @@
 #       --markdown bench/results/DATE-h200-torch-backend.md
 #
 # --dry-run runs on the CPU without a GPU: everything but the kernels (the
-# models, fp64 and eager, the backend with the real kopt tool, the module's
-# binding against its description through dry.py's stand-in, the timing
+# models, fp64 and eager, the backend with the real kopt tool, kopt.runtime
+# over a libkoptrt whose GPU calls do nothing (stub.py), the timing
 # loops), without Inductor. KOPT_TOOL and KOPT_RUNTIME_LIBRARY say where
 # kopt and libkoptrt are (docs/Python.md).
 #
@@ -70,7 +70,6 @@ sys.path.insert(0, os.path.join(REPO, "python"))
 import torch  # noqa: E402
 
 import kopt.dynamo as kd  # noqa: E402
-import kopt.runtime as rt  # noqa: E402
 import overhead  # noqa: E402
 import preexported  # noqa: E402
 from run_zoo import FACTOR, FLOOR, build, error_vs, time_ms  # noqa: E402
@@ -262,8 +261,8 @@ def main():
         sys.exit(f"run_backend.py: torch {torch.__version__} sees no CUDA "
                  "device (--dry-run runs without one)")
     if args.dry_run:
-        import dry
-        rt.Module = dry.DryModule
+        import stub
+        stub.install()
     if args.db is None and args.dry_run:
         scratch = tempfile.mkdtemp(prefix="kopt-dry-")
         atexit.register(shutil.rmtree, scratch, True)

@@ -17,6 +17,12 @@
 # time (median of --reps runs after --warmup, CUDA events on one stream,
 # synchronised after each), and each one's error against fp64.
 #
+# A dynamic-batch export (NAME_dynbatch, prepare.sh compiles it with
+# --tune-shapes) gets one row per size of --batches (1, 3 and 8: a tuned
+# size, and sizes run as chunks of the tuned ones): the same model and
+# module, its weights bound once, the inputs made at each size, the
+# module's batch set by kopt.runtime from their leading dimension.
+#
 # Errors: abs = max |y - ref|, rel = abs / max |ref|. The verdict is PASS
 # when kopt's abs error is at most 4x eager's plus 1e-6 * max |ref| (about
 # 8 fp32 ulps of the largest value), and both outputs are finite; FAIL
@@ -27,11 +33,13 @@
 # Usage (on the GPU machine, from the repository root, after prepare.sh):
 #
 #   PYTHONPATH=python python3 bench/zoo/run_zoo.py --modules DIR [--db DB]
-#       [--only STEM]... [--graph] [--markdown FILE] [--strict]
+#       [--only STEM]... [--graph] [--batches 1,3,8] [--markdown FILE]
+#       [--strict]
 #
 # Exit status: 1 when a model FAILs (with --strict, also when one was not
 # emitted), else 0. `--device cpu` runs eager against fp64 only, to try
-# the script without a GPU.
+# the script without a GPU; `--dry-run` also binds and runs the modules
+# through kopt.runtime, over a libkoptrt whose GPU calls do nothing.
 #
 # ===----------------------------------------------------------------------===#
 
@@ -156,10 +164,9 @@ def time_ms(fn, device, warmup, reps):
     return statistics.median(times)
 
 
-def run_kopt(path, db, tensors, num_inputs, device, args, row):
-    """Loads the module, binds the weights once (`tensors` after the first
-    `num_inputs`), runs it on the inputs and fresh outputs and times it;
-    returns its first output."""
+def bound_module(path, db, tensors, num_inputs, device):
+    """The module at `path` loaded with kopt.runtime, its weights (`tensors`
+    after the first `num_inputs`) bound once."""
     import kopt.runtime as rt
 
     module = rt.Module(path, device=device.index or 0, db=db)
@@ -169,70 +176,134 @@ def run_kopt(path, db, tensors, num_inputs, device, args, row):
                              f"inputs, the export has {len(tensors)}")
         names = [info.name for info in module.inputs]
         module.bind(dict(zip(names[num_inputs:], tensors[num_inputs:])))
-        inputs = tensors[:num_inputs]
-        outputs = module.new_outputs()
-        module.run(inputs, outputs)
-        torch.cuda.synchronize(device)
-        output = outputs[0].clone()
-        row["kopt_ms"] = time_ms(lambda: module.run(inputs, outputs),
-                                 device, args.warmup, args.reps)
-        if args.graph:
-            module.set_graph_capture(True)
-            row["kopt_graph_ms"] = time_ms(
-                lambda: module.run(inputs, outputs), device, args.warmup,
-                args.reps)
-        return output
-    finally:
+    except Exception:
         module.close()
+        raise
+    return module
 
 
-def run_one(stem, model_name, dynamic_batch, args, device):
-    row = {"model": stem}
-    manifest = zoo_manifest.load(stem)
-    path, why = module_state(args.modules, stem)
-    if path and device.type != "cuda":
-        path, why = None, "kopt needs a CUDA device"
-    batch = None
-    if dynamic_batch:
-        batch = 2
-        if path:
-            import kopt.runtime as rt
-            batch = rt.describe(path).inputs[0].shape[0]
-    model, inputs = build(model_name, batch, device, args.seed)
-    tensors = arguments_of(model, inputs, manifest)
+def run_kopt(module, inputs, device, args, row):
+    """Runs the module on `inputs` (at their batch, for a dynamic one) and
+    fresh outputs, then times it on those; returns its first output."""
+    outputs = module.run(inputs)
+    row["kopt_batch"] = module.batch
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    output = outputs[0].clone()
+    row["kopt_ms"] = time_ms(lambda: module.run(inputs, outputs), device,
+                             args.warmup, args.reps)
+    if args.graph:
+        module.set_graph_capture(True)
+        row["kopt_graph_ms"] = time_ms(lambda: module.run(inputs, outputs),
+                                       device, args.warmup, args.reps)
+        module.set_graph_capture(False)
+    return output
+
+
+def eager_vs_fp64(model, inputs, device, args, row):
+    """Runs the model in fp64 (the reference, returned) and in eager fp32,
+    timed; fills the row's eager figures."""
     model64 = copy.deepcopy(model).double()
-    with torch.inference_mode():
-        reference = model64(*[
-            t.double() if t.is_floating_point() else t for t in inputs
-        ])
-        del model64
-        eager = model(*inputs)
-        row["eager_abs"], row["eager_rel"] = error_vs(eager, reference)
-        row["eager_ms"] = time_ms(lambda: model(*inputs), device,
-                                  args.warmup, args.reps)
-        if path is None:
-            row["verdict"] = why
-            return row
-        try:
-            output = run_kopt(path, args.db, tensors, len(inputs), device,
-                              args, row)
-        except Exception as error:  # noqa: BLE001 - reported in the table
-            row["verdict"] = "FAIL: " + str(error).splitlines()[0]
-            return row
-        if tuple(output.shape) != tuple(reference.shape):
-            row["verdict"] = (f"FAIL: kopt's output is {list(output.shape)}, "
-                              f"eager's {list(reference.shape)}")
-            return row
-        row["kopt_abs"], row["kopt_rel"] = error_vs(output, reference)
+    reference = model64(*[
+        t.double() if t.is_floating_point() else t for t in inputs
+    ])
+    del model64
+    eager = model(*inputs)
+    row["eager_abs"], row["eager_rel"] = error_vs(eager, reference)
+    row["eager_ms"] = time_ms(lambda: model(*inputs), device, args.warmup,
+                              args.reps)
+    return reference
+
+
+def judge(row, output, reference, dry_run):
+    """The row's verdict: kopt's output against fp64 and eager's error
+    (in a dry run, its shape alone)."""
+    if tuple(output.shape) != tuple(reference.shape):
+        return (f"FAIL: kopt's output is {list(output.shape)}, eager's "
+                f"{list(reference.shape)}")
+    if dry_run:
+        batch = row.get("kopt_batch")
+        return ("dry run: bound and run through kopt.runtime" +
+                (f" at batch {batch}" if batch else "") +
+                "; outputs not computed")
+    row["kopt_abs"], row["kopt_rel"] = error_vs(output, reference)
     scale = float(reference.abs().max())
     bound = FACTOR * row["eager_abs"] + FLOOR * scale
     if not math.isfinite(bound):
-        row["verdict"] = "FAIL: eager's output is not finite"
-    elif row["kopt_abs"] <= bound:
-        row["verdict"] = "PASS"
-    else:
-        row["verdict"] = f"FAIL: error {row['kopt_abs']:.2e} > {bound:.2e}"
-    return row
+        return "FAIL: eager's output is not finite"
+    if row["kopt_abs"] <= bound:
+        return "PASS"
+    return f"FAIL: error {row['kopt_abs']:.2e} > {bound:.2e}"
+
+
+def module_or_reason(stem, device, args):
+    path, why = module_state(args.modules, stem)
+    if path and device.type != "cuda" and not args.dry_run:
+        path, why = None, "kopt needs a CUDA device"
+    return path, why
+
+
+def run_one(stem, model_name, args, device):
+    """One row: a static export."""
+    row = {"model": stem}
+    manifest = zoo_manifest.load(stem)
+    path, why = module_or_reason(stem, device, args)
+    model, inputs = build(model_name, None, device, args.seed)
+    tensors = arguments_of(model, inputs, manifest)
+    with torch.inference_mode():
+        reference = eager_vs_fp64(model, inputs, device, args, row)
+        if path is None:
+            row["verdict"] = why
+            return [row]
+        try:
+            module = bound_module(path, args.db, tensors, len(inputs),
+                                  device)
+            try:
+                output = run_kopt(module, inputs, device, args, row)
+            finally:
+                module.close()
+        except Exception as error:  # noqa: BLE001 - reported in the table
+            row["verdict"] = "FAIL: " + str(error).splitlines()[0]
+            return [row]
+        row["verdict"] = judge(row, output, reference, args.dry_run)
+    return [row]
+
+
+def run_batches(stem, model_name, args, device):
+    """One row per batch size of --batches: a dynamic-batch export, its
+    one module run through kopt.runtime at each size (the batch set from
+    the inputs' leading dimension), the weights bound once."""
+    manifest = zoo_manifest.load(stem)
+    path, why = module_or_reason(stem, device, args)
+    model, inputs = build(model_name, args.batches[0], device, args.seed)
+    tensors = arguments_of(model, inputs, manifest)
+    make_inputs = MODELS[model_name][1]
+    rows, module = [], None
+    try:
+        for batch in args.batches:
+            row = {"model": f"{stem}, batch {batch}"}
+            rows.append(row)
+            torch.manual_seed(args.seed + batch)
+            with torch.device(device):
+                inputs = tuple(make_inputs(batch))
+            with torch.inference_mode():
+                reference = eager_vs_fp64(model, inputs, device, args, row)
+                if path is None:
+                    row["verdict"] = why
+                    continue
+                try:
+                    if module is None:
+                        module = bound_module(path, args.db, tensors,
+                                              len(inputs), device)
+                    output = run_kopt(module, inputs, device, args, row)
+                except Exception as error:  # noqa: BLE001 - in the table
+                    row["verdict"] = "FAIL: " + str(error).splitlines()[0]
+                    continue
+                row["verdict"] = judge(row, output, reference, args.dry_run)
+    finally:
+        if module is not None:
+            module.close()
+    return rows
 
 
 def markdown(rows, graph):
@@ -277,15 +348,34 @@ def main():
     parser.add_argument("--reps", type=int, default=20)
     parser.add_argument("--graph", action="store_true",
                         help="also time kopt through a CUDA graph")
+    parser.add_argument("--batches", default="1,3,8",
+                        help="the batch sizes a dynamic-batch export runs "
+                        "at, one row each (default: 1,3,8)")
     parser.add_argument("--markdown", help="also write the table here")
     parser.add_argument("--strict", action="store_true",
                         help="fail when a module was not emitted")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="on the CPU, without a GPU: the modules run "
+                        "through kopt.runtime over a libkoptrt whose GPU "
+                        "calls do nothing (bench/torch_backend/stub.py)")
     args = parser.parse_args()
+    try:
+        args.batches = [int(b) for b in args.batches.split(",")]
+    except ValueError:
+        parser.error(f"--batches: '{args.batches}' is not a list of sizes")
+    if not args.batches or min(args.batches) <= 0:
+        parser.error("--batches: the sizes must be positive")
     stems = {stem for stem, *_ in EXPORTS}
     unknown = set(args.only) - stems
     if unknown:
         parser.error(f"unknown export(s): {', '.join(sorted(unknown))}")
 
+    if args.dry_run:
+        sys.path.insert(0, os.path.join(REPO, "bench", "torch_backend"))
+        import stub
+        stub.install()
+        args.device = "cpu"
+        args.warmup, args.reps = min(args.warmup, 1), min(args.reps, 2)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         sys.exit(f"run_zoo.py: torch {torch.__version__} sees no CUDA device "
@@ -304,22 +394,23 @@ def main():
         if args.only and stem not in args.only:
             continue
         started = time.time()
+        run = run_batches if dynamic_batch else run_one
         try:
             # One non-default stream: eager, kopt and the events share it.
             if stream is not None:
                 with torch.cuda.stream(stream):
-                    row = run_one(stem, model_name, dynamic_batch, args,
-                                  device)
+                    found = run(stem, model_name, args, device)
             else:
-                row = run_one(stem, model_name, dynamic_batch, args, device)
+                found = run(stem, model_name, args, device)
         except Exception as error:  # noqa: BLE001 - reported in the table
             traceback.print_exc()
-            row = {"model": stem,
-                   "verdict": "FAIL: " + (str(error).splitlines() or
-                                          [type(error).__name__])[0]}
-        print(f"{stem}: {row['verdict']} ({time.time() - started:.1f} s)",
-              flush=True)
-        rows.append(row)
+            found = [{"model": stem,
+                      "verdict": "FAIL: " + (str(error).splitlines() or
+                                             [type(error).__name__])[0]}]
+        for row in found:
+            print(f"{row['model']}: {row['verdict']}", flush=True)
+        print(f"({time.time() - started:.1f} s)", flush=True)
+        rows += found
         if device.type == "cuda":
             torch.cuda.empty_cache()
 
@@ -333,10 +424,13 @@ def main():
         with open(args.markdown, "w") as f:
             f.write(table + "\n")
     failed = [r for r in rows if r["verdict"].startswith("FAIL")]
+    dry = [r for r in rows if r["verdict"].startswith("dry run")]
     missing = [r for r in rows if not r["verdict"].startswith(("PASS",
-                                                                "FAIL"))]
-    print(f"{len(rows) - len(failed) - len(missing)} passed, {len(failed)} "
-          f"failed, {len(missing)} without a module")
+                                                                "FAIL",
+                                                                "dry run"))]
+    print(f"{len(rows) - len(failed) - len(missing) - len(dry)} passed, "
+          f"{len(failed)} failed, {len(missing)} without a module" +
+          (f", {len(dry)} dry runs" if dry else ""))
     return 1 if failed or (args.strict and missing) else 0
 
 

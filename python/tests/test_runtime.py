@@ -149,6 +149,35 @@ class LibraryTest(unittest.TestCase):
                          (TensorInfo("out0", (8, 256), "float32", 8192),))
         self.assertEqual(str(info.inputs[2]), "arg2: 1024 float32")
 
+    def test_describes_a_dynamic_batch(self):
+        tool = kopt_tool() or self.skipTest("no kopt tool (set KOPT_TOOL)")
+        inputs = os.path.join(REPO, "test", "Tools", "kopt-compile", "Inputs",
+                              "dynbatch")
+        found = {}
+        for stem, sizes in (("mlp", "4,1"), ("batch_sum", "2,4")):
+            kmod = os.path.join(self.folder.name, f"{stem}.kmod")
+            subprocess.run([
+                tool, "compile", os.path.join(inputs, f"{stem}.mlir"),
+                "--tune=never", "--module-arch=none", "--db",
+                os.path.join(self.folder.name, "kopt.db"), "-o", os.devnull,
+                "--emit-module", kmod, f"--tune-shapes=batch={sizes}"
+            ], check=True, capture_output=True)
+            found[stem] = rt.describe(kmod)
+        mlp = found["mlp"]
+        self.assertEqual(mlp.batch,
+                         rt.BatchInfo(True, True, 1, (1, 4), ("x",), ("y",),
+                                      ""))
+        self.assertEqual([(t.name, t.shape) for t in mlp.inputs],
+                         [("x", (1, 16, 64)), ("w", (64, 32)), ("b", (32,))])
+        self.assertEqual(mlp.outputs[0].shape, (1, 16, 32))
+        total = found["batch_sum"].batch
+        self.assertEqual((total.dynamic, total.independent, total.sizes),
+                         (True, False, (2, 4)))
+        self.assertNotEqual(total.reason, "")
+        self.assertFalse(total.accepts(3))
+        self.assertEqual(rt.describe(self.require_module()).batch,
+                         rt.BatchInfo())
+
     def test_a_file_that_is_no_module_is_an_error(self):
         path = os.path.join(self.folder.name, "not-a-module.kmod")
         with open(path, "wb") as f:
@@ -245,13 +274,19 @@ class BufferTest(unittest.TestCase):
 
 class FakeLibrary(_capi.Library):
     """libkoptrt as far as Module needs it: one device, one module with the
-    inputs `a`, `b` and the output `y`, calls recorded."""
+    inputs `a`, `b` and the output `y`, each 2x3 float32, calls recorded.
+    With `sizes`, the batch is dynamic: `a` and `y` are BATCHx3, tuned for
+    `sizes`, any size running when `independent`."""
 
-    def __init__(self):
+    def __init__(self, sizes=(), independent=True):
         self.path = "fake"
         self.calls = []
         self.error = b""
         self.fail_run = False
+        self.sizes = tuple(sizes)
+        self.independent = independent
+        self.batch = self.sizes[0] if sizes else 2
+        self._keep = []
 
     @staticmethod
     def _set(reference, value):
@@ -288,8 +323,39 @@ class FakeLibrary(_capi.Library):
         info.name = name
         info.elementType = 2
         info.rank = 2
-        info.shape[0], info.shape[1] = 2, 3
-        info.bytes = 24
+        rows = self.batch if self.sizes and name != b"b" else 2
+        info.shape[0], info.shape[1] = rows, 3
+        info.bytes = 12 * rows
+        return 0
+
+    def koptModuleGetBatchInfo(self, handle, out):
+        info = out._obj
+        info.dynamic = int(bool(self.sizes))
+        if not self.sizes:
+            return 0
+        sizes = (ctypes.c_int64 * len(self.sizes))(*self.sizes)
+        inputs = (ctypes.c_char_p * 1)(b"a")
+        outputs = (ctypes.c_char_p * 1)(b"y")
+        self._keep += [sizes, inputs, outputs]
+        info.independent = int(self.independent)
+        info.batch = self.batch
+        info.numSizes = len(self.sizes)
+        info.sizes = ctypes.cast(sizes, ctypes.POINTER(ctypes.c_int64))
+        info.numBatchedInputs = info.numBatchedOutputs = 1
+        info.batchedInputs = ctypes.cast(inputs,
+                                         ctypes.POINTER(ctypes.c_char_p))
+        info.batchedOutputs = ctypes.cast(outputs,
+                                          ctypes.POINTER(ctypes.c_char_p))
+        info.reason = b"" if self.independent else b"a sum over the batch"
+        return 0
+
+    def koptModuleSetBatch(self, handle, batch):
+        self.calls.append(("batch", batch))
+        if not self.sizes or batch <= 0 or (not self.independent and
+                                            batch not in self.sizes):
+            self.error = b"batch 3 is not one of the tuned sizes 2, 4"
+            return 1
+        self.batch = batch
         return 0
 
     def koptModuleGetInputInfo(self, handle, index, out):
@@ -414,6 +480,102 @@ class ModuleRunTest(unittest.TestCase):
         with self.assertRaises(rt.Error) as caught:
             module.run([], [])
         self.assertIn("the Module is closed", str(caught.exception))
+
+
+class DynamicBatchTest(unittest.TestCase):
+    """A module with a dynamic batch, against FakeLibrary: `a` and `y`
+    carry the batch, `b` is a weight."""
+
+    def setUp(self):
+        _objects._devices.clear()
+
+    def tearDown(self):
+        _capi.set_library(None)
+        _objects._devices.clear()
+
+    def module(self, sizes=(1, 4), independent=True):
+        self.lib = FakeLibrary(sizes, independent)
+        _capi.set_library(self.lib)
+        return rt.Module("m.kmod")
+
+    def calls(self, kind):
+        return [c for c in self.lib.calls if c[0] == kind]
+
+    def test_describes_the_batch(self):
+        module = self.module()
+        self.assertEqual(module.batch_info,
+                         rt.BatchInfo(True, True, 1, (1, 4), ("a",), ("y",),
+                                      ""))
+        self.assertEqual(module.batch, 1)
+        self.assertEqual([t.shape for t in module.inputs], [(1, 3), (2, 3)])
+        self.assertEqual(str(module.batch_info),
+                         "dynamic batch 1 (tuned: 1, 4; any size runs)")
+        self.assertTrue(module.batch_info.accepts(7))
+        static = self.module(sizes=())
+        self.assertEqual(static.batch_info, rt.BatchInfo())
+        self.assertFalse(static.batch_info.accepts(1))
+
+    def test_the_batch_follows_the_tensors(self):
+        module = self.module()
+        weight = CudaArray((2, 3), pointer=0x2000)
+        module.bind({"b": weight})
+        for rows, pointer in ((5, 0x1000), (5, 0x1000), (3, 0x3000)):
+            y = CudaArray((rows, 3), pointer=pointer + 0x100)
+            self.assertEqual(
+                module.run([CudaArray((rows, 3), pointer=pointer)], [y]),
+                [y])
+            self.assertEqual(module.batch, rows)
+            self.assertEqual(module.inputs[0].shape, (rows, 3))
+            self.assertEqual(module.outputs[0].shape, (rows, 3))
+        self.assertEqual(self.calls("batch"), [("batch", 5), ("batch", 3)])
+        # The weight is bound once; the batched tensors again after each
+        # new batch (which dropped their bindings).
+        self.assertEqual(self.calls("bind"), [("bind", b"b", 0x2000),
+                                              ("bind", b"a", 0x1000),
+                                              ("bind", b"y", 0x1100),
+                                              ("bind", b"a", 0x3000),
+                                              ("bind", b"y", 0x3100)])
+        self.assertEqual(len(self.calls("run")), 3)
+
+    def test_an_explicit_batch(self):
+        module = self.module()
+        module.set_batch(4)
+        module.set_batch(4)
+        self.assertEqual(self.calls("batch"), [("batch", 4)])
+        self.assertEqual(module.outputs[0].shape, (4, 3))
+        arrays = [CudaArray((2, 3)) for _ in range(3)]
+        module.run(arrays[:2], arrays[2:], batch=2)
+        self.assertEqual(module.batch, 2)
+        with self.assertRaises(rt.Error) as caught:
+            module.run([CudaArray((6, 3)), arrays[1]], arrays[2:], batch=2)
+        self.assertIn("input 'a' has shape [6, 3], the module takes [2, 3]",
+                      str(caught.exception))
+
+    def test_a_new_batch_unbinds_the_batched_tensors(self):
+        module = self.module()
+        module.bind({"a": CudaArray((4, 3)), "b": CudaArray((2, 3))})
+        self.assertEqual(module.batch, 4)
+        y = CudaArray((4, 3), pointer=0x5000)
+        module.run([], [y])
+        module.set_batch(1)
+        with self.assertRaises(rt.Error) as caught:
+            module.run([], [CudaArray((1, 3))])
+        self.assertIn("the module takes 1 inputs (a; 1 more bound by bind())",
+                      str(caught.exception))
+
+    def test_sizes_the_module_cannot_run_are_refused(self):
+        module = self.module(sizes=(2, 4), independent=False)
+        self.assertEqual(module.batch_info.reason, "a sum over the batch")
+        with self.assertRaises(rt.Error) as caught:
+            module.run([CudaArray((3, 3)), CudaArray((2, 3))])
+        self.assertIn("not one of the tuned sizes", str(caught.exception))
+        with self.assertRaises(rt.Error) as caught:
+            module.run([CudaArray((2, 3))] * 2, [CudaArray((2, 5))],
+                       batch=2)
+        self.assertIn("has shape [2, 5]", str(caught.exception))
+        static = self.module(sizes=())
+        with self.assertRaises(rt.Error):
+            static.set_batch(2)
 
 
 if __name__ == "__main__":

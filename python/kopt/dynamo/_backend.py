@@ -246,7 +246,7 @@ class Backend:
                 totals.get("hits"), totals.get("tuned"), totals.get("missed"),
                 totals.get("seconds", 0.0), result.kmod)
         return CompiledGraph(stem, result.kmod, info, imported.arguments,
-                             args, returns)
+                             args, returns, cuda_graph=options.cuda_graph)
 
 
 def backend(gm=None, example_inputs=None, *, options=None, **kwargs):

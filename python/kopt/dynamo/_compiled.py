@@ -11,16 +11,31 @@
 # the graph's static inputs (the parameters and buffers Dynamo passes as
 # inputs) and the tensors the importer bound are bound then, once, by
 # pointer, and bound again only when Dynamo passes another tensor object.
-# A call binds the other inputs (checked by kopt.runtime on the first call,
-# by Dynamo's guards on later ones), allocates the outputs and enqueues the
-# module on torch's current stream. Nothing is copied.
+# A call passes the other inputs to Module.run (which checks each one's
+# dtype, shape, device and layout and binds its pointer where it changed),
+# gets fresh outputs and enqueues the module on torch's current stream.
+# Nothing is copied. What a call picks from its arguments is worked out
+# once; the weights are checked for identity in one C-level pass.
 #
 # Specialising serves a graph with symbolic sizes: one CompiledGraph per
 # static shape signature, made on the first call with that signature.
 #
 # ===----------------------------------------------------------------------===#
 
+import operator
+
 from .. import runtime as rt
+
+
+def _picker(indices):
+    """A function of a sequence giving its items at `indices` as a
+    tuple."""
+    if not indices:
+        return lambda args: ()
+    if len(indices) == 1:
+        index = indices[0]
+        return lambda args: (args[index],)
+    return operator.itemgetter(*indices)
 
 
 def is_static_input(value):
@@ -31,16 +46,6 @@ def is_static_input(value):
         value, "_dynamo_static_input_type", None) is not None
 
 
-def _stream_function():
-    """A function of a device ordinal giving torch's current CUDA stream
-    there as an int, the cheapest way torch offers."""
-    import torch
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw
-    return lambda ordinal: torch.cuda.current_stream(ordinal).cuda_stream
-
-
 class CompiledGraph:
     """A graph's module (`kmod`, described by `info`), called like the
     graph. `arguments` is the importer's (ImportedGraph.arguments): per
@@ -49,15 +54,15 @@ class CompiledGraph:
     contiguous apart. `returns`: how the graph returns its results, "tuple",
     "list" or "tensor" (one, bare).
 
-    The first call goes through Module.run, which checks every tensor. Later
-    calls with CUDA tensors take a hot path without those checks: Dynamo's
-    guards have checked each input's dtype, shape, device and strides (and
-    Specialising keys by them), so a call binds each input's pointer where
-    it changed, allocates the outputs and launches the module on torch's
-    current stream."""
+    Every call goes through Module.run, whose fast path for torch tensors
+    checks each per-call input (dtype, shape, device, contiguity: cheap
+    reads, kept although Dynamo's guards check the same) and binds its
+    pointer where it changed, allocates the outputs and launches the module
+    on torch's current stream. With `cuda_graph`, the module runs through a
+    CUDA graph on inputs and outputs of its own (_replay)."""
 
     def __init__(self, name, kmod, info, arguments, example,
-                 returns="tuple"):
+                 returns="tuple", cuda_graph=False):
         self.name = name
         self.kmod = kmod
         self.info = info
@@ -73,19 +78,23 @@ class CompiledGraph:
                    if isinstance(source, int)]
         # A strided input is made contiguous at each call; Dynamo guards on
         # strides, so the example tells which inputs are.
-        self._static = [(name, i) for name, i in indexed
-                        if is_static_input(example[i]) and
-                        example[i].is_contiguous()]
-        static = {i for _, i in self._static}
-        self._per_call = [i for _, i in indexed if i not in static]
-        self._per_call_names = [(name, name.encode(), i)
-                                for name, i in indexed if i not in static]
-        self._strided = {
-            i for i in self._per_call if not example[i].is_contiguous()
-        }
-        self._bound = ()
+        static = [(name, i) for name, i in indexed
+                  if is_static_input(example[i]) and
+                  example[i].is_contiguous()]
+        self._static = static
+        self._static_names = [name for name, _ in static]
+        self._weights = _picker([i for _, i in static])
+        static_indices = {i for _, i in static}
+        self._per_call = [i for _, i in indexed if i not in static_indices]
+        self._strided = [
+            position for position, i in enumerate(self._per_call)
+            if not example[i].is_contiguous()
+        ]
+        self._pick = _picker(self._per_call)
+        self._bound = None
         self._returns = returns
-        self._hot = None
+        self._cuda_graph = cuda_graph
+        self._graph_tensors = None
 
     def _load(self, args):
         cuda = next((a for a in args if getattr(a, "is_cuda", False)), None)
@@ -97,74 +106,52 @@ class CompiledGraph:
                            f"{error.message}", error.status) from None
         module.bind(self._constants)
         self.module = module
-        return module, cuda is not None
-
-    def _bind_static(self, module, args):
-        bound = tuple(args[i] for _, i in self._static)
-        module.bind({name: args[i] for name, i in self._static})
-        self._bound = bound
+        return module
 
     def _inputs(self, args):
+        inputs = self._pick(args)
         if self._strided:
-            return [
-                args[i].contiguous() if i in self._strided else args[i]
-                for i in self._per_call
-            ]
-        return [args[i] for i in self._per_call]
+            inputs = list(inputs)
+            for position in self._strided:
+                inputs[position] = inputs[position].contiguous()
+        return inputs
 
-    def _make_hot(self, module):
-        """The state of the hot path: the C API, the module's handle, the
-        outputs' names, shapes and dtypes, the device, the stream."""
-        import torch
-        outputs = [(info.name, info.name.encode(), info.shape,
-                    info.torch_dtype()) for info in self.info.outputs]
-        ordinal = module.device.ordinal
-        return (module._lib, module._handle, outputs,
-                torch.device("cuda", ordinal), ordinal, _stream_function(),
-                torch.empty)
-
-    def _run_hot(self, module, args):
-        lib, handle, outputs, device, ordinal, stream, empty = self._hot
-        pointers, held = module._pointers, module._held
-        strided = self._strided
-        for name, encoded, i in self._per_call_names:
-            tensor = args[i]
-            if strided and i in strided:
-                tensor = tensor.contiguous()
-            pointer = tensor.data_ptr()
-            if pointers.get(name) != pointer:
-                lib.check(lib.koptModuleBindBuffer(handle, encoded, pointer))
-                pointers[name] = pointer
-            held[name] = tensor
-        results = []
-        for name, encoded, shape, dtype in outputs:
-            tensor = empty(shape, dtype=dtype, device=device)
-            pointer = tensor.data_ptr()
-            if pointers.get(name) != pointer:
-                lib.check(lib.koptModuleBindBuffer(handle, encoded, pointer))
-                pointers[name] = pointer
-            held[name] = tensor
-            results.append(tensor)
-        lib.check(lib.koptModuleRun(handle, stream(ordinal) or None))
-        return results
+    def _replay(self, module, inputs):
+        """A run through the module's CUDA graph: the same input and output
+        tensors every call, so that no binding changes and the graph
+        captured on the first run is launched again."""
+        tensors = self._graph_tensors
+        if tensors is None:
+            import torch
+            module.set_graph_capture(True)
+            tensors = self._graph_tensors = (
+                [torch.empty_like(t, memory_format=torch.contiguous_format)
+                 for t in inputs], module.new_outputs())
+        own_inputs, own_outputs = tensors
+        for own, given in zip(own_inputs, inputs):
+            own.copy_(given)
+        module.run(own_inputs, own_outputs)
+        return [output.clone() for output in own_outputs]
 
     def __call__(self, *args):
         module = self.module
-        first = module is None
-        if first:
-            module, cuda = self._load(args)
-        bound = self._bound
-        if len(bound) != len(self._static) or any(
-                args[i] is not held
-                for (_, i), held in zip(self._static, bound)):
-            self._bind_static(module, args)
-        if self._hot is not None:
-            outputs = self._run_hot(module, args)
+        if module is None:
+            module = self._load(args)
+        if self._static:
+            weights = self._weights(args)
+            if self._bound is None or not all(
+                    map(operator.is_, weights, self._bound)):
+                module.bind(dict(zip(self._static_names, weights)))
+                self._bound = weights
+        inputs = self._inputs(args) if self._strided else self._pick(args)
+        if self._cuda_graph:
+            outputs = self._replay(module, inputs)
         else:
-            # Checked: every tensor, once (and every call off the GPU).
-            outputs = module.run(self._inputs(args))
-            if first and cuda:
-                self._hot = self._make_hot(module)
+            # Module.run's fast path itself, where the module has made it.
+            plan = module._plan
+            outputs = plan.run_fresh(inputs) if plan is not None else None
+            if outputs is None:
+                outputs = module.run(inputs)
         if self._returns == "tuple":
             return tuple(outputs)
         return outputs if self._returns == "list" else outputs[0]

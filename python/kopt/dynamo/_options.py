@@ -101,6 +101,9 @@ class Options:
                        a temporary folder removed at exit)
     importer           turns a graph into MLIR (default: torch-mlir's FX
                        importer); see kopt.dynamo.ImportedGraph
+    cuda_graph         replay each module as one CUDA graph: a call copies
+                       its inputs into the graph's own and returns copies
+                       of its outputs (default False)
     """
 
     db: Optional[str] = None
@@ -113,6 +116,7 @@ class Options:
     tool_args: Tuple[str, ...] = ()
     work_dir: Optional[str] = None
     importer: Optional[Callable[..., Any]] = None
+    cuda_graph: bool = False
 
     def __post_init__(self):
         if self.tune not in TUNE_MODES:

@@ -13,6 +13,9 @@
 #   module = rt.Module("model.kmod")            # device 0
 #   y = module(x, w)                            # torch tensors in, out
 #
+# A module with a dynamic batch runs at the batch of the tensors passed
+# (module.set_batch(n) sets it explicitly).
+#
 # Pure Python over libkoptrt's C API (ctypes); no LLVM, MLIR or compiled
 # extension. libkoptrt is found on first use ($KOPT_RUNTIME_LIBRARY, beside
 # the package, or the kopt build tree); torch is imported only when needed.
@@ -21,10 +24,12 @@
 # ===----------------------------------------------------------------------===#
 
 from ._capi import Error, find_library
-from ._objects import Device, KernelDatabase, Module, ModuleInfo, describe
-from ._types import TensorInfo
+from ._module import Module
+from ._objects import Device, KernelDatabase, ModuleInfo, describe
+from ._types import BatchInfo, TensorInfo
 
 __all__ = [
+    "BatchInfo",
     "Device",
     "Error",
     "KernelDatabase",

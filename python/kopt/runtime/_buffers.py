@@ -31,16 +31,28 @@ def _torch():
     return sys.modules.get("torch")
 
 
-def _from_torch(tensor, info, role, ordinal):
+def _torch_device(device):
+    """The torch.device a module on `device` (a Device, a torch.device or
+    an ordinal) takes tensors on."""
+    torch_device = getattr(device, "torch_device", None)
+    if torch_device is not None:
+        return torch_device
+    if isinstance(device, int):
+        return _torch().device("cuda", device)
+    return device
+
+
+def _from_torch(tensor, info, role, device):
     what = f"{role} '{info.name}'"
-    if not tensor.is_cuda:
-        raise Error(f"{what} is on {tensor.device}, not cuda:{ordinal}: "
-                    "kopt runs on the GPU; move it with .cuda()")
-    if tensor.device.index != ordinal:
+    expected = _torch_device(device)
+    if tensor.device != expected:
+        if expected.type == "cuda" and not tensor.is_cuda:
+            raise Error(f"{what} is on {tensor.device}, not {expected}: "
+                        "kopt runs on the GPU; move it with .cuda()")
         raise Error(f"{what} is on {tensor.device}, but the module is "
-                    f"loaded on cuda:{ordinal}")
-    expected = getattr(_torch(), info.dtype, None)
-    if tensor.dtype != expected:
+                    f"loaded on {expected}")
+    dtype = getattr(_torch(), info.dtype, None)
+    if tensor.dtype != dtype:
         raise Error(f"{what} is {tensor.dtype}, the module takes "
                     f"{info.dtype}; nothing is converted")
     if tuple(tensor.shape) != info.shape:
@@ -100,14 +112,28 @@ def _from_interface(interface, info, role, writable):
     return pointer
 
 
-def device_pointer(value, info, role, ordinal, writable):
+def leading_dim(value):
+    """The outermost size of a torch tensor, a __cuda_array_interface__ or
+    DLPack object, or None where it has none."""
+    shape = getattr(value, "shape", None)
+    if shape is None:
+        interface = getattr(value, "__cuda_array_interface__", None)
+        shape = interface.get("shape") if interface is not None else None
+    try:
+        return int(shape[0]) if shape is not None and len(shape) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def device_pointer(value, info, role, device, writable):
     """The device pointer of `value` for tensor `info` ("input"/"output"
-    `role`) of a module on device `ordinal`, and whether it came through
+    `role`) of a module on `device` (a Device, or its ordinal), and whether
+    it came through
     torch (which decides the default stream). `writable`: the module writes
     it. Raises Error when `value` does not fit."""
     torch = _torch()
     if torch is not None and isinstance(value, torch.Tensor):
-        return _from_torch(value, info, role, ordinal), True
+        return _from_torch(value, info, role, device), True
     interface = getattr(value, "__cuda_array_interface__", None)
     if interface is not None:
         return _from_interface(interface, info, role, writable), False
@@ -120,14 +146,15 @@ def device_pointer(value, info, role, ordinal, writable):
         # The tensor views the producer's memory: no copy, and its pointer
         # stays valid while the caller holds `value`.
         return _from_torch(torch.from_dlpack(value), info, role,
-                           ordinal), True
+                           device), True
     raise Error(f"{role} '{info.name}' is a {type(value).__name__}: pass a "
                 "CUDA torch.Tensor or an object with "
                 "__cuda_array_interface__ or __dlpack__")
 
 
-def stream_handle(stream, used_torch, ordinal):
-    """The CUstream a run goes on, as an int (0: the device's own stream).
+def stream_handle(stream, used_torch, device):
+    """The CUstream a run goes on, as an int (0: the device's own stream),
+    for a module on `device` (a Device, or its ordinal).
     `stream` may be None, an int handle, a torch.cuda.Stream (cuda_stream),
     an object with __cuda_stream__ or with a `ptr` (CuPy). None means the
     current torch stream of the device when torch tensors are bound, else
@@ -135,7 +162,9 @@ def stream_handle(stream, used_torch, ordinal):
     if stream is None:
         if not used_torch:
             return 0
-        return int(_torch().cuda.current_stream(ordinal).cuda_stream)
+        if hasattr(device, "stream_function"):
+            return int(device.stream_function()())
+        return int(_torch().cuda.current_stream(device).cuda_stream)
     if isinstance(stream, int):
         return stream
     if hasattr(stream, "__cuda_stream__"):

@@ -57,6 +57,23 @@ class CTensorInfo(ctypes.Structure):
     ]
 
 
+class CBatchInfo(ctypes.Structure):
+    """KoptBatchInfo."""
+
+    _fields_ = [
+        ("dynamic", ctypes.c_int32),
+        ("independent", ctypes.c_int32),
+        ("batch", ctypes.c_int64),
+        ("numSizes", ctypes.c_size_t),
+        ("sizes", ctypes.POINTER(ctypes.c_int64)),
+        ("numBatchedInputs", ctypes.c_size_t),
+        ("batchedInputs", ctypes.POINTER(ctypes.c_char_p)),
+        ("numBatchedOutputs", ctypes.c_size_t),
+        ("batchedOutputs", ctypes.POINTER(ctypes.c_char_p)),
+        ("reason", ctypes.c_char_p),
+    ]
+
+
 def candidate_paths():
     """Where libkoptrt is looked for, in order: $KOPT_RUNTIME_LIBRARY (a file,
     or a folder holding libkoptrt.so), beside the package (kopt/ and
@@ -104,6 +121,7 @@ _P = ctypes.c_void_p
 _PP = ctypes.POINTER(ctypes.c_void_p)
 _SIZE = ctypes.c_size_t
 _INFO = ctypes.POINTER(CTensorInfo)
+_BATCH = ctypes.POINTER(CBatchInfo)
 PROTOTYPES = {
     "koptGetLastError": ([], ctypes.c_char_p),
     "koptStatusName": ([ctypes.c_int], ctypes.c_char_p),
@@ -125,6 +143,8 @@ PROTOTYPES = {
     "koptModuleGetOutputInfo": ([_P, _SIZE, _INFO], ctypes.c_int),
     "koptModuleBindBuffer": ([_P, ctypes.c_char_p, ctypes.c_uint64],
                              ctypes.c_int),
+    "koptModuleGetBatchInfo": ([_P, _BATCH], ctypes.c_int),
+    "koptModuleSetBatch": ([_P, ctypes.c_int64], ctypes.c_int),
     "koptModuleSetGraphCapture": ([_P, ctypes.c_int], ctypes.c_int),
     "koptModuleRun": ([_P, _P], ctypes.c_int),
     "koptModuleFileOpen": ([ctypes.c_char_p, _PP], ctypes.c_int),
@@ -135,6 +155,7 @@ PROTOTYPES = {
                                     ctypes.c_int),
     "koptModuleFileGetInputInfo": ([_P, _SIZE, _INFO], ctypes.c_int),
     "koptModuleFileGetOutputInfo": ([_P, _SIZE, _INFO], ctypes.c_int),
+    "koptModuleFileGetBatchInfo": ([_P, _BATCH], ctypes.c_int),
 }
 
 
@@ -163,6 +184,11 @@ class Library:
             raise Error(f"libkoptrt at '{self.path}' has no {name}: it is "
                         "older than this package", "unsupported")
         raise AttributeError(name)
+
+    def has(self, name):
+        """Whether the loaded library has function `name` (an older one may
+        lack the newest)."""
+        return name in self.__dict__ or hasattr(type(self), name)
 
     def check(self, status):
         """Raises Error with the library's message unless `status` is

@@ -7,10 +7,9 @@
 # ===----------------------------------------------------------------------===#
 #
 # Python objects over libkoptrt's handles: Device (koptDeviceCreate),
-# KernelDatabase (koptKernelDbOpen), Module (koptModuleLoad, run on the
-# caller's tensors with koptModuleBindBuffer and koptModuleRun) and
-# describe() (koptModuleFileOpen, no device needed). Each frees its handle
-# on close() or when collected; a module keeps its device alive.
+# KernelDatabase (koptKernelDbOpen) and describe() (koptModuleFileOpen, no
+# device needed); Module is in _module.py. Each frees its handle on close()
+# or when collected.
 #
 # ===----------------------------------------------------------------------===#
 
@@ -18,13 +17,11 @@ import ctypes
 import os
 import threading
 import weakref
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Tuple
 
-from . import _buffers
-from ._capi import CTensorInfo, Error, library
-from ._types import TensorInfo, from_c
+from ._capi import CBatchInfo, CTensorInfo, Error, library
+from ._types import BatchInfo, TensorInfo, batch_from_c, from_c
 
 
 def _path(path):
@@ -40,6 +37,16 @@ def _describe(lib, handle, count_fn, info_fn):
         lib.check(info_fn(handle, index, ctypes.byref(info)))
         infos.append(from_c(info))
     return tuple(infos)
+
+
+def _describe_batch(lib, handle, name):
+    """The BatchInfo through `name` (koptModuleGetBatchInfo or its file
+    twin); a static one from a library too old to have it."""
+    if not lib.has(name):
+        return BatchInfo()
+    info = CBatchInfo()
+    lib.check(getattr(lib, name)(handle, ctypes.byref(info)))
+    return batch_from_c(info)
 
 
 class _Handle:
@@ -103,6 +110,26 @@ class Device(_Handle):
                                         ctypes.byref(arch)))
         return arch.value.decode()
 
+    @property
+    def torch_device(self):
+        """The torch.device of this device (cuda:ORDINAL); imports torch."""
+        device = self.__dict__.get("_torch_device")
+        if device is None:
+            import torch
+            device = self._torch_device = torch.device("cuda", self.ordinal)
+        return device
+
+    def stream_function(self):
+        """A function of no arguments giving torch's current CUDA stream on
+        this device as an int handle, the cheapest way torch offers."""
+        import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        ordinal = self.ordinal
+        if raw is not None:
+            return lambda: raw(ordinal)
+        current = torch.cuda.current_stream
+        return lambda: current(ordinal).cuda_stream
+
     def synchronize(self):
         """Waits for all work on the device."""
         self._lib.check(self._lib.koptDeviceSynchronize(self._require_open()))
@@ -152,15 +179,18 @@ class KernelDatabase(_Handle):
 
 @dataclass(frozen=True)
 class ModuleInfo:
-    """A module's inputs and outputs, in argument and result order."""
+    """A module's inputs and outputs, in argument and result order, and how
+    its batch varies (inputs and outputs at `batch.batch`)."""
 
     inputs: Tuple[TensorInfo, ...]
     outputs: Tuple[TensorInfo, ...]
+    batch: BatchInfo = BatchInfo()
 
 
 def describe(path):
     """Reads and verifies the module at `path` and describes its inputs and
-    outputs, without a device (no GPU needed)."""
+    outputs (at its first tuned batch size, for a dynamic batch) and its
+    batch, without a device (no GPU needed)."""
     lib = library()
     handle = ctypes.c_void_p()
     lib.check(lib.koptModuleFileOpen(_path(path), ctypes.byref(handle)))
@@ -169,200 +199,7 @@ def describe(path):
             _describe(lib, handle, lib.koptModuleFileGetNumInputs,
                       lib.koptModuleFileGetInputInfo),
             _describe(lib, handle, lib.koptModuleFileGetNumOutputs,
-                      lib.koptModuleFileGetOutputInfo))
+                      lib.koptModuleFileGetOutputInfo),
+            _describe_batch(lib, handle, "koptModuleFileGetBatchInfo"))
     finally:
         lib.koptModuleFileClose(handle)
-
-
-class Module(_Handle):
-    """A runtime module (`kopt compile --emit-module`) loaded on a device.
-
-    `device` is a Device or an ordinal (0 by default; devices of the same
-    ordinal are shared); `db` a KernelDatabase or a path, needed only for a
-    module whose plans refer to database records. `graph=True` runs it
-    through a CUDA graph (set_graph_capture). Not thread-safe: use one
-    module per thread."""
-
-    _destroy_name = "koptModuleDestroy"
-
-    def __init__(self, path, device=0, db=None, graph=False):
-        super().__init__()
-        self.path = os.fspath(path)
-        self.device = _device(device)
-        database = KernelDatabase(db) if isinstance(
-            db, (str, bytes, os.PathLike)) else db
-        try:
-            self._lib.check(
-                self._lib.koptModuleLoad(
-                    self.device._require_open(), _path(path),
-                    database._require_open() if database else None,
-                    ctypes.byref(self._handle)))
-        finally:
-            # The module does not keep the database.
-            if database is not None and database is not db:
-                database.close()
-        self.device._modules.add(self)
-        self.inputs = _describe(self._lib, self._handle,
-                                self._lib.koptModuleGetNumInputs,
-                                self._lib.koptModuleGetInputInfo)
-        self.outputs = _describe(self._lib, self._handle,
-                                 self._lib.koptModuleGetNumOutputs,
-                                 self._lib.koptModuleGetOutputInfo)
-        self._roles = {info.name: (info, "input") for info in self.inputs}
-        self._roles.update(
-            {info.name: (info, "output") for info in self.outputs})
-        # By name: the value bound now (held, so its memory outlives the
-        # binding), its pointer (bound again only on a change, which keeps
-        # a captured graph), whether it came through torch; and the names
-        # bound by bind(), which runs need not pass.
-        self._held = {}
-        self._pointers = {}
-        self._through_torch = {}
-        self._pinned = set()
-        self._graph = False
-        if graph:
-            self.set_graph_capture(True)
-
-    @property
-    def load_info(self):
-        """How the module's code was loaded, one line per plan source."""
-        info = ctypes.c_char_p()
-        self._lib.check(
-            self._lib.koptModuleGetLoadInfo(self._require_open(),
-                                            ctypes.byref(info)))
-        return info.value.decode("utf-8", "replace")
-
-    @property
-    def graph_capture(self):
-        return self._graph
-
-    def set_graph_capture(self, enable):
-        """With `enable`, the next run captures the module's launches into a
-        CUDA graph, and later runs launch it at once; binding a new pointer
-        captures again, so pass the same output tensors each call."""
-        self._lib.check(
-            self._lib.koptModuleSetGraphCapture(self._require_open(),
-                                                int(bool(enable))))
-        self._graph = bool(enable)
-
-    def new_outputs(self):
-        """Fresh, uninitialised torch tensors for the outputs, on the
-        module's device."""
-        import torch
-        device = torch.device("cuda", self.device.ordinal)
-        return [
-            torch.empty(info.shape, dtype=info.torch_dtype(), device=device)
-            for info in self.outputs
-        ]
-
-    def _by_name(self, values):
-        unknown = [name for name in values if name not in self._roles]
-        if unknown:
-            raise Error(f"the module has no input or output "
-                        f"{', '.join(map(repr, unknown))} (it has "
-                        f"{', '.join(self._roles)})")
-        return dict(values)
-
-    def _in_order(self, values, infos, role):
-        """A sequence of values for those of `infos` that bind() did not
-        bind, by name."""
-        names = [info.name for info in infos if info.name not in self._pinned]
-        values = list(values)
-        if len(values) != len(names):
-            pinned = len(infos) - len(names)
-            raise Error(f"the module takes {len(names)} {role}s "
-                        f"({', '.join(names)}" +
-                        (f"; {pinned} more bound by bind()" if pinned else "")
-                        + f"), not {len(values)}")
-        return dict(zip(names, values))
-
-    def _bind_all(self, values):
-        """Checks every value of `values` (by name), then binds them."""
-        ordinal = self.device.ordinal
-        checked = []
-        for name, value in values.items():
-            info, role = self._roles[name]
-            pointer, through_torch = _buffers.device_pointer(
-                value, info, role, ordinal, writable=role == "output")
-            checked.append((name, value, pointer, through_torch))
-        handle = self._require_open()
-        for name, value, pointer, through_torch in checked:
-            if self._pointers.get(name) != pointer:
-                self._lib.check(
-                    self._lib.koptModuleBindBuffer(handle, name.encode(),
-                                                   pointer))
-                self._pointers[name] = pointer
-            self._held[name] = value
-            self._through_torch[name] = through_torch
-
-    def bind(self, values):
-        """Binds `values`, a mapping by input or output name, for this and
-        every later run until bound again: weights, say, bound once, so that
-        each run passes (and checks) only what changes. The module holds
-        the values, so their memory stays valid."""
-        if not isinstance(values, Mapping):
-            raise Error("bind() takes a mapping by input or output name")
-        values = self._by_name(values)
-        self._bind_all(values)
-        self._pinned.update(values)
-
-    def run(self, inputs=(), outputs=None, stream=None):
-        """Enqueues one run of the module on `stream` and returns its
-        outputs as a list, without waiting.
-
-        `inputs` is a sequence of the inputs that bind() did not bind (all
-        of them, without bind()), in the module's order, or a mapping by
-        name. `outputs` likewise, or None for fresh torch tensors. Each is a
-        CUDA tensor (torch, __cuda_array_interface__, DLPack) of exactly
-        the module's shape and dtype, contiguous: its memory is used in
-        place, nothing is copied. `stream` (see `_buffers.stream_handle`):
-        by default torch's current stream when torch tensors are bound."""
-        self._require_open()
-        values = (self._by_name(inputs) if isinstance(inputs, Mapping) else
-                  self._in_order(inputs, self.inputs, "input"))
-        missing = [
-            info.name for info in self.inputs
-            if info.name not in values and info.name not in self._pinned
-        ]
-        if missing:
-            raise Error(f"input {', '.join(map(repr, missing))} is not "
-                        "passed, nor bound by bind()")
-        if outputs is None:
-            fresh = self.new_outputs()
-            outputs = {
-                info.name: tensor
-                for info, tensor in zip(self.outputs, fresh)
-                if info.name not in self._pinned
-            }
-        values.update(
-            self._by_name(outputs) if isinstance(outputs, Mapping) else self.
-            _in_order(outputs, self.outputs, "output"))
-        missing = [
-            info.name for info in self.outputs
-            if info.name not in values and info.name not in self._pinned
-        ]
-        if missing:
-            raise Error(f"output {', '.join(map(repr, missing))} is not "
-                        "passed, nor bound by bind()")
-        self._bind_all(values)
-        stream = _buffers.stream_handle(stream,
-                                        any(self._through_torch.values()),
-                                        self.device.ordinal)
-        self._lib.check(
-            self._lib.koptModuleRun(self._require_open(),
-                                    ctypes.c_void_p(stream) if stream else
-                                    None))
-        return [self._held[info.name] for info in self.outputs]
-
-    def __call__(self, *inputs, outputs=None, stream=None):
-        """run(inputs): the output, or a tuple of outputs."""
-        results = self.run(inputs, outputs=outputs, stream=stream)
-        return results[0] if len(results) == 1 else tuple(results)
-
-    def close(self):
-        self._held = {}
-        self._pointers = {}
-        super().close()
-
-    def __repr__(self):
-        return f"kopt.runtime.Module({self.path!r})"

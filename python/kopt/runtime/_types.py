@@ -7,7 +7,8 @@
 # ===----------------------------------------------------------------------===#
 #
 # The C API's element types (KoptElementType) under the names PyTorch and
-# NumPy give them, and TensorInfo, a module input's or output's description.
+# NumPy give them, TensorInfo, a module input's or output's description, and
+# BatchInfo, how a module's batch size varies.
 #
 # ===----------------------------------------------------------------------===#
 
@@ -67,6 +68,56 @@ class TensorInfo:
     def __str__(self):
         shape = "x".join(str(s) for s in self.shape) or "scalar"
         return f"{self.name}: {shape} {self.dtype}"
+
+
+@dataclass(frozen=True)
+class BatchInfo:
+    """How a module's batch size varies (koptModuleGetBatchInfo). A static
+    module has `dynamic` False and nothing else. A dynamic one takes its
+    batch as the outermost dimension (times a constant) of the inputs and
+    outputs named in `inputs` and `outputs`; `sizes` are the tuned sizes;
+    with `independent`, any positive size runs (as chunks of the tuned
+    ones), else only the tuned sizes do, for the `reason` given. `batch` is
+    the size in effect."""
+
+    dynamic: bool = False
+    independent: bool = False
+    batch: int = 0
+    sizes: Tuple[int, ...] = ()
+    inputs: Tuple[str, ...] = ()
+    outputs: Tuple[str, ...] = ()
+    reason: str = ""
+
+    def accepts(self, batch):
+        """Whether the module runs at `batch`."""
+        return self.dynamic and batch > 0 and (self.independent or
+                                               batch in self.sizes)
+
+    def __str__(self):
+        if not self.dynamic:
+            return "static batch"
+        sizes = ", ".join(str(s) for s in self.sizes)
+        return (f"dynamic batch {self.batch} (tuned: {sizes}; " +
+                ("any size runs)" if self.independent else
+                 f"only those run: {self.reason})"))
+
+
+def _names(array, count):
+    return tuple(array[i].decode("utf-8", "replace") for i in range(count))
+
+
+def batch_from_c(info):
+    """A BatchInfo from a filled KoptBatchInfo."""
+    if not info.dynamic:
+        return BatchInfo()
+    return BatchInfo(
+        dynamic=True,
+        independent=bool(info.independent),
+        batch=int(info.batch),
+        sizes=tuple(int(info.sizes[i]) for i in range(info.numSizes)),
+        inputs=_names(info.batchedInputs, info.numBatchedInputs),
+        outputs=_names(info.batchedOutputs, info.numBatchedOutputs),
+        reason=(info.reason or b"").decode("utf-8", "replace"))
 
 
 def from_c(info):

@@ -434,24 +434,6 @@ class ImporterTest(unittest.TestCase):
         self.assertIn("writes its input", caught.exception.reason)
 
 
-class FakeLibrary:
-    """The C API calls of CompiledGraph's hot path, recorded."""
-
-    def __init__(self):
-        self.calls = []
-
-    def koptModuleBindBuffer(self, handle, name, pointer):
-        self.calls.append(("bind", name, pointer))
-        return 0
-
-    def koptModuleRun(self, handle, stream):
-        self.calls.append(("run", stream))
-        return 0
-
-    def check(self, status):
-        assert status == 0
-
-
 class FakeModule:
     """A stand-in for kopt.runtime.Module that records binds and runs."""
 
@@ -460,8 +442,7 @@ class FakeModule:
     def __init__(self, path, device=0):
         self.path, self.device = path, device
         self.bound, self.runs = [], []
-        self._lib, self._handle = FakeLibrary(), "handle"
-        self._pointers, self._held = {}, {}
+        self._plan = None
         FakeModule.instances.append(self)
 
     def bind(self, values):
@@ -529,27 +510,6 @@ class CompiledGraphTest(unittest.TestCase):
         [module] = FakeModule.instances
         self.assertTrue(module.runs[0][0].is_contiguous())
         self.assertFalse(module.runs[0][0] is strided)
-
-    def test_the_hot_path_binds_what_changed_and_runs(self):
-        weight = nn.Parameter(torch.ones(2))
-        x, y = torch.zeros(2), torch.ones(2)
-        graph = self.make([x, weight], (0, 1))
-        graph(x, weight)
-        [module] = FakeModule.instances
-        # As on a GPU after the first call: outputs made on the CPU here,
-        # the stream 7.
-        graph._hot = (module._lib, module._handle,
-                      [("out0", b"out0", (2,), torch.float32)],
-                      torch.device("cpu"), 0, lambda ordinal: 7, torch.empty)
-        results = [graph(x, weight), graph(x, weight), graph(y, weight)]
-        calls = module._lib.calls
-        self.assertEqual([c for c in calls if c[0] == "run"], [("run", 7)] * 3)
-        self.assertEqual([c[2] for c in calls if c[1] == b"arg0"],
-                         [x.data_ptr(), y.data_ptr()])
-        outputs = [c[2] for c in calls if c[1] == b"out0"]
-        self.assertEqual(outputs[-1], results[-1][0].data_ptr())
-        self.assertIs(module._held["arg0"], y)
-        self.assertEqual(len(module.runs), 1)
 
     def test_specialising_compiles_once_per_signature(self):
         made = []
