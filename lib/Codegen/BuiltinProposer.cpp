@@ -294,9 +294,16 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
   }
 }
 
+/// Dynamic shared memory a block of the `smem_*` variants holds its part
+/// of the row in.
+constexpr int64_t kSharedRowBytes = 200 * 1024;
+
 static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
                              int64_t length);
+static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
+                                    const KernelTask &task, int64_t rows,
+                                    int64_t length);
 
 /// Several rows per block (TiledRowKernel.h): short rows, and reductions
 /// over non-innermost dimensions.
@@ -339,40 +346,60 @@ static void proposeTiledRows(Proposal &proposal, func::FuncOp group,
 /// Rows too long for one block's registers: the row kept in shared memory,
 /// a block per row or split over a thread-block cluster (SharedRowKernel.h),
 /// so that it is read from DRAM once. Variants `smem_c<C>_bs<B>`: the
-/// smallest cluster whose blocks hold the row, and twice as many blocks.
+/// smallest cluster whose blocks hold the row, and twice as many blocks;
+/// where a portable cluster's blocks would hold more than half an SM's
+/// shared memory each, also clusters of 16 (non-portable), whose halves
+/// of that let two blocks share an SM, one loading while the other
+/// computes and stores. Each also as `_async`: the row copied with
+/// `cp.async` (every copy in flight at once) and stored 16 bytes a time.
 static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
                               const KernelTask &task, int64_t rows,
                               int64_t length) {
-  constexpr int64_t kBytes = 200 * 1024;
+  constexpr int64_t kBytes = kSharedRowBytes;
+  // Two blocks of this much fit an SM's 228 KB with their reserved 1 KB.
+  constexpr int64_t kHalfSmBytes = 112 * 1024;
   if (length <= 1024 * int64_t(getRowCacheBudget(1024)))
     return;
   std::vector<unsigned> clusters;
   for (unsigned blocks : {1u, 2u, 4u, 8u})
     if (getSharedRowRange(length, blocks) * 4 <= kBytes && clusters.size() < 2)
       clusters.push_back(blocks);
+  if (getSharedRowRange(length, 8) * 4 > kHalfSmBytes &&
+      getSharedRowRange(length, 16) * 4 <= kBytes)
+    clusters.push_back(16);
   std::string comment = describeGroup(group);
-  for (unsigned blocks : clusters)
-    for (unsigned threads : {512u, 1024u}) {
-      PlanBuilder builder(task, group, "builtin",
-                          "smem_c" + std::to_string(blocks) + "_bs" +
-                              std::to_string(threads));
-      std::vector<KernelOutput> outputs;
-      for (Value value : returnedValues(group))
-        outputs.push_back(builder.outputFor(value));
-      SharedRowOptions options;
-      options.blockSize = threads;
-      options.clusterSize = blocks;
-      options.sharedBytes = kBytes;
-      auto kernel = generateSharedRowKernel(
-          group.getContext(), builder.entryName("rows"), comment, outputs,
-          builder.leafFn(), rows, length, options);
-      if (!kernel) {
-        addPlan(proposal, builder, task, group, kernel.takeError());
-        return;
+  for (bool async : {false, true})
+    for (unsigned blocks : clusters)
+      for (unsigned threads : {512u, 1024u}) {
+        // Copies need no threads to hold them in flight: the widest block
+        // only, but for the clusters of 16 whose blocks share SMs.
+        if (async && threads < 1024 && blocks <= 8)
+          continue;
+        PlanBuilder builder(task, group, "builtin",
+                            "smem_c" + std::to_string(blocks) + "_bs" +
+                                std::to_string(threads) +
+                                (async ? "_async" : ""));
+        std::vector<KernelOutput> outputs;
+        for (Value value : returnedValues(group))
+          outputs.push_back(builder.outputFor(value));
+        SharedRowOptions options;
+        options.blockSize = threads;
+        options.clusterSize = blocks;
+        options.sharedBytes = kBytes;
+        options.asyncCopies = async;
+        options.vectorStores = async;
+        if (blocks > 8 && getSharedRowRange(length, blocks) * 4 <= kHalfSmBytes)
+          options.minBlocksPerSM = 2;
+        auto kernel = generateSharedRowKernel(
+            group.getContext(), builder.entryName("rows"), comment, outputs,
+            builder.leafFn(), rows, length, options);
+        if (!kernel) {
+          addPlan(proposal, builder, task, group, kernel.takeError());
+          return;
+        }
+        builder.addKernel(*kernel, comment);
+        addPlan(proposal, builder, task, group, llvm::Error::success());
       }
-      builder.addKernel(*kernel, comment);
-      addPlan(proposal, builder, task, group, llvm::Error::success());
-    }
 }
 
 static void proposeRows(Proposal &proposal, func::FuncOp group,
@@ -425,6 +452,72 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
   proposeSplitRows(proposal, group, task, rows, length);
 }
 
+/// Split rows whose inputs do not fit the L2 cache (50 MB on the H100 and
+/// H200) a batch of rows at a time: each kernel of the split form is
+/// launched once per batch, so that the later kernels of a batch read its
+/// rows from L2 and the rows go through DRAM once for reading, once for
+/// writing. Variants `split<S>_b<R>_bs<B>`: R rows a batch, the most whose
+/// f32 rows fill at most 32 MB, and half as many.
+static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
+                                    const KernelTask &task, int64_t rows,
+                                    int64_t length) {
+  constexpr int64_t kBatchBytes = 32 << 20, kTargetBlocks = 1024;
+  int64_t rowBytes = length * 4;
+  int64_t most = std::min(rows - 1, kBatchBytes / rowBytes);
+  // Rows a cluster's shared memory holds are read once already (smem_*).
+  if (rows * rowBytes <= 2 * kBatchBytes || most < 1 ||
+      getSharedRowRange(length, 16) * 4 <= kSharedRowBytes)
+    return;
+  std::vector<int64_t> batches = {most};
+  if (most / 2 >= 1)
+    batches.push_back(most / 2);
+  std::string comment = describeGroup(group);
+  for (int64_t batch : batches) {
+    // A launch's blocks fill the GPU with the batch alone.
+    int64_t chunks = std::clamp<int64_t>(kTargetBlocks / batch, 2, 1024);
+    for (unsigned threads : {256u, 512u}) {
+      if (batch != most && threads != 512)
+        continue;
+      PlanBuilder builder(task, group, "builtin",
+                          "split" + std::to_string(chunks) + "_b" +
+                              std::to_string(batch) + "_bs" +
+                              std::to_string(threads));
+      std::vector<KernelOutput> outputs;
+      for (Value value : returnedValues(group))
+        outputs.push_back(builder.outputFor(value));
+      std::vector<PartialBuffer> partials;
+      SplitRowBatching batching;
+      batching.rows = batch;
+      auto kernels = generateSplitRowKernels(
+          group.getContext(), builder.entryName("split"), comment, outputs,
+          builder.leafFn(), rows, length, threads, chunks,
+          [](unsigned k) { return "rowpart" + std::to_string(k); }, partials,
+          batching);
+      if (!kernels) {
+        addPlan(proposal, builder, task, group, kernels.takeError());
+        return;
+      }
+      for (const PartialBuffer &partial : partials)
+        builder.declareTemporary(
+            {partial.param, partial.elementType, partial.shape});
+      for (int64_t first = 0; first < rows; first += batch)
+        for (GeneratedKernel kernel : *kernels) {
+          kernel.args.back() = "i64:" + std::to_string(first);
+          kernel.grid[0] =
+              std::to_string(std::min(batch, rows - first) * chunks);
+          std::string what =
+              comment + " (rows " + std::to_string(first) + " to " +
+              std::to_string(std::min(first + batch, rows) - 1) + ")";
+          if (first == 0)
+            builder.addKernel(kernel, what);
+          else
+            builder.addLaunch(kernel, what);
+        }
+      addPlan(proposal, builder, task, group, llvm::Error::success());
+    }
+  }
+}
+
 /// Few long rows: each row split over several blocks, so that the GPU
 /// fills (a layernorm of 16 rows of 4M elements gets about 1024 blocks, not
 /// 16). One kernel per row-wide reduction plus one for the outputs.
@@ -464,6 +557,7 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
       builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
+  proposeBatchedSplitRows(proposal, group, task, rows, length);
 }
 
 /// One pointwise kernel per output shape with every producer inlined, in

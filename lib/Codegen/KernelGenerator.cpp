@@ -317,7 +317,8 @@ mlir::kopt::generateSplitRowKernels(
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
     int64_t numRows, int64_t rowLength, unsigned blockSize, int64_t chunks,
     const std::function<std::string(unsigned)> &partialName,
-    std::vector<PartialBuffer> &partials) {
+    std::vector<PartialBuffer> &partials, const SplitRowBatching &batching) {
+  bool batched = batching.rows > 0;
   auto indices = getRowIndices(context, outputs, numRows, rowLength);
   if (!indices)
     return indices.takeError();
@@ -371,11 +372,18 @@ mlir::kopt::generateSplitRowKernels(
     TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
     emitter.enableCooperativeReductions(1, blockSize);
     emitter.setRowRange("chunkStart", "chunkEnd");
+    // Batches: the first pass brings the rows into L2 to stay, the last
+    // reads them for the last time and writes what nothing reads again.
+    if (batched && k == 0)
+      emitter.setLoadFunction("kopt_load_keep");
+    if (batched && last)
+      emitter.setLoadFunction("__ldcs");
     for (size_t i = 0; i < done; ++i) {
       emitter.addParameter(
           {partials[i].param, partials[i].elementType, partials[i].shape});
       if (llvm::Error error = emitter.emitCombinedPartials(
-              reductions[i], partials[i].param, "row * " + s, chunks))
+              reductions[i], partials[i].param, "row * " + s, chunks,
+              /*together=*/batched))
         return std::move(error);
     }
     std::vector<KernelOutput> written;
@@ -411,9 +419,12 @@ mlir::kopt::generateSplitRowKernels(
         auto value = emitter.valueAt(output.value, index);
         if (!value)
           return value.takeError();
-        body.line(output.param + "[row * " + std::to_string(rowLength) +
-                  "LL + c] = " +
-                  convertFromCompute(output.elementType, *value) + ";");
+        std::string at =
+            output.param + "[row * " + std::to_string(rowLength) + "LL + c]";
+        std::string converted = convertFromCompute(output.elementType, *value);
+        body.line(batched && output.elementType == ElementType::F32
+                      ? "__stcs(&" + at + ", " + converted + ");"
+                      : at + " = " + converted + ";");
         emitter.closeRowLoop();
       }
       written.assign(outputs.begin(), outputs.end());
@@ -431,14 +442,38 @@ mlir::kopt::generateSplitRowKernels(
                    " *__restrict__ " + partials[i].param + ")";
       kernel.args.push_back(partials[i].param);
     }
+    if (batched) {
+      signature.pop_back();
+      signature += std::string(kernel.args.empty() ? "" : ", ") +
+                   "const long long rowBase)";
+      kernel.args.push_back("i64:0");
+    }
     CodeWriter code;
+    if (batched && k == 0) {
+      code.line("#ifndef KOPT_LOAD_KEEP");
+      code.line("#define KOPT_LOAD_KEEP");
+      code.line("// A load whose line L2 keeps before others (evict_last).");
+      code.line("__device__ __forceinline__ float kopt_load_keep(const float "
+                "*p) {");
+      code.line("  float v;");
+      code.line("  asm(\"{\\n\\t.reg .b64 policy;\\n\\t\"");
+      code.line("      \"createpolicy.fractional.L2::evict_last.b64 policy, "
+                "1.0;\\n\\t\"");
+      code.line(
+          "      \"ld.global.L2::cache_hint.f32 %0, [%1], policy;\\n\\t}\"");
+      code.line("      : \"=f\"(v) : \"l\"(p));");
+      code.line("  return v;");
+      code.line("}");
+      code.line("#endif");
+    }
     code.comment(comment.str() +
                  (last ? std::string(" (outputs, split rows)")
                        : " (partial reductions, level " + std::to_string(k) +
                              ", split rows)"));
     code.line(signature + " {");
     code.indent();
-    code.line("const long long row = blockIdx.x / " + s + ";");
+    code.line(std::string("const long long row = ") +
+              (batched ? "rowBase + " : "") + "blockIdx.x / " + s + ";");
     code.line("const long long chunk = blockIdx.x % " + s + ";");
     code.line("const long long chunkStart = chunk * " +
               std::to_string(chunkLength) + "LL;");
@@ -452,7 +487,10 @@ mlir::kopt::generateSplitRowKernels(
     code.dedent();
     code.line("}");
     kernel.code = code.str();
-    kernel.grid = {std::to_string(numRows * chunks), "1", "1"};
+    kernel.grid = {
+        std::to_string((batched ? std::min(batching.rows, numRows) : numRows) *
+                       chunks),
+        "1", "1"};
     kernel.block = {std::to_string(blockSize), "1", "1"};
     kernels.push_back(std::move(kernel));
   }

@@ -218,6 +218,11 @@ KernelOutput PlanBuilder::outputFor(Value value) {
 void PlanBuilder::addKernel(const GeneratedKernel &kernel,
                             llvm::StringRef comment) {
   plan.sources.front().code += "\n" + kernel.code;
+  addLaunch(kernel, comment);
+}
+
+void PlanBuilder::addLaunch(const GeneratedKernel &kernel,
+                            llvm::StringRef comment) {
   PlanStep step;
   step.kind = PlanStep::Kind::Launch;
   step.comment = comment.str();
@@ -227,6 +232,7 @@ void PlanBuilder::addKernel(const GeneratedKernel &kernel,
   step.launch.block = kernel.block;
   step.launch.args = kernel.args;
   step.launch.sharedBytes = kernel.sharedBytes;
+  step.launch.cluster = kernel.cluster;
   plan.steps.push_back(std::move(step));
   // The kernel's outputs now hold data later steps may read.
   for (auto &[value, name] : names)

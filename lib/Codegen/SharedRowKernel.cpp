@@ -25,6 +25,11 @@ __device__ __forceinline__ void kopt_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
                "barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+__device__ __forceinline__ unsigned kopt_cluster_blocks() {
+  unsigned blocks;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(blocks));
+  return blocks;
+}
 __device__ __forceinline__ unsigned kopt_cluster_address(const void *local,
                                                          unsigned rank) {
   unsigned remote;
@@ -64,6 +69,23 @@ __device__ __forceinline__ long long kopt_cluster_load(const long long *local,
 #endif)cuda";
 }
 
+/// Copies of 16 bytes from global to shared memory that do not wait
+/// (sm_80): all of a thread's are in flight until it waits for them.
+static llvm::StringRef getAsyncCopyHelpers() {
+  return R"cuda(#ifndef KOPT_ASYNC_COPY_HELPERS
+#define KOPT_ASYNC_COPY_HELPERS
+__device__ __forceinline__ void kopt_copy_async(float *shared,
+                                                const float *global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
+               :: "r"((unsigned)__cvta_generic_to_shared(shared)),
+                  "l"(global) : "memory");
+}
+__device__ __forceinline__ void kopt_copy_async_wait() {
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}
+#endif)cuda";
+}
+
 int64_t mlir::kopt::getSharedRowRange(int64_t rowLength, unsigned clusterSize) {
   int64_t range = (rowLength + clusterSize - 1) / clusterSize;
   return (range + 3) / 4 * 4;
@@ -76,8 +98,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
   unsigned blocks = options.clusterSize;
   if (outputs.empty())
     return llvm::createStringError("a kernel needs an output");
-  if (!llvm::is_contained({1u, 2u, 4u, 8u}, blocks))
-    return llvm::createStringError("clusters of %u blocks are not portable",
+  if (!llvm::is_contained({1u, 2u, 4u, 8u, 16u}, blocks))
+    return llvm::createStringError("clusters of %u blocks are not supported",
                                    blocks);
   RowSpace space;
   space.outer = numRows;
@@ -93,6 +115,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
   emitter.setRowRange("chunkStart", "chunkEnd");
   emitter.enableSharedRowCache(rowLength, range, options.sharedBytes, caches);
   emitter.enableClusterReductions(blocks);
+  emitter.setSharedCacheAsync(options.asyncCopies);
 
   std::vector<Value> values;
   std::vector<SmallVector<AffineExpr>> outputIndices;
@@ -122,13 +145,30 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
       body.line("}");
       continue;
     }
+    std::string rowStart = "row * " + std::to_string(rowLength) + "LL";
+    if (options.vectorStores && output.elementType == ElementType::F32 &&
+        rowLength % 4 == 0) {
+      // Every block's range starts and ends on a multiple of 4 elements.
+      std::string first = emitter.openWideRowLoop(rowLength, 4);
+      std::string vector = body.fresh("kopt_out");
+      body.line("KoptVec<float, 4> " + vector + ";");
+      std::string lane = emitter.openLaneLoop(rowLength, first, 4);
+      auto value = emitter.valueAt(output.value, index);
+      if (!value)
+        return value.takeError();
+      body.line(vector + ".v[" + lane + "] = " + *value + ";");
+      emitter.closeRowLoop();
+      body.line("*reinterpret_cast<KoptVec<float, 4> *>(" + output.param +
+                " + " + rowStart + " + " + first + ") = " + vector + ";");
+      emitter.closeWideRowLoop();
+      continue;
+    }
     emitter.openRowLoop(rowLength);
     auto value = emitter.valueAt(output.value, index);
     if (!value)
       return value.takeError();
-    body.line(output.param + "[row * " + std::to_string(rowLength) +
-              "LL + c] = " + convertFromCompute(output.elementType, *value) +
-              ";");
+    body.line(output.param + "[" + rowStart + " + c] = " +
+              convertFromCompute(output.elementType, *value) + ";");
     emitter.closeRowLoop();
   }
 
@@ -139,11 +179,26 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
   code.comment(comment);
   std::string signature = printKernelSignature(
       entry, options.blockSize, emitter.getLeaves(), outputs, kernel.args);
-  if (blocks > 1) {
+  auto appendHelpers = [&](llvm::StringRef helpers) {
     llvm::SmallVector<llvm::StringRef> lines;
-    getClusterHelpers().split(lines, '\n', -1, false);
+    helpers.split(lines, '\n', -1, false);
     for (llvm::StringRef line : lines)
       code.line(line);
+  };
+  if (blocks > 1)
+    appendHelpers(getClusterHelpers());
+  if (emitter.usesAsyncCopies())
+    appendHelpers(getAsyncCopyHelpers());
+  if (options.minBlocksPerSM) {
+    std::string bounds =
+        "__launch_bounds__(" + std::to_string(options.blockSize);
+    signature.replace(signature.find(bounds), bounds.size(),
+                      bounds + ", " + std::to_string(options.minBlocksPerSM));
+  }
+  if (blocks > 8) {
+    // A non-portable cluster is set at launch, not declared.
+    kernel.cluster = blocks;
+  } else if (blocks > 1) {
     std::string attribute = "__global__ void ";
     signature.replace(signature.find(attribute), attribute.size(),
                       attribute + "__cluster_dims__(" + std::to_string(blocks) +
@@ -151,6 +206,11 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
   }
   code.line(signature + " {");
   code.indent();
+  // Launched without its cluster, the kernel would read other blocks'
+  // shared memory that does not exist: it stops instead.
+  if (blocks > 8)
+    code.line("if (kopt_cluster_blocks() != " + std::to_string(blocks) +
+              "u) __trap();");
   if (kernel.sharedBytes)
     code.line("extern __shared__ __align__(16) unsigned char kopt_smem[];");
   std::string b = std::to_string(blocks) + "LL";
@@ -170,6 +230,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
   };
   append(caches.str());
   // The caches are filled with wide loads: threads read others' elements.
+  if (emitter.usesAsyncCopies())
+    code.line("kopt_copy_async_wait();");
   if (kernel.sharedBytes)
     code.line("__syncthreads();");
   append(body.str());

@@ -149,6 +149,42 @@ void TensorEmitter::openRowLoop(int64_t count) {
   ++loopDepth;
 }
 
+std::string TensorEmitter::openWideRowLoop(int64_t count, unsigned width) {
+  std::string start = rowRange ? rowRange->first : "0LL";
+  std::string end = rowRange ? rowRange->second : std::to_string(count) + "LL";
+  std::string w = std::to_string(width);
+  std::string group = out->fresh("kopt_w");
+  std::string first = out->fresh("kopt_first");
+  out->line("for (long long " + group + " = " + rowLane() + "; " + group +
+            " < (" + end + " - " + start + ") / " + w + "; " + group +
+            " += " + std::to_string(rowStride()) + ") {");
+  out->indent();
+  out->line("const long long " + first + " = " + start + " + " + group + " * " +
+            w + ";");
+  return first;
+}
+
+std::string TensorEmitter::openLaneLoop(int64_t count, llvm::StringRef first,
+                                        unsigned width) {
+  const std::string &name = dimNames[*threadDim];
+  bool shared = sharedSlot && cacheLength && *cacheLength == count;
+  std::string k = out->fresh("kopt_k");
+  out->line("#pragma unroll");
+  out->line("for (int " + k + " = 0; " + k + " < " + std::to_string(width) +
+            "; ++" + k + ") {");
+  out->indent();
+  out->line("const long long " + name + " = " + first.str() + " + " + k + ";");
+  rowLoops.push_back(shared ? RowLoop::SharedCache : RowLoop::Plain);
+  scopes.emplace_back();
+  ++loopDepth;
+  return k;
+}
+
+void TensorEmitter::closeWideRowLoop() {
+  out->dedent();
+  out->line("}");
+}
+
 void TensorEmitter::closeRowLoop() {
   --loopDepth;
   scopes.pop_back();
@@ -298,16 +334,24 @@ TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
   std::string scalarFrom = start;
   if (vector) {
     p.line("const long long kopt_vectors = (" + end + " - " + start + ") / 4;");
-    p.line("#pragma unroll 4");
+    // Asynchronous copies need no unrolling to be in flight together.
+    if (!sharedAsync)
+      p.line("#pragma unroll 4");
     p.line("for (long long kopt_v = " + lane +
            "; kopt_v < kopt_vectors; "
            "kopt_v += " +
            stride + ") {");
     p.indent();
     p.line("const long long " + c + " = " + start + " + kopt_v * 4;");
-    p.line("*reinterpret_cast<KoptVec<float, 4> *>(" + name +
-           " + kopt_v * 4) = *reinterpret_cast<const KoptVec<float, 4> *>(" +
-           leaf.param + " + " + print(linear) + ");");
+    if (sharedAsync) {
+      asyncCopiesUsed = true;
+      p.line("kopt_copy_async(" + name + " + kopt_v * 4, " + leaf.param +
+             " + " + print(linear) + ");");
+    } else {
+      p.line("*reinterpret_cast<KoptVec<float, 4> *>(" + name +
+             " + kopt_v * 4) = *reinterpret_cast<const KoptVec<float, 4> *>(" +
+             leaf.param + " + " + print(linear) + ");");
+    }
     p.dedent();
     p.line("}");
     scalarFrom = start + " + kopt_vectors * 4";
@@ -417,10 +461,11 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
     }
   }
   std::string name = out->fresh("x");
+  std::string load = leaf.param + "[" + print(linear) + "]";
+  if (!loadFunction.empty() && leaf.elementType == ElementType::F32)
+    load = loadFunction + "(" + leaf.param + " + " + print(linear) + ")";
   out->line("const " + computeType + " " + name + " = " +
-            convertToCompute(leaf.elementType,
-                             leaf.param + "[" + print(linear) + "]") +
-            ";");
+            convertToCompute(leaf.elementType, load) + ";");
   return name;
 }
 
@@ -816,7 +861,7 @@ TensorEmitter::emitGeneric(Operation *op, unsigned resultNumber,
 llvm::Error TensorEmitter::emitCombinedPartials(const CooperativeReduction &red,
                                                 llvm::StringRef partials,
                                                 llvm::StringRef first,
-                                                int64_t count) {
+                                                int64_t count, bool together) {
   auto generic = red.result.getDefiningOp<linalg::GenericOp>();
   std::optional<ReductionCombiner> combiner =
       generic ? matchCombiner(generic) : std::nullopt;
@@ -825,13 +870,6 @@ llvm::Error TensorEmitter::emitCombinedPartials(const CooperativeReduction &red,
   auto type = getCudaScalarType(getElementTypeOrSelf(red.result.getType()));
   if (!type)
     return type.takeError();
-  std::string acc = out->fresh("part");
-  std::string total = out->fresh("red");
-  out->line(*type + " " + acc + " = " + combiner->identity + ";");
-  out->line(
-      "for (int s = 0; s < " + std::to_string(count) + "; ++s) " + acc + " = " +
-      combiner->combine(acc, partials.str() + "[" + first.str() + " + s]") +
-      ";");
   // The initial value is read at the reduction's own index, like the
   // sequential definition.
   SmallVector<AffineExpr> loops(generic.getNumLoops());
@@ -843,6 +881,28 @@ llvm::Error TensorEmitter::emitCombinedPartials(const CooperativeReduction &red,
   for (AffineExpr &loop : loops)
     if (!loop)
       loop = getAffineConstantExpr(0, context);
+  std::string acc = out->fresh("part");
+  out->line(*type + " " + acc + " = " + combiner->identity + ";");
+  if (together) {
+    if (rowGroup || clusterSize > 1)
+      return llvm::createStringError(
+          "partials are combined together by whole blocks only");
+    out->line(
+        "for (int s = threadIdx.x; s < " + std::to_string(count) +
+        "; s += " + std::to_string(blockSize) + ") " + acc + " = " +
+        combiner->combine(acc, partials.str() + "[" + first.str() + " + s]") +
+        ";");
+    if (llvm::Error error =
+            finishCooperative(red, generic, *combiner, *type, acc, loops, ""))
+      return error;
+    out->line("(void)" + *lookupMemo(makeKey(red.result, red.index)) + ";");
+    return llvm::Error::success();
+  }
+  std::string total = out->fresh("red");
+  out->line(
+      "for (int s = 0; s < " + std::to_string(count) + "; ++s) " + acc + " = " +
+      combiner->combine(acc, partials.str() + "[" + first.str() + " + s]") +
+      ";");
   OpOperand &init = generic.getDpsInitsMutable()[0];
   auto initValue = valueAt(
       init.get(), applyMap(generic.getMatchingIndexingMap(&init), loops));
@@ -1062,6 +1122,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   auto savedCaches = caches;
   unsigned savedCacheUsed = cacheUsed;
   int64_t savedSharedUsed = sharedUsed;
+  bool savedAsyncCopiesUsed = asyncCopiesUsed;
   CodeWriter *savedCachePrologue = cachePrologue;
   if (cachePrologue)
     cachePrologue = &scratch;
@@ -1081,6 +1142,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   caches = std::move(savedCaches);
   cacheUsed = savedCacheUsed;
   sharedUsed = savedSharedUsed;
+  asyncCopiesUsed = savedAsyncCopiesUsed;
   cachePrologue = savedCachePrologue;
   if (!ignored)
     return ignored.takeError();

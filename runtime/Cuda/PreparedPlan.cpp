@@ -30,6 +30,8 @@ struct Step {
   unsigned grid[3] = {1, 1, 1};
   unsigned block[3] = {1, 1, 1};
   unsigned sharedBytes = 0;
+  /// Blocks per cluster along x; 1 launches without clusters.
+  unsigned cluster = 1;
   /// Eight bytes per argument (a device pointer or a scalar), and the
   /// pointers to them that cuLaunchKernel takes.
   std::vector<uint64_t> storage;
@@ -54,6 +56,30 @@ struct PointerSlot {
       *pointer = value;
   }
 };
+
+/// Launches `step` in clusters of `step.cluster` blocks along x.
+Status launchCluster(const CudaDriver &api, const Step &step, CUstream stream) {
+  CUlaunchAttribute attribute = {};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = step.cluster;
+  attribute.value.clusterDim.y = 1;
+  attribute.value.clusterDim.z = 1;
+  CUlaunchConfig config = {};
+  config.gridDimX = step.grid[0];
+  config.gridDimY = step.grid[1];
+  config.gridDimZ = step.grid[2];
+  config.blockDimX = step.block[0];
+  config.blockDimY = step.block[1];
+  config.blockDimZ = step.block[2];
+  config.sharedMemBytes = step.sharedBytes;
+  config.hStream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return api.check(
+      api.cuLaunchKernelEx(&config, step.function,
+                           const_cast<void **>(step.arguments.data()), nullptr),
+      "cuLaunchKernelEx");
+}
 
 std::string describeStep(const PlanStep &step, size_t index) {
   std::string where = "step " + std::to_string(index);
@@ -126,6 +152,20 @@ Status PreparedPlan::Impl::prepareLaunch(
                 step.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                 int(launch.sharedBytes)),
             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+        !status.isOk())
+      return status;
+  step.cluster = unsigned(launch.cluster);
+  if (step.cluster > 1 && step.grid[0] % step.cluster != 0)
+    return invalid("grid size " + std::to_string(step.grid[0]) +
+                   " is not a multiple of the cluster of " +
+                   std::to_string(step.cluster) + " blocks");
+  // Clusters of more than 8 blocks (non-portable) need the kernel's opt-in.
+  if (step.cluster > 8)
+    if (Status status = api.check(
+            api.cuFuncSetAttribute(
+                step.function,
+                CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+            "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
         !status.isOk())
       return status;
   // The same rule as verifyPlan: a typed prefix makes a literal; anything
@@ -237,6 +277,10 @@ Status PreparedPlan::enqueue(CUstream stream, bool synchronizeEachStep) const {
     Status status;
     switch (step.kind) {
     case PlanStep::Kind::Launch:
+      if (step.cluster > 1) {
+        status = launchCluster(api, step, stream);
+        break;
+      }
       status = api.check(
           api.cuLaunchKernel(
               step.function, step.grid[0], step.grid[1], step.grid[2],

@@ -296,6 +296,10 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
         return invalid(where + ": unknown source '" + launch.source + "'");
       if (launch.entry.empty())
         return invalid(where + ": no entry name");
+      if (launch.cluster < 1 || launch.cluster > 16)
+        return invalid(where + ": cluster of " +
+                       std::to_string(launch.cluster) +
+                       " blocks out of range (1 to 16)");
       int64_t threads = 1;
       for (int axis = 0; axis < 3; ++axis) {
         auto grid = evaluatePlanExpression(launch.grid[axis], tensors);
@@ -310,6 +314,10 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
                          std::to_string(axis) + " (" + std::to_string(*grid) +
                          ", " + std::to_string(*block) + ")");
         threads *= *block;
+        if (axis == 0 && *grid % launch.cluster != 0)
+          return invalid(where + ": grid size " + std::to_string(*grid) +
+                         " is not a multiple of the cluster of " +
+                         std::to_string(launch.cluster) + " blocks");
       }
       if (threads > 1024)
         return invalid(where + ": " + std::to_string(threads) +

@@ -330,6 +330,7 @@ static Result<PlanStep> planStepFromJson(const json::Value &value,
     }
     launch.sharedBytes =
         read.integer("shared_bytes", 0, 0, std::numeric_limits<int32_t>::max());
+    launch.cluster = read.integer("cluster", 1, 1, 16);
     launch.args = read.strings("args", true, false);
   } else if (kind == "gemm") {
     step.kind = PlanStep::Kind::Gemm;
@@ -453,6 +454,9 @@ static json::Value stepToJson(const PlanStep &step) {
     object.set("block",
                toJsonArray({launch.block.begin(), launch.block.end()}));
     object.set("shared_bytes", launch.sharedBytes);
+    // Only where set, so plans without clusters keep their content hash.
+    if (launch.cluster != 1)
+      object.set("cluster", launch.cluster);
     object.set("args", toJsonArray(launch.args));
     break;
   }

@@ -47,6 +47,8 @@ struct GeneratedKernel {
   std::vector<std::string> args;
   /// Dynamic shared memory per block, in bytes.
   int64_t sharedBytes = 0;
+  /// Blocks per thread-block cluster set at launch (LaunchStep::cluster).
+  unsigned cluster = 1;
 };
 
 /// Options of a pointwise kernel.
@@ -85,6 +87,19 @@ struct PartialBuffer {
   std::vector<int64_t> shape;
 };
 
+/// Split rows a batch of rows at a time, so that a batch's rows stay in the
+/// L2 cache from the first kernel's read to the last kernel's.
+struct SplitRowBatching {
+  /// Rows a launch covers; 0 covers them all at once. Otherwise every
+  /// kernel takes the batch's first row as its last argument (written
+  /// `i64:0` in GeneratedKernel::args, its grid for a whole batch), the
+  /// first kernel's loads ask L2 to keep the row (`evict_last`), the last
+  /// kernel's loads and stores are marked as streaming (`__ldcs`,
+  /// `__stcs`), and the threads of a block combine the partial results
+  /// together instead of each alone.
+  int64_t rows = 0;
+};
+
 /// Kernels computing what one row kernel would, with each row split into
 /// `chunks` pieces so that few long rows still fill the GPU: one kernel per
 /// row-wide reduction (each block reduces its chunk and stores a partial
@@ -96,7 +111,8 @@ llvm::Expected<std::vector<GeneratedKernel>> generateSplitRowKernels(
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
     int64_t numRows, int64_t rowLength, unsigned blockSize, int64_t chunks,
     const std::function<std::string(unsigned)> &partialName,
-    std::vector<PartialBuffer> &partials);
+    std::vector<PartialBuffer> &partials,
+    const SplitRowBatching &batching = {});
 
 /// The kernel's declaration up to its body: `extern "C"`, launch bounds of
 /// `blockSize` threads, the leaves as const inputs, then the outputs.

@@ -66,6 +66,9 @@ public:
 
   /// Adds a kernel as a source and a launch step.
   void addKernel(const GeneratedKernel &kernel, llvm::StringRef comment);
+  /// Adds a launch step of a kernel added before, with `kernel`'s grid
+  /// and arguments (another batch of rows).
+  void addLaunch(const GeneratedKernel &kernel, llvm::StringRef comment);
   /// Adds a library-call step that writes `writes`.
   void addStep(PlanStep step, llvm::ArrayRef<Value> writes);
 

@@ -27,11 +27,21 @@ namespace mlir::kopt {
 /// Options of a row kernel keeping its row in shared memory.
 struct SharedRowOptions {
   unsigned blockSize = 1024;
-  /// Blocks per row, one thread-block cluster: 1 (no cluster), 2, 4 or 8
-  /// (the largest portable cluster).
+  /// Blocks per row, one thread-block cluster: 1 (no cluster), 2, 4, 8
+  /// (the largest portable cluster, declared with `__cluster_dims__`) or
+  /// 16 (non-portable, set at launch: GeneratedKernel::cluster).
   unsigned clusterSize = 1;
   /// Dynamic shared memory a block may use for the row.
   int64_t sharedBytes = 200 * 1024;
+  /// Fills the row's 16-byte parts with `cp.async` copies, all issued
+  /// before the first is waited for, instead of loads through registers.
+  bool asyncCopies = false;
+  /// Stores f32 outputs four elements (16 bytes) at a time where the row
+  /// length is a multiple of 4.
+  bool vectorStores = false;
+  /// Blocks an SM must be able to hold at once (`__launch_bounds__`), 0 to
+  /// leave the registers to the compiler.
+  unsigned minBlocksPerSM = 0;
 };
 
 /// Elements of a row of `rowLength` each block of a cluster of

@@ -111,9 +111,20 @@ public:
   /// combined with the `count` partial results at `partials[first + s]`,
   /// and memoises it, so the rest of the kernel reads it like a reduction
   /// computed in place.
+  /// With `together`, the block's threads read the partials strided and
+  /// combine them as a cooperative reduction does (all threads must reach
+  /// this point); otherwise each thread combines them all in order.
   llvm::Error emitCombinedPartials(const CooperativeReduction &reduction,
                                    llvm::StringRef partials,
-                                   llvm::StringRef first, int64_t count);
+                                   llvm::StringRef first, int64_t count,
+                                   bool together = false);
+
+  /// Loads f32 leaves through `function(pointer)` instead of plainly (a
+  /// cache hint the kernel defines), or plainly again when empty. Caches
+  /// and vector lanes load as before.
+  void setLoadFunction(llvm::StringRef function) {
+    loadFunction = function.str();
+  }
 
   /// Split rows: row loops cover [`start`, `end`) (C expressions) instead of
   /// the whole row.
@@ -165,6 +176,13 @@ public:
   void enableSharedRowCache(int64_t length, int64_t slot, int64_t bytes,
                             CodeWriter &prologue);
   void setSharedCacheVectors(bool vectors) { sharedVectors = vectors; }
+  /// Fills the shared caches' 16-byte parts with `cp.async` copies
+  /// (`kopt_copy_async`, which the kernel defines): every thread issues all
+  /// its copies before any is waited for, and no register holds the data.
+  /// The kernel then waits (`kopt_copy_async_wait`) before its barrier.
+  void setSharedCacheAsync(bool async) { sharedAsync = async; }
+  /// Whether a cache was filled with `cp.async` copies.
+  bool usesAsyncCopies() const { return asyncCopiesUsed; }
   /// Bytes of shared memory the caches use so far.
   int64_t getSharedCacheBytes() const { return sharedUsed; }
 
@@ -173,6 +191,19 @@ public:
   /// cover it. Closed by `closeRowLoop`.
   void openRowLoop(int64_t count);
   void closeRowLoop();
+
+  /// Opens a loop over [0, `count`) (or the row range) in which each thread
+  /// takes `width` consecutive elements at a time, for one wide store:
+  /// `width` must divide the range's start and end. Returns the C name of
+  /// the group's first element. Inside it, `openLaneLoop` opens the
+  /// unrolled loop over the group's elements, which names the thread
+  /// dimension's variable, returns the C name of the element's place in
+  /// the group and is closed by `closeRowLoop`; then
+  /// `closeWideRowLoop` closes the groups' loop.
+  std::string openWideRowLoop(int64_t count, unsigned width);
+  std::string openLaneLoop(int64_t count, llvm::StringRef first,
+                           unsigned width);
+  void closeWideRowLoop();
 
   /// Opens and closes a scope of memoised values: code emitted inside a C
   /// block must not be referred to after it closes.
@@ -258,6 +289,8 @@ private:
   std::map<std::pair<std::string, const void *>, std::string> caches;
   int64_t sharedSlot = 0, sharedBudget = 0, sharedUsed = 0;
   bool sharedVectors = true;
+  bool sharedAsync = false, asyncCopiesUsed = false;
+  std::string loadFunction;
   /// For each open row loop: which caches it reads.
   enum class RowLoop { Plain, RegisterCache, SharedCache };
   std::vector<RowLoop> rowLoops;

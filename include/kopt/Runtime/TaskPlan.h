@@ -105,6 +105,11 @@ struct LaunchStep {
   /// Tensor names (passed as device pointers) or scalar literals such as
   /// `i32:4` and `f32:0.5`.
   std::vector<std::string> args;
+  /// Blocks per thread-block cluster along x, set at launch (sm_90): 1 (no
+  /// cluster) to 16. More than 8 is a non-portable size, which the runtime
+  /// allows for the kernel before launching it. The grid's x size must be a
+  /// multiple of it.
+  int64_t cluster = 1;
 };
 
 /// `c[b] = act(op(a[b]) . op(b[b]) + bias)`, row-major, through cuBLASLt.

@@ -10,7 +10,8 @@
 // op, a layernorm over few long rows (split rows), statistics over two
 // dimensions accumulated in f64, and rows too long for one block's
 // registers (kept in shared memory, a block or a cluster of blocks per
-// row), of a length divisible by 4 and not.
+// row, clusters of 16 too), of a length divisible by 4 and not, and rows
+// that do not fit the L2 cache (split rows in batches).
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row2 = affine_map<(d0, d1) -> (d0)>
@@ -356,6 +357,89 @@ func.func @sum_cluster_rows(%x: tensor<2x90001xf32>) -> tensor<2xf32> {
     linalg.yield %a : f32
   } -> tensor<2xf32>
   return %s : tensor<2xf32>
+}
+
+// A softmax over rows a cluster of 8 blocks would hold in more than half
+// an SM's shared memory each: also clusters of 16 blocks.
+func.func @softmax_cluster16_rows(%x: tensor<2x250001xf32>) -> tensor<2x250001xf32> {
+  %c0 = arith.constant 0 : i64
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %ei = tensor.empty() : tensor<2xi64>
+  %fi = linalg.fill ins(%c0 : i64) outs(%ei : tensor<2xi64>) -> tensor<2xi64>
+  %em = tensor.empty() : tensor<2xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%em : tensor<2xf32>) -> tensor<2xf32>
+  %m:2 = linalg.generic {indexing_maps = [#id2, #row2, #row2], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<2x250001xf32>) outs(%fm, %fi : tensor<2xf32>, tensor<2xi64>) {
+  ^bb0(%in: f32, %out: f32, %idx: i64):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i64
+    %mx = arith.maximumf %in, %out : f32
+    %gt = arith.cmpf ogt, %in, %out : f32
+    %sel = arith.select %gt, %ii, %idx : i64
+    linalg.yield %mx, %sel : f32, i64
+  } -> (tensor<2xf32>, tensor<2xi64>)
+  %mc = tensor.expand_shape %m#0 [[0, 1]] output_shape [2, 1] : tensor<2xf32> into tensor<2x1xf32>
+  %e = tensor.empty() : tensor<2x250001xf32>
+  %d = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %mc : tensor<2x250001xf32>, tensor<2x1xf32>) outs(%e : tensor<2x250001xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %s = arith.subf %in, %mx : f32
+    linalg.yield %s : f32
+  } -> tensor<2x250001xf32>
+  %ex = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<2x250001xf32>) outs(%e : tensor<2x250001xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %p = math.exp %in : f32
+    linalg.yield %p : f32
+  } -> tensor<2x250001xf32>
+  %es = tensor.empty() : tensor<2x1xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%es : tensor<2x1xf32>) -> tensor<2x1xf32>
+  %s = linalg.generic {indexing_maps = [#id2, #bcast2], iterator_types = ["parallel", "reduction"]} ins(%ex : tensor<2x250001xf32>) outs(%fs : tensor<2x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<2x1xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%ex, %s : tensor<2x250001xf32>, tensor<2x1xf32>) outs(%e : tensor<2x250001xf32>) {
+  ^bb0(%in: f32, %sum: f32, %out: f32):
+    %q = arith.divf %in, %sum : f32
+    linalg.yield %q : f32
+  } -> tensor<2x250001xf32>
+  return %y : tensor<2x250001xf32>
+}
+
+// A layernorm over rows whose inputs do not fit the L2 cache: also split
+// rows in batches of rows that do.
+func.func @layernorm_batched_rows(%x: tensor<3x5600003xf32>) -> tensor<3x5600003xf32> {
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant 5600003.0 : f32
+  %eps = arith.constant 1.0e-05 : f32
+  %es = tensor.empty() : tensor<3x1xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%es : tensor<3x1xf32>) -> tensor<3x1xf32>
+  %s = linalg.generic {indexing_maps = [#id2, #bcast2], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<3x5600003xf32>) outs(%fs : tensor<3x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<3x1xf32>
+  %e = tensor.empty() : tensor<3x5600003xf32>
+  %dev = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %s : tensor<3x5600003xf32>, tensor<3x1xf32>) outs(%e : tensor<3x5600003xf32>) {
+  ^bb0(%in: f32, %sum: f32, %out: f32):
+    %mean = arith.divf %sum, %n : f32
+    %d = arith.subf %in, %mean : f32
+    linalg.yield %d : f32
+  } -> tensor<3x5600003xf32>
+  %v = linalg.generic {indexing_maps = [#id2, #bcast2], iterator_types = ["parallel", "reduction"]} ins(%dev : tensor<3x5600003xf32>) outs(%fs : tensor<3x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %q = arith.mulf %in, %in : f32
+    %a = arith.addf %q, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<3x1xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%dev, %v : tensor<3x5600003xf32>, tensor<3x1xf32>) outs(%e : tensor<3x5600003xf32>) {
+  ^bb0(%in: f32, %var: f32, %out: f32):
+    %m = arith.divf %var, %n : f32
+    %a = arith.addf %m, %eps : f32
+    %r = math.rsqrt %a : f32
+    %o = arith.mulf %in, %r : f32
+    linalg.yield %o : f32
+  } -> tensor<3x5600003xf32>
+  return %y : tensor<3x5600003xf32>
 }
 
 // torch.sum(x, dim=0) of a tall, narrow tensor: few outputs, long columns.

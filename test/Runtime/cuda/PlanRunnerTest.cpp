@@ -260,6 +260,66 @@ extern "C" __global__ void reverse(const float *x, float *y, int n) {
   EXPECT_EQ(tv.back(), xv.front());
 }
 
+TEST_F(PlanRunnerTest, LaunchesNonPortableClusters) {
+  // Clusters of 16 blocks (more than the portable 8) are set at launch:
+  // each block writes the cluster's size and its rank in it, and the first
+  // element of the next block's shared memory, read through the cluster.
+  if (context->getDeviceInfo().computeMajor < 9)
+    GTEST_SKIP() << "thread-block clusters need sm_90";
+  KernelTask task;
+  task.key = task.name = "cluster";
+  task.inputs = {f32("x", {1})};
+  task.outputs = {f32("y", {32 * 3})};
+  KernelPlan plan;
+  plan.taskKey = "cluster";
+  plan.proposer = "builtin";
+  plan.sources = {{"cluster", R"cuda(
+extern "C" __global__ void cluster(const float *x, float *y) {
+  __shared__ float mine[1];
+  unsigned size, rank;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  mine[0] = float(blockIdx.x);
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+               "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+               : "=r"(remote)
+               : "r"((unsigned)__cvta_generic_to_shared(mine)),
+                 "r"((rank + 1) % size));
+  float next;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(next) : "r"(remote));
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+               "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+  if (threadIdx.x == 0) {
+    y[blockIdx.x * 3] = float(size);
+    y[blockIdx.x * 3 + 1] = float(rank);
+    y[blockIdx.x * 3 + 2] = next + x[0] * 0.0f;
+  }
+}
+)cuda"}};
+  PlanStep step;
+  step.launch = {"cluster",        "cluster", {"32", "1", "1"},
+                 {"64", "1", "1"}, 0,         {"x", "y"}};
+  step.launch.cluster = 16;
+  plan.steps = {step};
+  auto runner = PlanRunner::create(*context, task, plan);
+  ASSERT_TRUE(bool(runner)) << runner.status().message();
+  ASSERT_TRUE(
+      (*runner)->setInputs({makeRandomTensorData(task.inputs[0], 1)}).isOk());
+  Status status = (*runner)->run();
+  ASSERT_TRUE(status.isOk()) << status.message();
+  auto y = (*runner)->readTensor("y");
+  ASSERT_TRUE(bool(y)) << y.status().message();
+  std::vector<double> values = decodeTensorData(ElementType::F32, *y);
+  for (int block = 0; block < 32; ++block) {
+    EXPECT_EQ(values[block * 3], 16.0) << block;
+    EXPECT_EQ(values[block * 3 + 1], block % 16) << block;
+    EXPECT_EQ(values[block * 3 + 2], block / 16 * 16 + (block + 1) % 16)
+        << block;
+  }
+}
+
 TEST_F(PlanRunnerTest, ReportsCompileErrorsBeforeRunning) {
   KernelTask task = makeAxpyTask(1000);
   KernelPlan plan = makeAxpyPlan();

@@ -100,6 +100,14 @@ TEST(PlanVerifierTest, CatchesBadPlans) {
   plan.steps[0].launch.sharedBytes = 300 * 1024;
   expectError(plan, "step 0: dynamic shared memory 307200 out of range");
   plan = vectorAddPlan();
+  plan.steps[0].launch.cluster = 4;
+  EXPECT_TRUE(verifyPlan(plan, task).isOk());
+  plan.steps[0].launch.cluster = 17;
+  expectError(plan, "step 0: cluster of 17 blocks out of range (1 to 16)");
+  plan.steps[0].launch.cluster = 16;
+  expectError(plan, "step 0: grid size 4 is not a multiple of the cluster of "
+                    "16 blocks");
+  plan = vectorAddPlan();
   plan.temporaries = {f32("in0", {4})};
   expectError(plan, "tensor name 'in0' is used twice");
 

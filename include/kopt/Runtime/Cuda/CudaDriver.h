@@ -66,6 +66,7 @@ namespace kopt::runtime {
   X(cuModuleUnload, cuModuleUnload)                                            \
   X(cuFuncSetAttribute, cuFuncSetAttribute)                                    \
   X(cuLaunchKernel, cuLaunchKernel)                                            \
+  X(cuLaunchKernelEx, cuLaunchKernelEx)                                        \
   X(cuStreamCreate, cuStreamCreate)                                            \
   X(cuStreamDestroy, cuStreamDestroy_v2)                                       \
   X(cuStreamSynchronize, cuStreamSynchronize)                                  \
