@@ -34,6 +34,37 @@ static rt::json::Value planJson(const KernelPlan &plan) {
   return rt::toJson(plan);
 }
 
+/// What `attempt`'s evaluation cost, from its report and origin.
+static CandidateCost makeCandidateCost(const ProposerAttempt &attempt) {
+  CandidateCost cost;
+  const Candidate &candidate = *attempt.candidate;
+  cost.name = candidate.plan
+                  ? candidate.plan->proposer + "/" + candidate.plan->variant
+                  : attempt.proposer.str();
+  cost.round = attempt.round;
+  if (const rt::EvalReport *report = attempt.report) {
+    cost.valid = report->valid;
+    if (!report->valid)
+      cost.failedCheck = rt::stringifyFailedCheck(report->failedCheck);
+    cost.phases = report->phases;
+    if (const rt::json::Value *memory =
+            report->evidence.find("device_memory")) {
+      if (const rt::json::Value *peak = memory->find("peak_bytes"))
+        cost.peakDeviceBytes = peak->getInteger();
+      if (const rt::json::Value *task = memory->find("task_bytes"))
+        cost.taskBytes = task->getInteger();
+    }
+  } else {
+    cost.failedCheck = "refused";
+  }
+  if (const ReportOrigin *origin = attempt.origin) {
+    cost.stored = origin->stored;
+    cost.seconds = origin->seconds;
+    cost.requestSeconds = origin->requestSeconds;
+  }
+  return cost;
+}
+
 rt::EvaluateMessage
 Autotuner::Impl::makeRequest(func::FuncOp group, const KernelTask &task,
                              const std::vector<const KernelPlan *> &plans,
@@ -176,6 +207,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     const ReportOrigin *origin = attempt.origin;
     if (plan && origin && origin->baselineTimes && attempt.round == 0)
       pairedBaselines[getPlanHash(planJson(*plan))] = *origin->baselineTimes;
+    outcome.candidateCosts.push_back(makeCandidateCost(attempt));
     if (origin && origin->stored)
       ++outcome.storedCandidates;
     else if (llvm::Error error =

@@ -170,11 +170,27 @@ TaskEvaluator::evaluateFirstRound(const std::vector<const KernelPlan *> &plans,
   std::vector<std::optional<rt::EvalReport>> results(plans.size());
   // Made when the first plan needs measuring: a resumed task may need
   // nothing measured at all.
+  // The request, and with it the fp64 references, is made once; every
+  // candidate's request beside the baseline reuses it.
   std::optional<rt::EvaluateMessage> request;
+  double requestSeconds = 0;
   auto getRequest = [&]() -> const rt::EvaluateMessage & {
-    if (!request)
+    if (!request) {
+      Clock::time_point start = Clock::now();
       request = makeRequest(plans);
+      requestSeconds =
+          std::chrono::duration<double>(Clock::now() - start).count();
+    }
     return *request;
+  };
+  // The baseline's request names the candidates still to measure, so the
+  // worker compiles them while it evaluates the baseline.
+  auto baselineRequest = [&] {
+    rt::EvaluateMessage first = select(getRequest(), {0});
+    for (size_t j = 1; j < plans.size(); ++j)
+      if (!stored.count(getPlanHash(rt::toJson(*plans[j]))))
+        first.compileAhead.push_back(request->candidates[j]);
+    return first;
   };
   for (size_t i = 0; i < plans.size(); ++i) {
     ReportOrigin origin;
@@ -188,9 +204,12 @@ TaskEvaluator::evaluateFirstRound(const std::vector<const KernelPlan *> &plans,
       origin.baselineTimes = found->second.baselineTimes;
     } else {
       // The baseline alone, then each candidate beside it.
+      bool madeNow = !request;
       auto answer =
-          i == 0 ? send(select(getRequest(), {0}), 0)
+          i == 0 ? send(baselineRequest(), 0)
                  : send(select(getRequest(), {0, i}), 2 * getSecondsPerPlan());
+      if (madeNow)
+        origin.requestSeconds = requestSeconds;
       if (!answer)
         return answer.takeError();
       if (!*answer) {
@@ -219,7 +238,10 @@ TaskEvaluator::evaluateLaterRound(const std::vector<const KernelPlan *> &plans,
                                   const ReportSink &sink) {
   std::vector<std::optional<rt::EvalReport>> results(plans.size());
   std::vector<ReportOrigin> origins(plans.size());
+  Clock::time_point made = Clock::now();
   rt::EvaluateMessage request = makeRequest(plans);
+  origins[0].requestSeconds =
+      std::chrono::duration<double>(Clock::now() - made).count();
   auto answer = send(request, double(plans.size()) * getSecondsPerPlan());
   if (!answer)
     return answer.takeError();

@@ -10,6 +10,9 @@
 
 #include "DynamicLibrary.h"
 
+#include <algorithm>
+#include <atomic>
+
 using namespace kopt::runtime;
 
 // Every table entry must name the symbol cuda.h maps its API name to, or we
@@ -253,6 +256,16 @@ Result<CUmodule> CudaContext::loadModule(std::string_view image) const {
 // DeviceBuffer
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// What `getBytesInUse` and `getPeakBytes` report.
+std::atomic<int64_t> bytesInUse{0};
+std::atomic<int64_t> peakBytes{0};
+} // namespace
+
+int64_t DeviceBuffer::getBytesInUse() { return bytesInUse.load(); }
+int64_t DeviceBuffer::getPeakBytes() { return peakBytes.load(); }
+void DeviceBuffer::resetPeakBytes() { peakBytes.store(bytesInUse.load()); }
+
 Result<DeviceBuffer> DeviceBuffer::allocate(const CudaContext &context,
                                             int64_t bytes) {
   const CudaDriver &driver = context.getDriver();
@@ -265,6 +278,10 @@ Result<DeviceBuffer> DeviceBuffer::allocate(const CudaContext &context,
     return status;
   buffer.driver = &driver;
   buffer.bytes = bytes;
+  int64_t inUse = bytesInUse += size;
+  int64_t peak = peakBytes.load();
+  while (inUse > peak && !peakBytes.compare_exchange_weak(peak, inUse)) {
+  }
   return buffer;
 }
 
@@ -281,8 +298,10 @@ DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) {
 }
 
 void DeviceBuffer::reset() {
-  if (pointer && driver)
+  if (pointer && driver) {
     driver->check(driver->cuMemFree(pointer), "cuMemFree").ignore();
+    bytesInUse -= std::max<int64_t>(bytes, 1);
+  }
   pointer = 0;
   bytes = 0;
 }

@@ -21,7 +21,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <mutex>
+#include <optional>
 #include <set>
 
 using namespace kopt::runtime;
@@ -102,30 +104,53 @@ PlanRunner::~PlanRunner() = default;
 
 /// Compiles through a process-wide cache keyed by everything that affects
 /// NVRTC's output: the architecture, the options, the source's name and its
-/// code. Failures are not cached (they are cheap to repeat and carry logs).
+/// code. A source being compiled by another thread is waited for. Failures
+/// are not cached (they are cheap to repeat and carry logs).
 static Result<CompiledKernel> compileCached(const std::string &code,
                                             const std::string &name,
                                             const std::string &arch,
                                             const NvrtcOptions &options) {
+  using Future = std::shared_future<Result<CompiledKernel>>;
   static std::mutex mutex;
-  static std::map<std::string, CompiledKernel> cache;
+  static std::map<std::string, Future> cache;
   std::string key =
       arch + '\0' + name + '\0' + (options.warningsAsErrors ? "W" : "w") + '\0';
   for (const std::string &option : options.extra)
     key += option + '\0';
   key += code;
+  std::promise<Result<CompiledKernel>> promise;
+  std::optional<Future> pending;
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = cache.find(key);
     if (it != cache.end())
-      return it->second;
+      pending = it->second;
+    else
+      cache.emplace(key, promise.get_future().share());
   }
-  auto compiled = compileCuda(code, name, arch, options);
-  if (!compiled)
-    return compiled.status();
-  std::lock_guard<std::mutex> lock(mutex);
-  cache.emplace(key, *compiled);
+  if (pending)
+    return pending->get();
+  Result<CompiledKernel> compiled = compileCuda(code, name, arch, options);
+  promise.set_value(compiled);
+  if (!compiled) {
+    std::lock_guard<std::mutex> lock(mutex);
+    cache.erase(key);
+  }
   return compiled;
+}
+
+Status PlanRunner::precompile(const std::string &arch, const KernelPlan &plan,
+                              const PlanRunnerOptions &options) {
+  NvrtcOptions nvrtcOptions;
+  nvrtcOptions.extra = plan.compileOptions;
+  nvrtcOptions.warningsAsErrors = options.warningsAsErrors;
+  for (const KernelSource &source : plan.sources) {
+    auto compiled =
+        compileCached(source.code, source.id + ".cu", arch, nvrtcOptions);
+    if (!compiled)
+      return compiled.status();
+  }
+  return Status::success();
 }
 
 Result<std::unique_ptr<PlanRunner>>
@@ -299,11 +324,10 @@ Result<PlanTiming> PlanRunner::timePlan(unsigned iterations, double warmupMs) {
   return summary;
 }
 
-Status PlanRunner::warmUp(double warmupMs) {
+Result<unsigned> PlanRunner::warmUp(double warmupMs) {
   if (Status status = impl->context->makeCurrent(); !status.isOk())
     return status;
-  auto runs = warmUpFor(warmupMs, [&] { return impl->runOnce(); });
-  return runs ? Status::success() : runs.status();
+  return warmUpFor(warmupMs, [&] { return impl->runOnce(); });
 }
 
 Status PlanRunner::Impl::makeTimer() {

@@ -375,6 +375,17 @@ extern "C" __global__ void kopt_compare(const void *actual,
   kopt_add_f64((double *)&results[3], errorSquares);
   kopt_add_f64((double *)&results[4], referenceSquares);
 }
+
+// out[i] = the element at indices[i] of data, elementBytes bytes each.
+extern "C" __global__ void kopt_gather(const unsigned char *data,
+                                       const u64 *indices, u64 n,
+                                       int elementBytes, unsigned char *out) {
+  KOPT_GRID_STRIDE(i, n) {
+    const unsigned char *from = data + indices[i] * (u64)elementBytes;
+    for (int b = 0; b < elementBytes; ++b)
+      out[i * (u64)elementBytes + b] = from[b];
+  }
+}
 )";
 
 constexpr size_t kResultSlots = 8;
@@ -384,7 +395,7 @@ struct DeviceChecks::Kernels {
   /// Owned by the context (`CudaContext::loadModule`).
   CUmodule module = nullptr;
   CUfunction generate = nullptr, fill = nullptr, checksum = nullptr,
-             countEqual = nullptr, compare = nullptr;
+             countEqual = nullptr, compare = nullptr, gather = nullptr;
   int smCount = 1;
 };
 
@@ -424,7 +435,8 @@ DeviceChecks::create(const CudaContext &context) {
       {&kernels->fill, "kopt_fill"},
       {&kernels->checksum, "kopt_checksum"},
       {&kernels->countEqual, "kopt_count_equal"},
-      {&kernels->compare, "kopt_compare"}};
+      {&kernels->compare, "kopt_compare"},
+      {&kernels->gather, "kopt_gather"}};
   for (auto &[function, name] : functions)
     if (Status status =
             api.check(api.cuModuleGetFunction(function, kernels->module, name),
@@ -577,4 +589,40 @@ Status DeviceChecks::copy(CUdeviceptr to, CUdeviceptr from, uint64_t bytes) {
     return Status::success();
   const CudaDriver &api = context.getDriver();
   return api.check(api.cuMemcpyDtoD(to, from, bytes), "cuMemcpyDtoD");
+}
+
+Result<std::vector<uint8_t>>
+DeviceChecks::gather(CUdeviceptr data, size_t elementBytes,
+                     const std::vector<int64_t> &indices) {
+  std::vector<uint8_t> gathered(indices.size() * elementBytes);
+  if (indices.empty())
+    return gathered;
+  auto deviceIndices = DeviceBuffer::allocate(
+      context, int64_t(indices.size() * sizeof(int64_t)));
+  if (!deviceIndices)
+    return deviceIndices.status();
+  auto deviceOut = DeviceBuffer::allocate(context, int64_t(gathered.size()));
+  if (!deviceOut)
+    return deviceOut.status();
+  const CudaDriver &api = context.getDriver();
+  if (Status status =
+          api.check(api.cuMemcpyHtoD(deviceIndices->get(), indices.data(),
+                                     indices.size() * sizeof(int64_t)),
+                    "cuMemcpyHtoD(sampled indices)");
+      !status.isOk())
+    return status;
+  CUdeviceptr indicesPointer = deviceIndices->get(),
+              outPointer = deviceOut->get();
+  unsigned long long n = indices.size();
+  int bytes = int(elementBytes);
+  void *arguments[] = {&data, &indicesPointer, &n, &bytes, &outPointer};
+  if (Status status = launch(kernels->gather, n, arguments); !status.isOk())
+    return status;
+  // The copy waits for the kernel: both are on the legacy default stream.
+  if (Status status = api.check(
+          api.cuMemcpyDtoH(gathered.data(), outPointer, gathered.size()),
+          "cuMemcpyDtoH(sampled elements)");
+      !status.isOk())
+    return status;
+  return gathered;
 }

@@ -68,6 +68,11 @@ public:
                                  CUdeviceptr expected, uint64_t numElements);
   /// Copies `bytes` bytes between two device buffers.
   Status copy(CUdeviceptr to, CUdeviceptr from, uint64_t bytes);
+  /// The elements of `elementBytes` bytes at `indices` (within bounds) of
+  /// the buffer at `data`, read back to the host in that order: the sampled
+  /// points of an fp64 reference, without moving the whole output.
+  Result<std::vector<uint8_t>> gather(CUdeviceptr data, size_t elementBytes,
+                                      const std::vector<int64_t> &indices);
 
 private:
   struct Kernels;

@@ -23,7 +23,9 @@
 #include "kopt/Runtime/Evaluator/InputGenerator.h"
 #include "runtime/Evaluator/DeviceChecks.h"
 #include "runtime/Evaluator/Guards.h"
+#include "runtime/Evaluator/MemoryBudget.h"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,8 +65,29 @@ struct Candidate {
   std::optional<std::vector<KernelActivity>> traced;
   double clockSum = 0, temperatureSum = 0;
   unsigned clockCount = 0, temperatureCount = 0;
+  /// Where its evaluation's time went (the report's `phases`).
+  EvalPhases phases;
 
   bool isValid() const { return report.failedCheck == FailedCheck::None; }
+};
+
+/// Adds the wall time of its scope, in seconds, to a phase of
+/// `EvalPhases`.
+class PhaseTimer {
+public:
+  explicit PhaseTimer(double &seconds)
+      : seconds(seconds), start(std::chrono::steady_clock::now()) {}
+  ~PhaseTimer() {
+    seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+  }
+  PhaseTimer(const PhaseTimer &) = delete;
+  PhaseTimer &operator=(const PhaseTimer &) = delete;
+
+private:
+  double &seconds;
+  std::chrono::steady_clock::time_point start;
 };
 
 /// A failure of check `check` with evidence `{"message": message}`.
@@ -102,6 +125,9 @@ private:
 
   /// Checks the request and sets up the candidates and the device checks.
   Status prepare(const std::vector<KernelPlan> &plans);
+  /// Refuses a request whose estimated peak does not fit the free device
+  /// memory (MemoryBudget.h); starts counting the request's peak.
+  Status checkMemory(const std::vector<KernelPlan> &plans);
   /// 1. Compiles every candidate before anything runs.
   bool compileCandidates();
   /// 2. Validates input set by input set, the baseline first.
@@ -120,7 +146,8 @@ private:
   void checkPhysicalFloor();
   /// 8. Re-measures suspicious speedups and sets every speedup.
   void remeasureSpeedups();
-  /// The reports, each marked valid or not.
+  /// The reports, each marked valid or not, with its phases and the
+  /// request's device memory.
   std::vector<EvalReport> finish();
 
   // What the phases share.
@@ -160,6 +187,11 @@ private:
                                               const ReferenceSet &reference);
   std::optional<ReferenceErrors>
   measureReferenceErrors(Candidate &candidate, const ReferenceSet &reference);
+  /// `candidate`'s elements of output `outputIndex` at `reference`'s
+  /// sampled indices, gathered on the device.
+  Result<std::vector<uint8_t>> readSamples(Candidate &candidate,
+                                           size_t outputIndex,
+                                           const OutputReference &reference);
   /// A plan in another arithmetic than IEEE fp32 under the `fp32` policy:
   /// on set `setIndex`, no output less accurate against `reference` than
   /// the baseline's `baseline` errors (judgeArithmeticAccuracy).
@@ -204,6 +236,12 @@ private:
   /// The candidates timed, the baseline first.
   std::vector<Candidate *> variants;
   unsigned repetitions = 1;
+  /// When the request started, and the device bytes held then.
+  std::chrono::steady_clock::time_point started =
+      std::chrono::steady_clock::now();
+  int64_t bytesAtStart = 0;
+  std::optional<MemoryEstimate> memory;
+  uint64_t freeBytes = 0;
 };
 
 } // namespace kopt::runtime::engine

@@ -196,30 +196,42 @@ Status kopt::runtime::verifyReference(const KernelTask &task,
   return Status::success();
 }
 
-ComparisonResult kopt::runtime::compareWithReference(
-    ElementType type, const std::vector<uint8_t> &output,
+ComparisonResult kopt::runtime::compareSampledWithReference(
+    ElementType type, const std::vector<uint8_t> &samples,
     const OutputReference &reference, const Tolerance &tolerance) {
   size_t elementBytes = size_t(getElementBytes(type));
   ComparisonResult result;
   if (isIntegerType(type)) {
     std::vector<int64_t> actual, expected;
     for (size_t i = 0; i < reference.indices.size(); ++i) {
-      size_t offset = size_t(reference.indices[i]) * elementBytes;
-      actual.push_back(decodeIntegerElement(type, output.data() + offset));
+      actual.push_back(
+          decodeIntegerElement(type, samples.data() + i * elementBytes));
       expected.push_back(int64_t(std::llround(reference.values[i])));
     }
     result = compareIntegers(actual, expected);
   } else {
     std::vector<double> actual;
-    for (int64_t index : reference.indices)
-      actual.push_back(
-          decodeElement(type, output.data() + size_t(index) * elementBytes));
+    for (size_t i = 0; i < reference.indices.size(); ++i)
+      actual.push_back(decodeElement(type, samples.data() + i * elementBytes));
     result = compareValues(actual, reference.values, tolerance);
   }
   // The comparison numbered the sampled points; report output indices.
   for (ElementMismatch &mismatch : result.worst)
     mismatch.index = uint64_t(reference.indices[size_t(mismatch.index)]);
   return result;
+}
+
+ComparisonResult kopt::runtime::compareWithReference(
+    ElementType type, const std::vector<uint8_t> &output,
+    const OutputReference &reference, const Tolerance &tolerance) {
+  size_t elementBytes = size_t(getElementBytes(type));
+  std::vector<uint8_t> samples;
+  samples.reserve(reference.indices.size() * elementBytes);
+  for (int64_t index : reference.indices) {
+    const uint8_t *element = output.data() + size_t(index) * elementBytes;
+    samples.insert(samples.end(), element, element + elementBytes);
+  }
+  return compareSampledWithReference(type, samples, reference, tolerance);
 }
 
 json::Value kopt::runtime::toJsonNumber(double value) {

@@ -50,6 +50,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 using namespace kopt::runtime;
 using namespace kopt::runtime::engine;
@@ -119,6 +120,8 @@ Status Engine::prepare(const std::vector<KernelPlan> &plans) {
     candidates[i].plan = &plans[i];
     candidates[i].report.candidate = int64_t(i);
   }
+  if (Status status = checkMemory(plans); !status.isOk())
+    return status;
 
   auto checks = DeviceChecks::create(context);
   if (!checks)
@@ -127,8 +130,62 @@ Status Engine::prepare(const std::vector<KernelPlan> &plans) {
   return Status::success();
 }
 
+Status Engine::checkMemory(const std::vector<KernelPlan> &plans) {
+  // The copy bandwidth (point 8) is measured once per process, with buffers
+  // of its own: before the request's peak is counted. A failure shows
+  // again where the floor needs it.
+  if (options.bandwidthBytesPerSecond <= 0)
+    (void)measureCopyBandwidth(context);
+  bytesAtStart = DeviceBuffer::getBytesInUse();
+  DeviceBuffer::resetPeakBytes();
+  // Each runner that is timed or traced flushes L2 with a buffer twice its
+  // size (FlushedTimer).
+  uint64_t flushBytes = std::max<uint64_t>(
+      2 * uint64_t(std::max<int64_t>(context.getDeviceInfo().l2Bytes, 0)),
+      uint64_t(1) << 20);
+  memory =
+      estimateEvaluationMemory(task, plans, kDefaultRedzoneBytes, flushBytes);
+  if (!memory)
+    return Status::error(StatusCode::OutOfRange,
+                         "the task's tensors are too large to allocate");
+  if (options.freeDeviceMemory) {
+    auto free = options.freeDeviceMemory();
+    if (!free)
+      return free.status();
+    freeBytes = *free;
+  } else {
+    size_t free = 0, total = 0;
+    if (Status status =
+            api.check(api.cuMemGetInfo(&free, &total), "cuMemGetInfo");
+        !status.isOk())
+      return status;
+    freeBytes = free;
+  }
+  if (std::optional<std::string> refusal =
+          checkMemoryFits(*memory, freeBytes, plans.size()))
+    return Status::error(StatusCode::OutOfRange, *refusal);
+  return Status::success();
+}
+
 bool Engine::compileCandidates() {
+  // NVRTC first, every candidate on a thread of its own, into the runners'
+  // compile cache; then the runners (modules, allocations) one by one.
+  std::string arch = context.getDeviceInfo().getArch();
+  std::vector<double> compileSeconds(candidates.size(), 0);
+  std::vector<std::thread> compilers;
+  for (size_t i = 0; i < candidates.size(); ++i)
+    compilers.emplace_back([&, i] {
+      PhaseTimer timer(compileSeconds[i]);
+      // A failure shows again, with its log, when the runner is created.
+      PlanRunner::precompile(arch, *candidates[i].plan, runnerOptions())
+          .ignore();
+    });
+  for (std::thread &compiler : compilers)
+    compiler.join();
+  for (size_t i = 0; i < candidates.size(); ++i)
+    candidates[i].phases.compileS += compileSeconds[i];
   for (Candidate &candidate : candidates) {
+    PhaseTimer timer(candidate.phases.compileS);
     auto runner =
         PlanRunner::create(context, task, *candidate.plan, runnerOptions());
     if (!runner) {
@@ -150,9 +207,28 @@ bool Engine::compileCandidates() {
 }
 
 std::vector<EvalReport> Engine::finish() {
+  double requestSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
+  json::Value deviceMemory = json::Value::object();
+  deviceMemory.set("peak_bytes",
+                   json::Value(std::max<int64_t>(
+                       0, DeviceBuffer::getPeakBytes() - bytesAtStart)));
+  if (memory) {
+    deviceMemory.set("task_bytes", json::Value(memory->taskBytes));
+    deviceMemory.set("estimated_bytes", json::Value(memory->neededBytes));
+  }
+  deviceMemory.set("free_bytes", json::Value(freeBytes));
   std::vector<EvalReport> reports;
   for (Candidate &candidate : candidates) {
     candidate.report.valid = candidate.isValid();
+    EvalPhases &phases = candidate.phases;
+    phases.totalS = phases.compileS + phases.allocateS + phases.inputsS +
+                    phases.runsS + phases.checksS + phases.compareS +
+                    phases.referenceS + phases.timingS;
+    phases.requestS = requestSeconds;
+    candidate.report.phases = phases;
+    candidate.report.evidence.set("device_memory", deviceMemory);
     reports.push_back(std::move(candidate.report));
   }
   return reports;
@@ -207,6 +283,7 @@ bool Engine::validateSets() {
       if (s > 0) {
         // The new runner is allocated while the old one still holds its
         // memory, so the set runs at new addresses.
+        PhaseTimer timer(candidate.phases.allocateS);
         auto runner =
             PlanRunner::create(context, task, *candidate.plan, runnerOptions());
         if (!runner) {
@@ -220,8 +297,10 @@ bool Engine::validateSets() {
         failure->evidence.set("input_set", json::Value(s));
         fail(candidate, std::move(*failure));
       } else {
-        if (s == 0)
+        if (s == 0) {
+          PhaseTimer timer(candidate.phases.referenceS);
           checkReference(candidate);
+        }
         if (i == 0 && laterReference)
           baselineError = measureReferenceError(candidate, *laterReference);
         if (i == 0 && setReference && candidate.isValid() && needsProofs)
@@ -403,8 +482,12 @@ std::optional<Failure> Engine::runChecked(Candidate &candidate, InputSet &set,
                                           std::vector<uint64_t> &outputSums) {
   PlanRunner &runner = *candidate.runner;
   const KernelPlan &plan = *candidate.plan;
-  if (Status status = loadInputs(runner, set); !status.isOk())
-    return makeFailure(FailedCheck::Crash, status.message());
+  {
+    PhaseTimer timer(candidate.phases.inputsS);
+    if (Status status = loadInputs(runner, set); !status.isOk())
+      return makeFailure(FailedCheck::Crash, status.message());
+  }
+  std::optional<PhaseTimer> checking(std::in_place, candidate.phases.checksS);
   for (const TensorSpec &output : task.outputs)
     if (Status status = device->fill(
             runner.getDevicePointer(output.name), getElementCount(output),
@@ -418,8 +501,10 @@ std::optional<Failure> Engine::runChecked(Candidate &candidate, InputSet &set,
   // work on other streams is in the record too; the tracer's own failure
   // skips the check. The run starts with L2 flushed, as timed runs do, so
   // CUPTI's kernel times can be set beside the events' (`timing_cross_check`).
+  checking.reset();
   Status runStatus;
   std::optional<std::vector<KernelActivity>> launched;
+  std::optional<PhaseTimer> running(std::in_place, candidate.phases.runsS);
   if (trace && options.launchTracer) {
     if (Status status = runner.flushL2(); !status.isOk())
       return makeFailure(FailedCheck::Crash, status.message());
@@ -439,11 +524,13 @@ std::optional<Failure> Engine::runChecked(Candidate &candidate, InputSet &set,
   } else {
     runStatus = runner.run();
   }
+  running.reset();
   if (!runStatus.isOk()) {
     noteRunFailure();
     return makeFailure(FailedCheck::Crash, runStatus.message());
   }
 
+  checking.emplace(candidate.phases.checksS);
   if (std::optional<Failure> failure = checkRedzones(runner, plan))
     return failure;
   for (size_t i = 0; i < task.inputs.size(); ++i) {
@@ -597,13 +684,16 @@ std::optional<Failure> Engine::validateSet(Candidate &candidate,
   if (setIndex == 0) {
     // A second run with the other poison: every element written (integers),
     // and the same bits as the first run (determinism).
+    std::optional<PhaseTimer> checking(std::in_place, candidate.phases.checksS);
     auto first = copyOutputs(*candidate.runner);
     if (!first)
       return makeFailure(FailedCheck::Crash, first.status().message());
+    checking.reset();
     std::vector<uint64_t> second;
     if (std::optional<Failure> failure =
             runChecked(candidate, set, /*variant=*/1, false, second))
       return failure;
+    PhaseTimer timer(candidate.phases.checksS);
     if (std::optional<Failure> failure =
             checkTwoRuns(candidate, *first, sums, second))
       return failure;
@@ -645,20 +735,29 @@ Engine::compareOnDevice(const std::string &output, ElementType type,
   return failure;
 }
 
+Result<std::vector<uint8_t>>
+Engine::readSamples(Candidate &candidate, size_t outputIndex,
+                    const OutputReference &reference) {
+  const TensorSpec &output = task.outputs[outputIndex];
+  return device->gather(candidate.runner->getDevicePointer(output.name),
+                        size_t(getElementBytes(output.elementType)),
+                        reference.indices);
+}
+
 std::optional<ReferenceErrors>
 Engine::measureReferenceErrors(Candidate &candidate,
                                const ReferenceSet &reference) {
-  auto outputs = candidate.runner->readOutputs();
-  if (!outputs)
-    return std::nullopt;
+  PhaseTimer timer(candidate.phases.referenceS);
   ReferenceErrors errors;
   for (const OutputReference &sampled : reference.outputs) {
     size_t index = 0;
     while (task.outputs[index].name != sampled.output)
       ++index;
-    ComparisonResult comparison =
-        compareWithReference(task.outputs[index].elementType, (*outputs)[index],
-                             sampled, task.tolerance);
+    auto samples = readSamples(candidate, index, sampled);
+    if (!samples)
+      return std::nullopt;
+    ComparisonResult comparison = compareSampledWithReference(
+        task.outputs[index].elementType, *samples, sampled, task.tolerance);
     errors.outputs.push_back(sampled.output);
     errors.errors.push_back(comparison.relativeError);
   }
@@ -743,11 +842,15 @@ void Engine::compareWithBaseline(Candidate &candidate, size_t setIndex,
                  tolerance.relative > task.tolerance.relative;
   for (const TensorSpec &output : task.outputs) {
     double relativeError = 0;
-    std::optional<Failure> failure =
-        compareOnDevice(output.name, output.elementType,
-                        candidate.runner->getDevicePointer(output.name),
-                        baseline.runner->getDevicePointer(output.name),
-                        getElementCount(output), tolerance, relativeError);
+    std::optional<Failure> failure;
+    {
+      PhaseTimer timer(candidate.phases.compareS);
+      failure =
+          compareOnDevice(output.name, output.elementType,
+                          candidate.runner->getDevicePointer(output.name),
+                          baseline.runner->getDevicePointer(output.name),
+                          getElementCount(output), tolerance, relativeError);
+    }
     if (!failure) {
       candidate.maxRelativeError =
           std::max(candidate.maxRelativeError, relativeError);
@@ -797,19 +900,19 @@ void Engine::compareWithBaseline(Candidate &candidate, size_t setIndex,
 void Engine::checkReference(Candidate &candidate) {
   if (!options.reference)
     return;
-  auto outputs = candidate.runner->readOutputs();
-  if (!outputs) {
-    fail(candidate,
-         makeFailure(FailedCheck::Crash, outputs.status().message()));
-    return;
-  }
   for (const OutputReference &reference : options.reference->outputs) {
     size_t index = 0;
     while (task.outputs[index].name != reference.output)
       ++index;
-    ComparisonResult comparison =
-        compareWithReference(task.outputs[index].elementType, (*outputs)[index],
-                             reference, task.tolerance);
+    // Only the sampled points cross to the host, not the whole output.
+    auto samples = readSamples(candidate, index, reference);
+    if (!samples) {
+      fail(candidate,
+           makeFailure(FailedCheck::Crash, samples.status().message()));
+      return;
+    }
+    ComparisonResult comparison = compareSampledWithReference(
+        task.outputs[index].elementType, *samples, reference, task.tolerance);
     if (comparison.passed)
       continue;
     Failure failure;
@@ -859,6 +962,7 @@ void Engine::checkInterleaving(Candidate &candidate, InputSet &first,
       fail(candidate, std::move(*failure));
       return;
     }
+    PhaseTimer timer(candidate.phases.checksS);
     for (size_t i = 0; i < sums.size(); ++i) {
       if (sums[i] == candidate.outputSums[index][i])
         continue;
@@ -875,6 +979,7 @@ void Engine::checkInterleaving(Candidate &candidate, InputSet &first,
   }
   if (!keepOutputs)
     return;
+  PhaseTimer timer(candidate.phases.checksS);
   auto copies = copyOutputs(*candidate.runner);
   if (!copies) {
     fail(candidate, makeFailure(FailedCheck::Crash, copies.status().message()));

@@ -102,6 +102,7 @@ Status Engine::timeRound(const std::vector<Candidate *> &timed,
     Candidate &candidate = *timed[scheduled.variant];
     if (!candidate.isValid())
       continue;
+    PhaseTimer timer(candidate.phases.timingS);
     size_t runIndex = candidate.times.size();
     uint64_t runSeed = deriveSeed(options.seed ^ kTimedPoisonSalt, ++timedRuns);
     if (std::optional<Failure> failure =
@@ -127,6 +128,7 @@ Status Engine::timeRound(const std::vector<Candidate *> &timed,
       continue;
     }
     candidate.times.push_back(*time);
+    candidate.phases.timedKernelS += *time * 1e-6;
     DeviceReading reading = readDeviceState(ordinal);
     if (reading.smClockMhz) {
       candidate.clockSum += *reading.smClockMhz;
@@ -148,17 +150,30 @@ bool Engine::timeCandidates() {
   for (Candidate &candidate : candidates)
     if (candidate.isValid())
       variants.push_back(&candidate);
-  for (Candidate *candidate : variants)
-    if (Status status = candidate->runner->warmUp(options.warmupMs);
-        !status.isOk()) {
+  // The warm-up measures how long a run takes; the slowest variant's run
+  // sizes the repetitions (never fewer than asked for).
+  double slowestRunUs = 0;
+  for (Candidate *candidate : variants) {
+    double seconds = 0;
+    Result<unsigned> runs = [&] {
+      PhaseTimer timer(seconds);
+      return candidate->runner->warmUp(options.warmupMs);
+    }();
+    candidate->phases.timingS += seconds;
+    if (!runs) {
       noteRunFailure();
-      fail(*candidate, makeFailure(FailedCheck::Crash, status.message()));
+      fail(*candidate,
+           makeFailure(FailedCheck::Crash, runs.status().message()));
       if (contextLost) {
         markContextLost();
         return false;
       }
+      continue;
     }
-  repetitions = std::max(1u, options.repetitions);
+    if (*runs > 0)
+      slowestRunUs = std::max(slowestRunUs, seconds * 1e6 / double(*runs));
+  }
+  repetitions = sizeRepetitions(options.repetitions, slowestRunUs);
   if (!timeRound(variants, repetitions).isOk()) {
     markContextLost();
     return false;
@@ -174,6 +189,7 @@ bool Engine::compareAfterTiming() {
       // The baseline must reproduce itself; the others, the baseline.
       const TensorSpec &output = task.outputs[i];
       double relativeError = 0;
+      PhaseTimer timer(candidate->phases.compareS);
       std::optional<Failure> failure = compareOnDevice(
           output.name, output.elementType,
           candidate->runner->getDevicePointer(output.name),

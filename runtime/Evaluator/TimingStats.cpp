@@ -56,3 +56,13 @@ kopt::runtime::makeInterleavedSchedule(unsigned numCandidates,
       schedule.push_back({(round + slot) % numVariants, round});
   return schedule;
 }
+
+unsigned kopt::runtime::sizeRepetitions(unsigned requested, double runUs) {
+  requested = std::max(1u, requested);
+  if (!(runUs > 0))
+    return requested;
+  double wanted = std::ceil(kTargetTimedUs / runUs);
+  unsigned sized = wanted >= double(kMaxSizedRepetitions) ? kMaxSizedRepetitions
+                                                          : unsigned(wanted);
+  return std::max(requested, sized);
+}

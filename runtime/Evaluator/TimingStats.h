@@ -27,6 +27,20 @@ namespace kopt::runtime {
 /// The fewest timed repetitions per variant.
 constexpr unsigned kMinTimedRepetitions = 20;
 
+/// Timed repetitions are sized so that each variant's timed runs add up to
+/// about this much kernel time (docs/Evaluator.md, "The evaluation
+/// engine"): a 30 us kernel gets more repetitions than a 3 ms one...
+constexpr double kTargetTimedUs = 5000;
+/// ...but never more than this many.
+constexpr unsigned kMaxSizedRepetitions = 200;
+
+/// The timed repetitions for a variant whose untimed run takes `runUs`
+/// microseconds (the slowest variant's, measured during warm-up): enough
+/// for `kTargetTimedUs` of kernel time, at most `kMaxSizedRepetitions`, and
+/// never fewer than `requested` (at least 1). An unknown `runUs` (0 or
+/// less) gives `requested`.
+unsigned sizeRepetitions(unsigned requested, double runUs);
+
 /// A summary of one variant's times (all in the unit of the input).
 struct TimingSummary {
   /// Times summarised; the other fields are 0 when it is 0.

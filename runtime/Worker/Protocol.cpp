@@ -67,7 +67,8 @@ bool EvaluateMessage::operator==(const EvaluateMessage &other) const {
   return requestId == other.requestId && task == other.task &&
          candidates == other.candidates && options == other.options &&
          reference == other.reference &&
-         laterReferences == other.laterReferences;
+         laterReferences == other.laterReferences &&
+         compileAhead == other.compileAhead;
 }
 
 bool Timing::operator==(const Timing &other) const {
@@ -82,7 +83,35 @@ bool EvalReport::operator==(const EvalReport &other) const {
          failedCheck == other.failedCheck && evidence == other.evidence &&
          times == other.times && speedup == other.speedup &&
          suspicious == other.suspicious && smClockMhz == other.smClockMhz &&
-         temperatureC == other.temperatureC;
+         temperatureC == other.temperatureC && phases == other.phases;
+}
+
+namespace {
+/// The phases' names in `phases` (seconds, hence `_s`), in order.
+struct PhaseField {
+  const char *name;
+  double EvalPhases::*member;
+};
+constexpr PhaseField kPhaseFields[] = {
+    {"compile_s", &EvalPhases::compileS},
+    {"allocate_s", &EvalPhases::allocateS},
+    {"inputs_s", &EvalPhases::inputsS},
+    {"runs_s", &EvalPhases::runsS},
+    {"checks_s", &EvalPhases::checksS},
+    {"compare_s", &EvalPhases::compareS},
+    {"reference_s", &EvalPhases::referenceS},
+    {"timing_s", &EvalPhases::timingS},
+    {"timed_kernel_s", &EvalPhases::timedKernelS},
+    {"total_s", &EvalPhases::totalS},
+    {"request_s", &EvalPhases::requestS},
+};
+} // namespace
+
+bool EvalPhases::operator==(const EvalPhases &other) const {
+  for (const PhaseField &field : kPhaseFields)
+    if (this->*field.member != other.*field.member)
+      return false;
+  return true;
 }
 
 bool ReportMessage::operator==(const ReportMessage &other) const {
@@ -168,6 +197,12 @@ json::Value kopt::runtime::toJson(const EvalReport &report) {
     object.set("sm_clock_mhz", *report.smClockMhz);
   if (report.temperatureC)
     object.set("temperature_c", *report.temperatureC);
+  if (report.phases) {
+    json::Value phases = json::Value::object();
+    for (const PhaseField &field : kPhaseFields)
+      phases.set(field.name, (*report.phases).*field.member);
+    object.set("phases", std::move(phases));
+  }
   return object;
 }
 
@@ -279,6 +314,8 @@ struct FieldWriter {
         later.push(encodeReference(reference));
       object.set("later_references", std::move(later));
     }
+    if (!evaluate.compileAhead.empty())
+      object.set("compile_ahead", json::Value::array(evaluate.compileAhead));
   }
   void operator()(const ReportMessage &report) {
     object.set("id", report.requestId);
@@ -346,6 +383,15 @@ Result<EvalReport> kopt::runtime::evalReportFromJson(const json::Value &value) {
     report.smClockMhz = read.number("sm_clock_mhz", 0);
   if (value.find("temperature_c"))
     report.temperatureC = read.number("temperature_c", 0);
+  if (const json::Value *phases = read.object("phases", false)) {
+    FieldReader readPhases(*phases, "report: phases");
+    EvalPhases decoded;
+    for (const PhaseField &field : kPhaseFields)
+      decoded.*field.member = readPhases.number(field.name, 0);
+    if (!readPhases.isOk())
+      return readPhases.status();
+    report.phases = decoded;
+  }
   if (!read.isOk())
     return read.status();
 
@@ -474,6 +520,10 @@ static Result<Message> evaluateFromJson(const json::Value &value) {
       evaluate.laterReferences.push_back(std::move(*set));
     }
   }
+  if (const json::Value *ahead = read.array("compile_ahead", false))
+    for (size_t i = 0, e = ahead->size(); i < e; ++i)
+      if (ahead->at(i).isObject())
+        evaluate.compileAhead.push_back(ahead->at(i));
   return Message(std::move(evaluate));
 }
 

@@ -50,6 +50,8 @@ struct ScriptedSender {
   int workMs = 0;
   int slowMs = 0;
   std::vector<std::vector<std::string>> requests;
+  /// The plans each request asked the worker to compile ahead.
+  std::vector<std::vector<std::string>> compileAhead;
   std::vector<milliseconds> timeouts;
 
   TaskEvaluator::Sender get() {
@@ -65,6 +67,10 @@ struct ScriptedSender {
         crash |= names.back() == "crash";
       }
       requests.push_back(names);
+      std::vector<std::string> ahead;
+      for (const rt::json::Value &plan : request.compileAhead)
+        ahead.push_back(variantOf(plan));
+      compileAhead.push_back(ahead);
       timeouts.push_back(timeout);
       std::this_thread::sleep_for(std::min(milliseconds(ms), timeout));
       std::vector<rt::EvalReport> reports(request.candidates.size());
@@ -146,7 +152,12 @@ TEST(TaskEvaluatorTest, BaselineAloneThenEachCandidateBesideIt) {
               ElementsAre(ElementsAre("b"), ElementsAre("b", "v1"),
                           ElementsAre("b", "v2")));
   EXPECT_THAT(round.heard, ElementsAre("b", "v1", "v2"));
+  // One request (one set of fp64 references) for the whole round.
   EXPECT_EQ(round.requestsMade, 1u);
+  // The baseline's request has the worker compile the candidates ahead;
+  // the candidates' requests ask for nothing more.
+  EXPECT_THAT(sender.compileAhead, ElementsAre(ElementsAre("v1", "v2"),
+                                               ElementsAre(), ElementsAre()));
   ASSERT_EQ(reports.size(), 3u);
   for (const auto &report : reports)
     ASSERT_TRUE(report && report->valid);
@@ -172,6 +183,8 @@ TEST(TaskEvaluatorTest, StoredReportsAreTakenNotMeasured) {
   auto reports = round.run(evaluator);
   EXPECT_THAT(sender.requests,
               ElementsAre(ElementsAre("b"), ElementsAre("b", "v2")));
+  // A stored candidate is not compiled ahead either.
+  EXPECT_THAT(sender.compileAhead.front(), ElementsAre("v2"));
   EXPECT_THAT(round.heard, ElementsAre("b", "v1", "v2"));
   EXPECT_FALSE(round.origins[0].stored);
   EXPECT_TRUE(round.origins[1].stored);

@@ -28,6 +28,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CompileAhead.h"
 #include "FakeEvaluation.h"
 
 #include "kopt/Runtime/Cuda/CudaDriver.h"
@@ -36,6 +37,7 @@
 #include "kopt/Runtime/Evaluator/Evaluator.h"
 #include "kopt/Runtime/Protocol.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -257,7 +259,8 @@ bool send(const Message &message) {
 }
 
 /// Answers one `evaluate` request; false when the worker must exit.
-bool evaluate(const EvaluateMessage &request, const TestMode &mode) {
+bool evaluate(const EvaluateMessage &request, const TestMode &mode,
+              CompileAhead *ahead) {
   switch (mode.kind) {
   case TestMode::Kind::Crash: {
     log("test mode 'crash': aborting");
@@ -331,6 +334,9 @@ bool evaluate(const EvaluateMessage &request, const TestMode &mode) {
     }
     return send(answer);
   }
+  // The plans of later requests compile while this one is evaluated.
+  if (ahead)
+    ahead->add(request.compileAhead);
   EvaluatorOptions options;
   options.validationSets = unsigned(request.options.validationSets);
   options.repetitions = unsigned(request.options.repetitions);
@@ -409,6 +415,11 @@ int main(int argc, char **argv) {
   }
   if (!send(makeHello(mode->kind != TestMode::Kind::None)))
     return 1;
+  std::unique_ptr<CompileAhead> ahead;
+  if (getGpu())
+    ahead = std::make_unique<CompileAhead>(
+        getGpu()->getDeviceInfo().getArch(),
+        std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
   if (mode->kind == TestMode::Kind::ExitAfterHello) {
     log("test mode 'exit-after-hello': exiting");
     return 0;
@@ -435,7 +446,7 @@ int main(int argc, char **argv) {
     if (std::holds_alternative<ShutdownMessage>(*message))
       return 0;
     if (const auto *request = std::get_if<EvaluateMessage>(&*message)) {
-      if (!evaluate(*request, *mode))
+      if (!evaluate(*request, *mode, ahead.get()))
         return 1;
       continue;
     }

@@ -11,6 +11,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::kopt;
 
@@ -26,6 +28,112 @@ static llvm::StringRef getCacheColumn(GroupOutcome::Source source) {
   if (source == GroupOutcome::Source::Replayed)
     return "replayed";
   return "miss";
+}
+
+/// The worker's phases in the order the breakdown prints them, with the
+/// report's names.
+struct PhaseColumn {
+  const char *name;
+  double ::kopt::runtime::EvalPhases::*member;
+};
+static constexpr PhaseColumn kPhaseColumns[] = {
+    {"compile", &::kopt::runtime::EvalPhases::compileS},
+    {"allocate", &::kopt::runtime::EvalPhases::allocateS},
+    {"inputs", &::kopt::runtime::EvalPhases::inputsS},
+    {"runs", &::kopt::runtime::EvalPhases::runsS},
+    {"checks", &::kopt::runtime::EvalPhases::checksS},
+    {"compare", &::kopt::runtime::EvalPhases::compareS},
+    {"reference", &::kopt::runtime::EvalPhases::referenceS},
+    {"timing", &::kopt::runtime::EvalPhases::timingS},
+    {"timed_kernel", &::kopt::runtime::EvalPhases::timedKernelS},
+};
+
+/// A group's evaluation cost added up over its candidates measured now.
+struct CostTotals {
+  unsigned measured = 0;
+  /// Round trips of the requests sent now, all of them and those with
+  /// phases; the fp64 references; the worker's time of the latter.
+  double seconds = 0, measuredSeconds = 0, requestSeconds = 0,
+         workerSeconds = 0;
+  ::kopt::runtime::EvalPhases phases;
+  int64_t peakDeviceBytes = 0;
+  int64_t taskBytes = 0;
+};
+
+/// The totals of `costs`; `measured` is 0 when no worker measured phases
+/// (a fake worker), and then the report says nothing of them.
+static CostTotals addCosts(const std::vector<CandidateCost> &costs) {
+  CostTotals totals;
+  for (const CandidateCost &cost : costs) {
+    totals.requestSeconds += cost.requestSeconds;
+    if (cost.stored)
+      continue;
+    totals.seconds += cost.seconds;
+    if (!cost.phases)
+      continue;
+    ++totals.measured;
+    totals.measuredSeconds += cost.seconds;
+    // The request's worker time; the rest of the round trip is the pipe.
+    totals.workerSeconds += cost.phases->requestS;
+    for (const PhaseColumn &column : kPhaseColumns)
+      totals.phases.*column.member += (*cost.phases).*column.member;
+    totals.peakDeviceBytes =
+        std::max(totals.peakDeviceBytes, cost.peakDeviceBytes.value_or(0));
+    totals.taskBytes = std::max(totals.taskBytes, cost.taskBytes.value_or(0));
+  }
+  return totals;
+}
+
+/// The breakdown line of the text report.
+static void printCosts(llvm::raw_ostream &os, const CostTotals &totals) {
+  os << llvm::formatv(
+      "      evaluation: {0} request{1}, {2:F2} s; fp64 "
+      "reference on the host {3:F2} s; transfers {4:F2} s\n",
+      totals.measured, totals.measured == 1 ? "" : "s", totals.measuredSeconds,
+      totals.requestSeconds,
+      std::max(0.0, totals.measuredSeconds - totals.workerSeconds));
+  os << "      worker:";
+  for (const PhaseColumn &column : kPhaseColumns)
+    os << llvm::formatv(" {0} {1:F2}", column.name,
+                        totals.phases.*column.member);
+  os << " s";
+  if (totals.peakDeviceBytes)
+    os << llvm::formatv("; peak {0:F2} GiB for {1:F2} GiB of tensors",
+                        double(totals.peakDeviceBytes) / double(1 << 30),
+                        double(totals.taskBytes) / double(1 << 30));
+  os << "\n";
+}
+
+/// The `candidates` entries of the JSON report.
+static llvm::json::Array toJsonCosts(const std::vector<CandidateCost> &costs) {
+  llvm::json::Array entries;
+  for (const CandidateCost &cost : costs) {
+    llvm::json::Object entry{
+        {"name", cost.name}, {"round", cost.round}, {"valid", cost.valid}};
+    if (!cost.failedCheck.empty())
+      entry["failed_check"] = cost.failedCheck;
+    if (cost.stored)
+      entry["stored"] = true;
+    entry["seconds"] = cost.seconds;
+    if (cost.requestSeconds > 0)
+      entry["reference_s"] = cost.requestSeconds;
+    if (cost.phases) {
+      llvm::json::Object phases;
+      for (const PhaseColumn &column : kPhaseColumns)
+        phases[std::string(column.name) + "_s"] = (*cost.phases).*column.member;
+      phases["total_s"] = cost.phases->totalS;
+      phases["request_s"] = cost.phases->requestS;
+      phases["transfer_s"] =
+          std::max(0.0, cost.seconds - cost.phases->requestS);
+      entry["phases"] = std::move(phases);
+    }
+    if (cost.peakDeviceBytes)
+      entry["peak_device_bytes"] = *cost.peakDeviceBytes;
+    if (cost.taskBytes)
+      entry["task_bytes"] = *cost.taskBytes;
+    entries.push_back(std::move(entry));
+  }
+  return entries;
 }
 
 /// How many tasks not started the text report names.
@@ -67,6 +175,8 @@ void mlir::kopt::printTuneReport(llvm::raw_ostream &os,
       os << "      note: " << outcome.note << "\n";
     if (!outcome.notTried.empty())
       os << "      not tried: " << llvm::join(outcome.notTried, ", ") << "\n";
+    if (CostTotals costs = addCosts(outcome.candidateCosts); costs.measured)
+      printCosts(os, costs);
     if (!outcome.llmSummary.empty())
       os << "      " << outcome.llmSummary << "\n";
     for (const std::string &line : outcome.llmAttempts)
@@ -140,6 +250,12 @@ mlir::kopt::toJsonReport(const std::vector<ReportRow> &rows,
       group["not_tried"] = std::move(names);
     }
     notTried += outcome.notTried.size();
+    if (!outcome.candidateCosts.empty()) {
+      group["candidates"] = toJsonCosts(outcome.candidateCosts);
+      CostTotals costs = addCosts(outcome.candidateCosts);
+      group["evaluation_s"] = costs.seconds;
+      group["reference_s"] = costs.requestSeconds;
+    }
     budgetSpent |= outcome.budgetSpent;
     if (!outcome.llmSummary.empty()) {
       group["llm"] = outcome.llmSummary;

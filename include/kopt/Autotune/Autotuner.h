@@ -154,6 +154,29 @@ struct ChosenPlan {
 };
 
 /// What happened to one group.
+/// What one candidate's evaluation cost, for the report's breakdown
+/// (docs/Evaluator.md, "Where the time goes").
+struct CandidateCost {
+  /// `proposer/variant`.
+  std::string name;
+  unsigned round = 0;
+  bool valid = false;
+  /// The failed check's name, empty when valid.
+  std::string failedCheck;
+  /// Taken from an earlier run's attempt: nothing was spent now.
+  bool stored = false;
+  /// The request's round trip to the worker, in seconds.
+  double seconds = 0;
+  /// Making its request first (the host's fp64 references), in seconds.
+  double requestSeconds = 0;
+  /// The worker's phases, when it measured them.
+  std::optional<::kopt::runtime::EvalPhases> phases;
+  /// The worker's peak device memory for the request, and the task's own
+  /// tensors, when known.
+  std::optional<int64_t> peakDeviceBytes;
+  std::optional<int64_t> taskBytes;
+};
+
 struct GroupOutcome {
   enum class Source {
     /// Found in the database.
@@ -199,6 +222,8 @@ struct GroupOutcome {
   /// attempt with its verdict.
   std::string llmSummary;
   std::vector<std::string> llmAttempts;
+  /// Each candidate evaluated (or taken from the database), in order.
+  std::vector<CandidateCost> candidateCosts;
   /// The task and the plan the group was tagged with (every outcome
   /// `processGroup` returns has one).
   std::optional<ChosenPlan> chosen;

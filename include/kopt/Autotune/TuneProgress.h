@@ -33,8 +33,14 @@ struct ReportOrigin {
   /// Taken from the kernel database, where an earlier run that was stopped
   /// stored it: not measured now.
   bool stored = false;
-  /// Seconds its evaluation took (0 when stored).
+  /// Seconds its evaluation took (0 when stored): the request's round trip
+  /// to the worker.
   double seconds = 0;
+  /// Seconds spent making the request before it was sent, when this
+  /// report's request was the first to need it (the host's fp64
+  /// references, built once per request and reused by every request of
+  /// the round); 0 otherwise.
+  double requestSeconds = 0;
   /// The baseline's times in the request that measured it, when known.
   std::optional<::kopt::runtime::Timing> baselineTimes;
   /// Its plan's index in the round's plans, and how many plans the round

@@ -134,6 +134,11 @@ struct EvaluateMessage {
   /// differ from the baseline by as much as the baseline's own fp64 error
   /// allows (docs/Evaluator.md, "Ill-conditioned sets").
   std::vector<ReferenceSet> laterReferences;
+  /// `kopt.plan/1` documents that later requests of this task will carry:
+  /// the worker starts compiling their sources in the background (NVRTC
+  /// only), so that those requests find them compiled. Not evaluated now;
+  /// entries it cannot read are ignored.
+  std::vector<json::Value> compileAhead;
 
   bool operator==(const EvaluateMessage &other) const;
 };
@@ -172,6 +177,40 @@ struct Timing {
   bool operator==(const Timing &other) const;
 };
 
+/// Where one candidate's evaluation spent its time, in seconds of wall
+/// time in the worker (docs/Evaluator.md, "Where the time goes"). Each
+/// phase counts the work done for this candidate; `request` is the whole
+/// request's.
+struct EvalPhases {
+  /// Runners of the first set: plan checks, NVRTC (or its cache), module
+  /// loading, device allocation.
+  double compileS = 0;
+  /// Runners of the later sets: device allocation.
+  double allocateS = 0;
+  /// Drawing the input sets on the device and checksumming them.
+  double inputsS = 0;
+  /// The validation runs themselves (launch to synchronize).
+  double runsS = 0;
+  /// Poisoning, redzones, input checksums, unwritten elements, output
+  /// checksums, the two-run and interleaving checks.
+  double checksS = 0;
+  /// Comparisons with the baseline's outputs (every set and after timing).
+  double compareS = 0;
+  /// Checks against the fp64 references (the sampled points).
+  double referenceS = 0;
+  /// Warm-up, timed runs with their poisoning and checks, re-measurements.
+  double timingS = 0;
+  /// The timed runs' own event times added up: the candidate's run time
+  /// times its repetitions.
+  double timedKernelS = 0;
+  /// Everything above, and whatever else was spent on this candidate.
+  double totalS = 0;
+  /// The whole request, every candidate and the set-up.
+  double requestS = 0;
+
+  bool operator==(const EvalPhases &other) const;
+};
+
 /// The outcome of one candidate.
 struct EvalReport {
   /// Index of the candidate in the request (0 is the baseline).
@@ -197,6 +236,8 @@ struct EvalReport {
   /// SM clock and GPU temperature while timing, when known.
   std::optional<double> smClockMhz;
   std::optional<double> temperatureC;
+  /// Where the evaluation's time went, when the worker measured it.
+  std::optional<EvalPhases> phases;
 
   bool operator==(const EvalReport &other) const;
 };

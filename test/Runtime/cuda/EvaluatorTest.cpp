@@ -142,9 +142,41 @@ TEST_F(EvaluatorTest, HonestCandidatesPassAndAreTimed) {
     EXPECT_TRUE(report.valid) << json::write(report.evidence);
     ASSERT_TRUE(report.times.has_value());
     EXPECT_GT(report.times->medianUs, 0);
-    EXPECT_EQ(report.times->repetitions, 20);
+    // Sized from the run time: never fewer than asked for, at most the
+    // cap (a kernel this short gets more than 20).
+    EXPECT_GE(report.times->repetitions, 20);
+    EXPECT_LE(report.times->repetitions, 200);
     EXPECT_TRUE(report.speedup.has_value());
+    // Where the time went, and the request's device memory.
+    ASSERT_TRUE(report.phases.has_value());
+    EXPECT_GT(report.phases->compileS, 0);
+    EXPECT_GT(report.phases->runsS, 0);
+    EXPECT_GT(report.phases->timedKernelS, 0);
+    EXPECT_LE(report.phases->timedKernelS, report.phases->timingS);
+    EXPECT_LE(report.phases->totalS, report.phases->requestS);
+    const json::Value *memory = report.evidence.find("device_memory");
+    ASSERT_NE(memory, nullptr);
+    std::optional<int64_t> peak = memory->find("peak_bytes")->getInteger();
+    std::optional<int64_t> estimate =
+        memory->find("estimated_bytes")->getInteger();
+    ASSERT_TRUE(peak && estimate);
+    EXPECT_GT(*peak, 0);
+    EXPECT_LE(*peak, *estimate);
   }
+}
+
+TEST_F(EvaluatorTest, RefusesATaskThatDoesNotFit) {
+  std::vector<KernelPlan> plans = {makePlan("baseline", kBaseline),
+                                   makePlan("vectorised", kVectorised, 4)};
+  EvaluatorOptions options = quickOptions();
+  // A device with 1 MiB free.
+  options.freeDeviceMemory = []() -> Result<uint64_t> { return 1u << 20; };
+  auto reports = evaluateCandidates(*context, makeTask(), plans, options);
+  ASSERT_FALSE(bool(reports));
+  EXPECT_EQ(reports.status().code(), StatusCode::OutOfRange);
+  EXPECT_NE(reports.status().message().find("1.0 MiB is free"),
+            std::string::npos)
+      << reports.status().message();
 }
 
 TEST_F(EvaluatorTest, CatchesCheatingCandidates) {

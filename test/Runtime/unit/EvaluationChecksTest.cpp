@@ -72,6 +72,28 @@ TEST(EvaluationChecksTest, ComparesSampledPointsWithTheReference) {
   EXPECT_EQ(bad.worst[0].actual, 7.0);
 }
 
+TEST(EvaluationChecksTest, GatheredSamplesGiveTheSameVerdict) {
+  // What the engine gathers on the device (the elements at the sampled
+  // indices, in order) is judged as the whole output would be.
+  std::vector<uint8_t> output =
+      encodeElements(ElementType::F32, {1.0, 5.0, 7.0, 2.0});
+  OutputReference reference{"out", {2, 0}, {2.0, 1.0}};
+  std::vector<uint8_t> samples = encodeElements(ElementType::F32, {7.0, 1.0});
+  ComparisonResult whole =
+      compareWithReference(ElementType::F32, output, reference, Tolerance());
+  ComparisonResult sampled = compareSampledWithReference(
+      ElementType::F32, samples, reference, Tolerance());
+  ASSERT_FALSE(sampled.passed);
+  EXPECT_EQ(sampled.relativeError, whole.relativeError);
+  ASSERT_EQ(sampled.worst.size(), whole.worst.size());
+  EXPECT_EQ(sampled.worst[0].index, 2u);
+  EXPECT_EQ(sampled.worst[0].actual, 7.0);
+  std::vector<uint8_t> integers = encodeElements(ElementType::I32, {4});
+  EXPECT_TRUE(compareSampledWithReference(ElementType::I32, integers,
+                                          {"count", {1}, {4.0}}, Tolerance())
+                  .passed);
+}
+
 TEST(EvaluationChecksTest, ComparesIntegersExactly) {
   std::vector<uint8_t> output = encodeElements(ElementType::I32, {3, 4});
   EXPECT_TRUE(compareWithReference(ElementType::I32, output,

@@ -123,6 +123,10 @@ TEST(ProtocolTest, RoundTripsEveryMessage) {
   evaluate.laterReferences = {later};
   expectRoundTrip(evaluate);
 
+  // With plans to compile ahead for later requests.
+  evaluate.compileAhead = {evaluate.candidates[1]};
+  expectRoundTrip(evaluate);
+
   ReportMessage report;
   report.requestId = 7;
   report.reports = {makeTimedReport(), makeFailedReport()};
@@ -137,6 +141,18 @@ TEST(ProtocolTest, RoundTripsEveryMessage) {
   uncompiled.failedCheck = FailedCheck::Compile;
   report.reports.push_back(uncompiled);
   expectRoundTrip(report);
+
+  // With the worker's phases.
+  EvalPhases phases;
+  phases.compileS = 0.25;
+  phases.inputsS = 0.125;
+  phases.timedKernelS = 0.0625;
+  phases.totalS = 1.5;
+  phases.requestS = 2.75;
+  report.reports[0].phases = phases;
+  expectRoundTrip(report);
+  EXPECT_NE(encode(report).find("\"timed_kernel_s\":0.0625"),
+            std::string::npos);
 
   expectRoundTrip(ErrorMessage{std::nullopt, "no CUDA device"});
   expectRoundTrip(ErrorMessage{7, "task: schema 'kopt.task/2' is not "

@@ -10,6 +10,7 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
 #include <set>
 
 using namespace kopt::runtime;
@@ -74,6 +75,20 @@ TEST(TimingStatsTest, InterleavingRunsEveryVariantRTimes) {
   }
   EXPECT_EQ(makeInterleavedSchedule(0, 5).size(), 5u);
   EXPECT_TRUE(makeInterleavedSchedule(4, 0).empty());
+}
+
+TEST(TimingStatsTest, SizesRepetitionsFromTheRunTime) {
+  // A 3 ms kernel keeps the 20 asked for; a 30 us one gets enough runs for
+  // the target's kernel time; a 1 us one stops at the cap.
+  EXPECT_EQ(sizeRepetitions(20, 3000), 20u);
+  EXPECT_EQ(sizeRepetitions(20, 30), unsigned(std::ceil(kTargetTimedUs / 30)));
+  EXPECT_GT(sizeRepetitions(20, 30), sizeRepetitions(20, 300));
+  EXPECT_EQ(sizeRepetitions(20, 1), kMaxSizedRepetitions);
+  // Never fewer than asked for, even above the cap; unknown times change
+  // nothing.
+  EXPECT_EQ(sizeRepetitions(500, 1), 500u);
+  EXPECT_EQ(sizeRepetitions(20, 0), 20u);
+  EXPECT_EQ(sizeRepetitions(0, -1), 1u);
 }
 
 } // namespace

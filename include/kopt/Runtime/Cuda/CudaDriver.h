@@ -55,6 +55,7 @@ namespace kopt::runtime {
   X(cuCtxSynchronize, cuCtxSynchronize)                                        \
   X(cuMemAlloc, cuMemAlloc_v2)                                                 \
   X(cuMemFree, cuMemFree_v2)                                                   \
+  X(cuMemGetInfo, cuMemGetInfo_v2)                                             \
   X(cuMemcpyHtoD, cuMemcpyHtoD_v2)                                             \
   X(cuMemcpyDtoH, cuMemcpyDtoH_v2)                                             \
   X(cuMemcpyDtoD, cuMemcpyDtoD_v2)                                             \
@@ -181,6 +182,14 @@ public:
   int64_t getBytes() const { return bytes; }
   /// Frees the allocation now.
   void reset();
+
+  /// The device bytes that this process's DeviceBuffers hold now, over
+  /// every device, and the most they held at once since the last
+  /// `resetPeakBytes` (the evaluator's peak per request).
+  static int64_t getBytesInUse();
+  static int64_t getPeakBytes();
+  /// Starts a new peak at the bytes in use now.
+  static void resetPeakBytes();
 
 private:
   const CudaDriver *driver = nullptr;

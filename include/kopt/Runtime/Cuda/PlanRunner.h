@@ -85,6 +85,13 @@ public:
   static Result<std::unique_ptr<PlanRunner>>
   create(const CudaContext &context, const KernelTask &task,
          const KernelPlan &plan, const PlanRunnerOptions &options = {});
+
+  /// Compiles `plan`'s sources for `arch` (`sm_90`) into the process-wide
+  /// cache that `create` reads, without a context: callers compile several
+  /// plans on threads of their own before creating their runners. A source
+  /// that another thread is compiling is waited for, not compiled twice.
+  static Status precompile(const std::string &arch, const KernelPlan &plan,
+                           const PlanRunnerOptions &options = {});
   ~PlanRunner();
 
   /// Uploads the `size` bytes at `data` (row-major, in the tensor's element
@@ -115,8 +122,8 @@ public:
 
   /// Warm-up for timing with `timeRun`: untimed runs, without synchronizing
   /// between steps, until `warmupMs` milliseconds have passed (at least
-  /// one).
-  Status warmUp(double warmupMs);
+  /// one). Returns the number of runs.
+  Result<unsigned> warmUp(double warmupMs);
   /// One timed run, as one repetition of `timePlan`: the L2 flush outside
   /// the timed region, then the steps between two CUDA events. Returns the
   /// time in microseconds. Lets a caller interleave the runs of several

@@ -128,6 +128,14 @@ ComparisonResult compareWithReference(ElementType type,
                                       const OutputReference &reference,
                                       const Tolerance &tolerance);
 
+/// The same verdict from the sampled elements alone: `samples` holds the
+/// output's element at each of `reference.indices`, in that order (what
+/// the engine gathers on the device instead of reading the whole output
+/// back). The mismatches' indices are the output's linear indices.
+ComparisonResult compareSampledWithReference(
+    ElementType type, const std::vector<uint8_t> &samples,
+    const OutputReference &reference, const Tolerance &tolerance);
+
 /// True if `plan` must prove fp32 accuracy on every input set: the task's
 /// precision policy is `fp32` and the plan declares an arithmetic other than
 /// IEEE fp32 (`3xtf32`).

@@ -99,6 +99,10 @@ struct EvaluatorOptions {
   double bandwidthBytesPerSecond = 0;
   /// Treat NVRTC warnings as compile errors.
   bool warningsAsErrors = false;
+  /// The free device memory in bytes; unset asks the driver
+  /// (`cuMemGetInfo`). A request whose estimated peak does not fit is
+  /// refused (tests make the device look small through this).
+  std::function<Result<uint64_t>()> freeDeviceMemory;
 };
 
 /// Evaluates `candidates[0]` (the baseline) and `candidates[1..]` for `task`
@@ -106,10 +110,11 @@ struct EvaluatorOptions {
 /// set to its index. One candidate's failure (compile error, wrong output,
 /// fault) is recorded in its report and never fails the call; the call fails
 /// only when the task itself cannot be evaluated (no candidates, a tensor
-/// too large to allocate on the host). A baseline that fails validation
-/// makes every other candidate fail too, with the baseline's check and
-/// `evidence.baseline_failed`, since nothing can be compared with it. A
-/// sticky device fault (an illegal address) poisons the context: the
+/// too large to allocate on the host, a task whose evaluation would not fit
+/// the free device memory: `OutOfRange`, naming the sizes). A baseline that
+/// fails validation makes every other candidate fail too, with the baseline's
+/// check and `evidence.baseline_failed`, since nothing can be compared with it.
+/// A sticky device fault (an illegal address) poisons the context: the
 /// remaining candidates then fail as `crash` and the worker should exit.
 Result<std::vector<EvalReport>>
 evaluateCandidates(const CudaContext &context, const KernelTask &task,

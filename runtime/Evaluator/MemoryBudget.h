@@ -1,0 +1,84 @@
+//===- MemoryBudget.h - Device memory an evaluation needs -------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// The device memory one evaluation needs, computed from the task and the
+// plans before anything is allocated, so that a task that does not fit is
+// refused with its sizes instead of failing with an out-of-memory error in
+// the middle (docs/Evaluator.md, "Device memory"). The model follows the
+// engine (Evaluator.cpp): every candidate holds one runner (the task's
+// tensors and the plan's temporaries, each between redzones, plus a GEMM
+// workspace and an L2 flush buffer); a later input set allocates the next
+// runner before the last one is freed; set 0 copies a candidate's outputs
+// once for the two-run check, and the baseline keeps a copy of its last
+// outputs through timing.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_RUNTIME_EVALUATOR_MEMORYBUDGET_H
+#define KOPT_RUNTIME_EVALUATOR_MEMORYBUDGET_H
+
+#include "kopt/Runtime/TaskPlan.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kopt::runtime {
+
+/// Device bytes kept aside for what the model does not count: the driver's
+/// module images, cuBLASLt's and cuDNN's own allocations, the device checks'
+/// small buffers.
+constexpr uint64_t kMemoryMarginBytes = uint64_t(256) << 20;
+
+/// What one evaluation allocates at its peak.
+struct MemoryEstimate {
+  /// The task's inputs and outputs, once.
+  uint64_t taskBytes = 0;
+  /// The outputs alone.
+  uint64_t outputBytes = 0;
+  /// The largest runner of any plan (tensors, temporaries, redzones, GEMM
+  /// workspace, L2 flush buffer).
+  uint64_t largestRunnerBytes = 0;
+  /// Every plan's runner together.
+  uint64_t runnerBytes = 0;
+  /// The peak: every runner, a second runner of the largest plan (a new
+  /// set allocated before the last is freed) or a copy of the outputs,
+  /// whichever is larger, the baseline's copy of its outputs, and
+  /// `kMemoryMarginBytes`.
+  uint64_t neededBytes = 0;
+};
+
+/// The bytes a PlanRunner of `plan` for `task` allocates, with guards of
+/// `redzoneBytes` on each side (the leading one rounded up to 256 bytes)
+/// and an L2 flush buffer of `flushBytes`; nullopt when a size overflows.
+std::optional<uint64_t> estimateRunnerBytes(const KernelTask &task,
+                                            const KernelPlan &plan,
+                                            uint64_t redzoneBytes,
+                                            uint64_t flushBytes);
+
+/// The estimate for evaluating `plans` (the baseline first) for `task`;
+/// nullopt when a size overflows.
+std::optional<MemoryEstimate>
+estimateEvaluationMemory(const KernelTask &task,
+                         const std::vector<KernelPlan> &plans,
+                         uint64_t redzoneBytes, uint64_t flushBytes);
+
+/// Nothing when `estimate` fits in `freeBytes` of free device memory;
+/// otherwise the refusal, naming the task's tensors, the need and what is
+/// free.
+std::optional<std::string> checkMemoryFits(const MemoryEstimate &estimate,
+                                           uint64_t freeBytes,
+                                           size_t numCandidates);
+
+/// `bytes` for people: "1.50 GiB", "12.0 MiB", "512 B".
+std::string formatBytes(uint64_t bytes);
+
+} // namespace kopt::runtime
+
+#endif // KOPT_RUNTIME_EVALUATOR_MEMORYBUDGET_H
