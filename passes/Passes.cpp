@@ -83,6 +83,25 @@ llvm::Error mlir::kopt::prepareRuntimeModuleGraph(ModuleOp module) {
   return llvm::Error::success();
 }
 
+llvm::Error mlir::kopt::prepareReferenceGraph(ModuleOp module, int64_t batch) {
+  if (containsTosa(module)) {
+    PassManager pm(module.getContext());
+    addTosaLoweringPasses(pm);
+    if (failed(pm.run(module)))
+      return llvm::createStringError("lowering TOSA failed");
+  }
+  if (batch > 0) {
+    PassManager pm(module.getContext());
+    SpecializeBatchPassOptions options;
+    options.batch = batch;
+    pm.addPass(createSpecializeBatchPass(options));
+    if (failed(pm.run(module)))
+      return llvm::createStringError("specialising the graph to batch " +
+                                     std::to_string(batch) + " failed");
+  }
+  return llvm::Error::success();
+}
+
 void mlir::kopt::registerKoptPassesAndPipelines() {
   registerKoptPasses();
   PassPipelineRegistration<>(

@@ -44,6 +44,12 @@ LogicalResult prepareModelGraph(ModuleOp module);
 /// on a copy: the graph `kopt compile` writes keeps those ops inline.
 llvm::Error prepareRuntimeModuleGraph(ModuleOp module);
 
+/// Readies a loaded graph for the fp64 reference interpreter run over the
+/// whole graph (`kopt check-module`, `kopt-reference-bench --graph`): TOSA
+/// lowered, a dynamic batch specialised to `batch` when given (> 0),
+/// nothing fused.
+llvm::Error prepareReferenceGraph(ModuleOp module, int64_t batch = 0);
+
 } // namespace mlir::kopt
 
 #endif // KOPT_PASSES_PASSES_H

@@ -83,15 +83,38 @@ class WeightsAsArgs(nn.Module):
 MAX_CONSTANT_BYTES = 4096
 
 
-def decompositions():
+def layer_norm_in_input_dtype(input, normalized_shape, weight, bias, eps):
+    """aten.native_layer_norm with its statistics in the input's dtype.
+    The usual decomposition computes the variance in f64 (an f32 input is
+    upcast), and TOSA's validation refuses f64 tensors, so a TOSA export
+    uses this one: two passes (the mean, then the mean of the squared
+    deviations), as accurate in f32 as a LayerNorm needs."""
+    dims = list(range(input.dim() - len(normalized_shape), input.dim()))
+    mean = torch.mean(input, dims, keepdim=True)
+    centred = input - mean
+    rstd = torch.rsqrt(torch.mean(centred * centred, dims, keepdim=True) + eps)
+    out = centred * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
+
+
+def decompositions(output_type):
     """torch-mlir's decompositions, with PyTorch's own for GELU: torch-mlir
     lowers the tanh approximation with sqrt(2/pi) written as 0.797724 (it is
     0.7978846), an error of 2e-4 inside the tanh that a GPT-2 block's output
-    carries as 2e-5; PyTorch's decomposition has the exact constant."""
+    carries as 2e-5; PyTorch's decomposition has the exact constant. For
+    TOSA, LayerNorm keeps its statistics in f32
+    (`layer_norm_in_input_dtype`)."""
     from torch._decomp import get_decompositions
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
     table = dict(get_decomposition_table())
     table.update(get_decompositions([torch.ops.aten.gelu]))
+    if output_type == "tosa":
+        table[torch.ops.aten.native_layer_norm.default] = (
+            layer_norm_in_input_dtype)
     return table
 
 
@@ -116,7 +139,7 @@ def export(model_name, output_type, dynamic_batch):
         module = fx.export_and_import(wrapper, *inputs, *weights,
                                       output_type=output_type,
                                       dynamic_shapes=dynamic_shapes,
-                                      decomposition_table=decompositions(),
+                                      decomposition_table=decompositions(output_type),
                                       func_name="forward")
         results = model(*inputs)
     arguments = describe_arguments(model, inputs, names, weights,

@@ -30,8 +30,8 @@ llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.kopt_tools_dir, config.llvm_tools_dir]
-tools = ["kopt", "kopt-opt", "kopt-run", "llvm-nm", "llvm-readobj", "not",
-         "split-file"]
+tools = ["kopt", "kopt-opt", "kopt-reference-bench", "kopt-run", "llvm-nm",
+         "llvm-readobj", "not", "split-file"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # test/Plugin runs kopt's pass plugin in MLIR's own mlir-opt, from the LLVM

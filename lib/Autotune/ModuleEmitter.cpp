@@ -140,6 +140,14 @@ static llvm::Expected<std::string> getConstantBytes(DenseElementsAttr attr) {
   return makeError("a constant of unsupported element type");
 }
 
+/// `op`'s location as text.
+static std::string printLoc(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->getLoc().print(os);
+  return text;
+}
+
 namespace {
 /// Builds the module while walking the entry function.
 class Emitter {
@@ -384,12 +392,19 @@ llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
         return planIndex.takeError();
       rt::ModuleStep step;
       step.plan = *planIndex;
-      for (Value operand : call.getOperands()) {
+      for (auto [number, operand] : llvm::enumerate(call.getOperands())) {
         auto it = bufferOf.find(operand);
-        if (it == bufferOf.end())
-          return makeError("call of @" + call.getCallee() +
-                           ": an operand the module does not hold (a scalar, "
-                           "or an op outside the groups)");
+        if (it == bufferOf.end()) {
+          std::string madeBy;
+          if (Operation *producer = operand.getDefiningOp())
+            madeBy = ", made by '" + producer->getName().getStringRef().str() +
+                     "' at " + printLoc(producer);
+          return makeError("call of @" + call.getCallee() + ": operand #" +
+                           llvm::Twine(number) + madeBy +
+                           ", is a value the module does not hold (a scalar, "
+                           "a constant kopt cannot read, or an op outside the "
+                           "groups)");
+        }
         step.inputs.push_back(it->second);
       }
       for (Value value : call.getResults()) {

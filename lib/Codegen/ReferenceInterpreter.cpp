@@ -25,11 +25,12 @@
 // gathered a block of reduction points at a time, and the element of every
 // result at that point is memoised. Other generics are evaluated whole, once. A
 // softmax element reads the maximum and the sum of its row, memoised per row.
-// `evaluateAll` instead evaluates every generic whole, in loop-nest order, so
-// the two modes check each other. Each reduction accumulates in loop order
-// whatever the batching and the threads, so every value is the same bit for
-// bit. Errors found while evaluating (an out-of-bounds access) are recorded in
-// the thread's Frame and returned by the caller.
+// `evaluateAll` instead computes every node whole, in order, into a dense
+// array (ReferenceDense.cpp), giving every element the same operations; the
+// two modes check each other in the tests. Each reduction accumulates in loop
+// order whatever the batching and the threads, so every value is the same bit
+// for bit. Errors found while evaluating (an out-of-bounds access) are recorded
+// in the thread's Frame and returned by the caller.
 //
 // This file builds the graph of tensor nodes and evaluates every kind but
 // linalg.generic (ReferenceGeneric.cpp); ReferenceInstructions.cpp compiles
@@ -331,10 +332,13 @@ bool TensorNode::isMemoised() const {
 void ReferenceInterpreter::Impl::begin(
     ArrayRef<const ReferenceInput *> newInputs, bool dense) {
   inputs.assign(newInputs.begin(), newInputs.end());
-  for (TensorNode &node : tensors)
+  for (TensorNode &node : tensors) {
+    node.data = nullptr;
+    node.storage = std::vector<double>();
     if (node.kind == TensorNode::Kind::Generic ||
         node.kind == TensorNode::Kind::Softmax)
       node.cache.reset(dense, node.numElements);
+  }
   for (GenericNode &node : generics)
     node.evaluated = false;
 }
@@ -356,6 +360,11 @@ double ReferenceInterpreter::Impl::valueAt(Frame &frame, TensorNode *node,
 void ReferenceInterpreter::Impl::gather(Frame &frame, TensorNode *node,
                                         ArrayRef<int64_t> indices,
                                         double *values) {
+  if (node->data) {
+    for (auto [i, index] : llvm::enumerate(indices))
+      values[i] = node->data[index];
+    return;
+  }
   switch (node->kind) {
   case TensorNode::Kind::Input:
     inputs[node->inputIndex]->read(indices, values);
@@ -380,7 +389,7 @@ void ReferenceInterpreter::Impl::gather(Frame &frame, TensorNode *node,
   case TensorNode::Kind::Generic:
     break;
   }
-  if (!wholeOps && node->generic->isElementwise()) {
+  if (node->generic->isElementwise()) {
     gatherElementwise(frame, *node->generic, node->resultIndex, indices,
                       values);
     return;
@@ -399,7 +408,7 @@ double ReferenceInterpreter::Impl::memoisedAt(Frame &frame, TensorNode *node,
   if (cache.lookup(index, value))
     return value;
   auto compute = [&] {
-    if (wholeOps || !node->generic->lazy)
+    if (!node->generic->lazy)
       computeGenericWhole(frame, *node->generic);
     else
       computeGenericPoint(frame, *node->generic, node->resultIndex, index);
@@ -564,9 +573,6 @@ int64_t ReferenceInterpreter::getOutputNumElements(unsigned index) const {
   return impl->outputNodes[index]->numElements;
 }
 
-/// Tensors up to this many elements get a dense cache in `evaluateAll`.
-static constexpr int64_t kMaxDenseCacheElements = int64_t(1) << 24;
-
 namespace {
 /// An argument held in memory.
 class VectorInput final : public ReferenceInput {
@@ -611,29 +617,35 @@ pointersTo(const std::vector<VectorInput> &inputs) {
 ReferenceInput::~ReferenceInput() = default;
 
 llvm::Expected<std::vector<std::vector<double>>>
-ReferenceInterpreter::evaluateAll(ArrayRef<std::vector<double>> inputs) {
+ReferenceInterpreter::evaluateAll(ArrayRef<std::vector<double>> inputs,
+                                  unsigned numThreads) {
   auto wrapped = wrapInputs(impl->inputNodes, inputs);
   if (!wrapped)
     return wrapped.takeError();
-  bool dense = llvm::all_of(impl->tensors, [](const TensorNode &node) {
-    return node.numElements <= kMaxDenseCacheElements;
-  });
-  impl->begin(pointersTo(*wrapped), dense);
-  impl->wholeOps = true;
-  Frame frame = impl->makeFrame();
+  impl->begin(pointersTo(*wrapped), /*dense=*/false);
+  std::vector<const double *> arguments;
+  for (const std::vector<double> &input : inputs)
+    arguments.push_back(input.data());
+  std::string error = impl->evaluateDense(arguments, numThreads);
   std::vector<std::vector<double>> outputs;
-  std::vector<int64_t> indices;
-  for (TensorNode *node : impl->outputNodes) {
-    std::vector<double> &values = outputs.emplace_back(node->numElements);
-    for (int64_t start = 0; start < node->numElements; start += kBlockSize) {
-      indices.resize(std::min(kBlockSize, node->numElements - start));
-      for (auto [i, index] : llvm::enumerate(indices))
-        index = start + int64_t(i);
-      impl->gather(frame, node, indices, values.data() + start);
-      if (!frame.error.empty())
-        return makeError(frame.error);
+  if (error.empty()) {
+    // An output without elements of its own (a fill) is read as usual.
+    Frame frame = impl->makeFrame();
+    std::vector<int64_t> indices;
+    for (TensorNode *node : impl->outputNodes) {
+      std::vector<double> &values = outputs.emplace_back(node->numElements);
+      for (int64_t start = 0; start < node->numElements; start += kBlockSize) {
+        indices.resize(std::min(kBlockSize, node->numElements - start));
+        for (auto [i, index] : llvm::enumerate(indices))
+          index = start + int64_t(i);
+        impl->gather(frame, node, indices, values.data() + start);
+      }
     }
+    error = frame.error;
   }
+  impl->begin({}, /*dense=*/false);
+  if (!error.empty())
+    return makeError(error);
   return outputs;
 }
 
@@ -663,7 +675,6 @@ llvm::Expected<std::vector<double>> ReferenceInterpreter::evaluatePoints(
                        " is out of range for output #" + Twine(outputIndex) +
                        " of " + Twine(node->numElements) + " elements");
   impl->begin(inputs, /*dense=*/false);
-  impl->wholeOps = false;
   std::vector<double> values(linearPoints.size());
   std::string error =
       impl->evaluateInParallel(node, linearPoints, values.data(), numThreads);

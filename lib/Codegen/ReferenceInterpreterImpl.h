@@ -11,7 +11,8 @@
 // runs them; ReferenceGeneric.cpp builds and evaluates linalg.generic nodes;
 // ReferenceInterpreter.cpp builds the graph of tensor nodes, evaluates the
 // other kinds and holds the public interface (ReferenceInterpreter.h);
-// ReferenceParallel.cpp spreads an evaluation of sampled points over threads.
+// ReferenceParallel.cpp spreads an evaluation of sampled points over threads;
+// ReferenceDense.cpp evaluates every node whole, in order (`evaluateAll`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,7 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <condition_variable>
 #include <deque>
@@ -296,7 +298,8 @@ constexpr int64_t kBlockSize = 512;
 struct Cache {
   bool dense = false;
   std::vector<double> values;
-  std::vector<bool> present;
+  /// One byte per element, so that threads may store distinct elements.
+  std::vector<uint8_t> present;
   std::mutex mutex;
   std::condition_variable ready;
   DenseMap<int64_t, double> sparse;
@@ -313,7 +316,7 @@ struct Cache {
     present.clear();
     if (dense) {
       values.assign(size, 0.0);
-      present.assign(size, false);
+      present.assign(size, 0);
     }
   }
   bool lookup(int64_t index, double &value) {
@@ -333,7 +336,7 @@ struct Cache {
   void store(int64_t index, double value) {
     if (dense) {
       values[index] = value;
-      present[index] = true;
+      present[index] = 1;
       return;
     }
     std::lock_guard<std::mutex> lock(mutex);
@@ -408,6 +411,12 @@ struct TensorNode {
   /// the window read.
   SmallVector<PlacedNode> pieces;
   Cache cache;
+  /// During a whole evaluation (`evaluateAll`): every element, once the
+  /// node is computed; null before, after its last reader, and for Scalar
+  /// nodes. Points into `storage`, into the source's (Alias), into
+  /// `constant` or into the caller's argument.
+  const double *data = nullptr;
+  std::vector<double> storage;
 
   /// Whether an element is memoised when sampled points are evaluated: the
   /// elements of generics with reductions or evaluated whole, and softmax
@@ -534,6 +543,8 @@ inline bool sameAccess(const OperandAccess &a, const OperandAccess &b) {
 /// body and the first error it met.
 struct Frame {
   std::vector<std::vector<double>> slots;
+  /// Working lanes of a whole evaluation's reductions.
+  std::vector<double> scratch;
   std::string error;
 
   void fail(const Twine &message) {
@@ -541,6 +552,13 @@ struct Frame {
       error = message.str();
   }
 };
+
+/// Runs `body(frame, item)` for every item below `count`, on one task per
+/// frame of `pool` (each taking the next item from a shared counter), or on
+/// the first frame alone when `pool` is null.
+void forEachItem(llvm::ThreadPoolInterface *pool, std::vector<Frame> &frames,
+                 int64_t count,
+                 llvm::function_ref<void(Frame &, int64_t)> body);
 
 } // namespace reference
 
@@ -555,9 +573,6 @@ struct ReferenceInterpreter::Impl {
 
   /// The caller's inputs during an evaluation, one per argument.
   SmallVector<const ReferenceInput *> inputs;
-  /// Whether generics are evaluated whole (full evaluation) rather than per
-  /// element; the two orders cross-check each other in the tests.
-  bool wholeOps = false;
 
   // Building (ReferenceInterpreter.cpp, ReferenceGeneric.cpp).
   llvm::Error build(func::FuncOp func);
@@ -629,6 +644,23 @@ struct ReferenceInterpreter::Impl {
   std::string evaluateInParallel(reference::TensorNode *node,
                                  ArrayRef<int64_t> points, double *values,
                                  unsigned numThreads);
+
+  // Whole evaluation (ReferenceDense.cpp).
+  /// Computes every node the outputs need, in order, each into its `data`
+  /// (`arguments`: the elements of each argument), on up to `numThreads`
+  /// threads; frees each node's elements after its last reader but the
+  /// outputs'. The first error met, if any.
+  std::string evaluateDense(ArrayRef<const double *> arguments,
+                            unsigned numThreads);
+  void computeGenericDense(reference::GenericNode &node,
+                           llvm::ThreadPoolInterface *pool,
+                           std::vector<reference::Frame> &frames);
+  /// A lazy reduction that folds one result (`ReductionPlan::fold`) over
+  /// linear operands: tiles of output elements along the output's last
+  /// dimension, each folded a block of reduction points at a time. False
+  /// when the generic does not qualify.
+  bool foldDense(reference::GenericNode &node, llvm::ThreadPoolInterface *pool,
+                 std::vector<reference::Frame> &frames);
 };
 
 } // namespace mlir::kopt

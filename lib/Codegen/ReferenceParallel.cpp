@@ -37,21 +37,22 @@ using namespace mlir::kopt::reference;
 /// Points evaluated per task once the memoised elements are known.
 static constexpr int64_t kPointsPerTask = 32;
 
-namespace {
-/// Runs `body(frame, item)` for every item below `count` on one task per
-/// frame, each task taking the next item from a shared counter.
-void forEachItem(llvm::ThreadPoolInterface &pool, std::vector<Frame> &frames,
-                 int64_t count,
-                 llvm::function_ref<void(Frame &, int64_t)> body) {
+void reference::forEachItem(llvm::ThreadPoolInterface *pool,
+                            std::vector<Frame> &frames, int64_t count,
+                            llvm::function_ref<void(Frame &, int64_t)> body) {
+  if (!pool) {
+    for (int64_t item = 0; item < count; ++item)
+      body(frames.front(), item);
+    return;
+  }
   std::atomic<int64_t> next(0);
   for (Frame &frame : frames)
-    pool.async([&] {
+    pool->async([&] {
       for (int64_t item = next++; item < count; item = next++)
         body(frame, item);
     });
-  pool.wait();
+  pool->wait();
 }
-} // namespace
 
 std::string ReferenceInterpreter::Impl::evaluateInParallel(
     TensorNode *node, ArrayRef<int64_t> points, double *values,
@@ -93,7 +94,7 @@ std::string ReferenceInterpreter::Impl::evaluateInParallel(
       for (int64_t t = 0; t < numThreads; ++t)
         if (t * stride + j < count)
           order.push_back(t * stride + j);
-    forEachItem(pool, frames, count, [&](Frame &frame, int64_t item) {
+    forEachItem(&pool, frames, count, [&](Frame &frame, int64_t item) {
       int64_t index = demand[begin + order[item]].second;
       if (demanded->kind == TensorNode::Kind::Softmax)
         softmaxRow(frame, demanded, index);
@@ -105,7 +106,7 @@ std::string ReferenceInterpreter::Impl::evaluateInParallel(
 
   int64_t numTasks =
       (int64_t(points.size()) + kPointsPerTask - 1) / kPointsPerTask;
-  forEachItem(pool, frames, numTasks, [&](Frame &frame, int64_t task) {
+  forEachItem(&pool, frames, numTasks, [&](Frame &frame, int64_t task) {
     int64_t start = task * kPointsPerTask;
     ArrayRef<int64_t> block = points.slice(
         start, std::min<int64_t>(kPointsPerTask, points.size() - start));

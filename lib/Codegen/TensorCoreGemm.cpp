@@ -326,7 +326,13 @@ static SmallVector<AffineExpr> reshapeIndex(llvm::ArrayRef<AffineExpr> index,
       result[j] = TensorEmitter::linearize(fromIndex,
                                            from.slice(i, fromEnd - i), context);
     } else {
-      break;
+      // Several dimensions on both sides (256x768 as 2x12x128x64): through
+      // the position within the group.
+      SmallVector<AffineExpr> parts = TensorEmitter::delinearize(
+          TensorEmitter::linearize(fromIndex, from.slice(i, fromEnd - i),
+                                   context),
+          toSizes);
+      llvm::copy(parts, result.begin() + j);
     }
     if (i == 0 && j == 0)
       return result;

@@ -11,10 +11,50 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tosa/IR/TosaOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/Parser/Parser.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
+
+/// The elements of `attr` as a dense attribute, or null when its blob is
+/// absent (elided), does not fit its type, or its element type is neither
+/// an integer nor a float. Blobs hold the elements row-major in their
+/// type's bytes (one byte per i1).
+static DenseElementsAttr toDenseElements(DenseResourceElementsAttr attr) {
+  AsmResourceBlob *blob = attr.getRawHandle().getBlob();
+  ShapedType type = attr.getType();
+  Type element = type.getElementType();
+  if (!blob || !type.hasStaticShape() || !element.isIntOrFloat())
+    return nullptr;
+  ArrayRef<char> data = blob->getData();
+  if (element.isInteger(1)) {
+    if (int64_t(data.size()) != type.getNumElements())
+      return nullptr;
+    SmallVector<bool> values;
+    for (char byte : data)
+      values.push_back(byte != 0);
+    return DenseElementsAttr::get(type, values);
+  }
+  bool splat = false;
+  if (!DenseElementsAttr::isValidRawBuffer(type, data, splat))
+    return nullptr;
+  return DenseElementsAttr::getFromRawBuffer(type, data);
+}
+
+/// Gives every attribute that holds a dense resource (torch-mlir writes
+/// index tables and captured tensors so) its elements as a dense attribute:
+/// what kopt reads of a constant (kernels, runtime modules, the reference)
+/// takes dense elements, and a resource is only a way to store them.
+static void inlineDenseResources(ModuleOp module) {
+  module.walk([](Operation *op) {
+    for (NamedAttribute named : llvm::to_vector(op->getAttrs()))
+      if (auto resource = dyn_cast<DenseResourceElementsAttr>(named.getValue()))
+        if (DenseElementsAttr dense = toDenseElements(resource))
+          op->setAttr(named.getName(), dense);
+  });
+}
 
 llvm::Expected<OwningOpRef<ModuleOp>>
 mlir::kopt::parseModelBuffer(llvm::SourceMgr &sourceMgr, MLIRContext &context,
@@ -32,6 +72,7 @@ mlir::kopt::parseModelBuffer(llvm::SourceMgr &sourceMgr, MLIRContext &context,
   if (!module)
     return llvm::createStringError("'%s' could not be parsed",
                                    name.str().c_str());
+  inlineDenseResources(*module);
   return module;
 }
 

@@ -16,20 +16,33 @@
 // time to build them all side by side as the autotuner does
 // (`buildReferenceSets`), in wall and CPU seconds.
 //
+// With --graph it times instead the reference `kopt check-module` builds:
+// the interpreter over each file's whole graph (TOSA lowered, a dynamic
+// batch specialised to --batch), every element of every output
+// (`evaluateAll`) from standard-normal inputs; with --lazy also every
+// element of each output of at most 4096 elements through `evaluatePoints`
+// (what check-module did before, on one thread), and the largest difference
+// between the two.
+//
 // Usage: kopt-reference-bench FILE... [--sets N] [--seed S] [--threads T]
-//                             [--no-materialise]
+//                             [--no-materialise] [--graph [--batch N] [--lazy]]
 //   --sets N          validation sets per request (default 5, as the tuner)
 //   --seed S          the evaluation seed (default 1)
 //   --threads T       threads per reference (default 0: one per hardware
 //                     thread, as the tuner)
 //   --no-materialise  skip the materialised-inputs timing
+//   --graph           time the whole-graph reference instead
+//   --batch N         the batch size of a graph with a dynamic batch
+//   --lazy            also time sampled points, lazily
 // Exit status: 0 when every group was measured; 1 when a file could not be
 // read or a reference could not be built; 2 on a usage error.
 //
 //===----------------------------------------------------------------------===//
 
+#include "kopt/Analysis/EntryFunction.h"
 #include "kopt/Analysis/GroupAttributes.h"
 #include "kopt/Codegen/KernelTask.h"
+#include "kopt/Codegen/ReferenceInterpreter.h"
 #include "kopt/Evaluator/ReferenceBuilder.h"
 #include "kopt/InitAll.h"
 #include "kopt/Support/ModelLoader.h"
@@ -41,7 +54,9 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
+#include <random>
 #include <string>
 #include <sys/resource.h>
 #include <vector>
@@ -57,6 +72,9 @@ struct Options {
   uint64_t seed = 1;
   unsigned threads = 0;
   bool materialise = true;
+  bool graph = false;
+  int64_t batch = 0;
+  bool lazy = false;
 };
 
 /// The process's CPU time (user and system, all threads), in seconds.
@@ -175,9 +193,76 @@ bool measureGroup(func::FuncOp group, const KernelTask &task,
   return true;
 }
 
+/// Times the whole-graph reference of `module`; false on an error.
+bool measureGraph(ModuleOp module, const Options &options) {
+  if (llvm::Error error = prepareReferenceGraph(module, options.batch)) {
+    llvm::errs() << llvm::toString(std::move(error)) << "\n";
+    return false;
+  }
+  auto entry = findEntryFunction(module);
+  if (!entry) {
+    llvm::errs() << llvm::toString(entry.takeError()) << "\n";
+    return false;
+  }
+  std::unique_ptr<ReferenceInterpreter> interpreter;
+  Timing build = time([&] {
+    auto created = ReferenceInterpreter::create(*entry);
+    if (!created)
+      llvm::errs() << llvm::toString(created.takeError()) << "\n";
+    else
+      interpreter = std::move(*created);
+  });
+  if (!interpreter)
+    return false;
+  printTiming("build the interpreter", build);
+  std::mt19937_64 rng(options.seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::vector<std::vector<double>> inputs;
+  for (unsigned i = 0; i < interpreter->getNumInputs(); ++i) {
+    inputs.emplace_back(interpreter->getInputNumElements(i));
+    for (double &value : inputs.back())
+      value = normal(rng);
+  }
+  llvm::Expected<std::vector<std::vector<double>>> all =
+      std::vector<std::vector<double>>();
+  Timing whole =
+      time([&] { all = interpreter->evaluateAll(inputs, options.threads); });
+  if (!all) {
+    llvm::errs() << llvm::toString(all.takeError()) << "\n";
+    return false;
+  }
+  printTiming("every output element (evaluateAll)", whole);
+  llvm::outs() << llvm::format("    peak RSS %.0f MiB\n", peakRssMiB());
+  if (!options.lazy)
+    return true;
+  Timing lazy;
+  double largest = 0;
+  for (unsigned o = 0; o < interpreter->getNumOutputs(); ++o) {
+    int64_t count = interpreter->getOutputNumElements(o);
+    if (count > 4096)
+      continue;
+    std::vector<int64_t> points(count);
+    for (int64_t p = 0; p < count; ++p)
+      points[p] = p;
+    llvm::Expected<std::vector<double>> values = std::vector<double>();
+    lazy +=
+        time([&] { values = interpreter->evaluatePoints(inputs, o, points); });
+    if (!values) {
+      llvm::errs() << llvm::toString(values.takeError()) << "\n";
+      return false;
+    }
+    for (int64_t p = 0; p < count; ++p)
+      largest = std::max(largest, std::fabs((*values)[p] - (*all)[o][p]));
+  }
+  printTiming("the same, lazily (evaluatePoints)", lazy);
+  llvm::outs() << llvm::format("    largest difference %g\n", largest);
+  return true;
+}
+
 int usage() {
   llvm::errs() << "usage: kopt-reference-bench FILE... [--sets N] [--seed S] "
-                  "[--threads T] [--no-materialise]\n";
+                  "[--threads T] [--no-materialise] [--graph [--batch N] "
+                  "[--lazy]]\n";
   return 2;
 }
 
@@ -187,7 +272,8 @@ int main(int argc, char **argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if ((arg == "--sets" || arg == "--seed" || arg == "--threads") &&
+    if ((arg == "--sets" || arg == "--seed" || arg == "--threads" ||
+         arg == "--batch") &&
         i + 1 < argc) {
       char *end = nullptr;
       unsigned long long value = std::strtoull(argv[++i], &end, 10);
@@ -197,10 +283,16 @@ int main(int argc, char **argv) {
         options.sets = unsigned(value);
       else if (arg == "--threads")
         options.threads = unsigned(value);
+      else if (arg == "--batch")
+        options.batch = int64_t(value);
       else
         options.seed = value;
     } else if (arg == "--no-materialise") {
       options.materialise = false;
+    } else if (arg == "--graph") {
+      options.graph = true;
+    } else if (arg == "--lazy") {
+      options.lazy = true;
     } else if (!arg.empty() && arg[0] == '-') {
       return usage();
     } else {
@@ -224,11 +316,15 @@ int main(int argc, char **argv) {
       allOk = false;
       continue;
     }
+    llvm::outs() << path << "\n";
+    if (options.graph) {
+      allOk &= measureGraph(**module, options);
+      continue;
+    }
     if (failed(prepareModelGraph(**module))) {
       allOk = false;
       continue;
     }
-    llvm::outs() << path << "\n";
     for (auto func : (*module)->getOps<func::FuncOp>()) {
       if (!func->hasAttr(kFusionGroupAttrName))
         continue;

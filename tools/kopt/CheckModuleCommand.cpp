@@ -8,13 +8,13 @@
 //
 // `kopt check-module GRAPH.mlir MODULE.kmod`: the end-to-end check of a
 // runtime module. Draws inputs, writes them as .npy files, runs kopt-run on
-// them (the binary beside kopt, or --kopt-run), and compares each output
-// with the fp64 reference interpreter run over the whole graph (TOSA
-// lowered, nothing fused) at sampled points. An output passes when its
-// relative error norm is within the sum of the module's task tolerances
-// (each fused group may add its own share) or its RMS error within the
-// largest absolute floor. Standard-normal inputs come first; when they fail,
-// uniform(0.5, 2) inputs are tried, since some graphs (a reciprocal of a
+// them (the binary beside kopt, or --kopt-run), and compares every element
+// of each output with the fp64 reference interpreter run over the whole
+// graph (TOSA lowered, nothing fused; `evaluateAll` on every core). An output
+// passes when its relative error norm is within the sum of the module's task
+// tolerances (each fused group may add its own share) or its RMS error within
+// the largest absolute floor. Standard-normal inputs come first; when they
+// fail, uniform(0.5, 2) inputs are tried, since some graphs (a reciprocal of a
 // sum of normals) are ill-conditioned on normal inputs, and the report says
 // so. A module with a dynamic batch runs at `--batch` (its first tuned size
 // by default), and the reference interprets the graph specialised to it.
@@ -34,7 +34,6 @@
 #include "passes/Passes.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -43,6 +42,7 @@
 #include "llvm/Support/WithColor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <random>
 
@@ -97,39 +97,6 @@ static std::string findKoptRun() {
   return std::string(path);
 }
 
-/// All of a small output's points, else up to about 4096 points from at
-/// most 16 rows (the last dimension): the first and last rows and random
-/// ones, each at evenly spread and random columns. Few rows keep the lazy
-/// interpreter's work bounded: a point of a GEMM chain needs its whole row
-/// of every producer, so points spread over every row would cost the whole
-/// graph in fp64.
-static std::vector<int64_t> samplePoints(int64_t count, int64_t rowLength,
-                                         std::mt19937_64 &rng) {
-  std::vector<int64_t> points;
-  if (count <= 4096) {
-    for (int64_t i = 0; i < count; ++i)
-      points.push_back(i);
-    return points;
-  }
-  rowLength = std::max<int64_t>(1, std::min(rowLength, count));
-  int64_t rows = count / rowLength;
-  std::vector<int64_t> chosen = {0, rows - 1};
-  std::uniform_int_distribution<int64_t> pickRow(0, rows - 1);
-  for (int i = 0; i < 14 && int64_t(chosen.size()) < rows; ++i)
-    chosen.push_back(pickRow(rng));
-  int64_t perRow = std::max<int64_t>(1, 4096 / int64_t(chosen.size()));
-  std::uniform_int_distribution<int64_t> pickColumn(0, rowLength - 1);
-  for (int64_t row : chosen) {
-    int64_t step = std::max<int64_t>(1, rowLength / (perRow / 2 + 1));
-    for (int64_t c = 0; c < rowLength; c += step)
-      points.push_back(row * rowLength + c);
-    for (int64_t i = 0; i < perRow / 2; ++i)
-      points.push_back(row * rowLength + pickColumn(rng));
-  }
-  points.push_back(count - 1);
-  return points;
-}
-
 namespace {
 /// How one output compared.
 struct OutputCheck {
@@ -140,12 +107,13 @@ struct OutputCheck {
 } // namespace
 
 /// Runs kopt-run on `inputs` in `dir` and compares its outputs with the
-/// interpreter; returns the outputs' checks, or an error.
+/// interpreter; returns the outputs' checks, or an error. `seconds` is set
+/// to the reference's wall time.
 static llvm::Expected<std::vector<OutputCheck>>
 runOnce(const rt::RuntimeModule &module, int64_t batch,
         const std::string &modulePath, ReferenceInterpreter &interpreter,
         const std::vector<std::vector<uint8_t>> &inputs, llvm::StringRef dir,
-        std::mt19937_64 &rng, const rt::Tolerance &tolerance) {
+        const rt::Tolerance &tolerance, double &seconds) {
   std::vector<llvm::StringRef> argv;
   std::vector<std::string> storage;
   std::string koptRun = findKoptRun();
@@ -192,6 +160,15 @@ runOnce(const rt::RuntimeModule &module, int64_t batch,
         (message.empty() ? " with exit code " + std::to_string(code)
                          : ": " + message));
 
+  // The reference of every element of every output, on every core.
+  auto start = std::chrono::steady_clock::now();
+  auto expected = interpreter.evaluateAll(inputValues, /*numThreads=*/0);
+  if (!expected)
+    return expected.takeError();
+  seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+
   std::vector<OutputCheck> checks;
   for (size_t o = 0; o < module.outputs.size(); ++o) {
     rt::TensorSpec tensor = *module.getTensorAtBatch(module.outputs[o], batch);
@@ -205,17 +182,16 @@ runOnce(const rt::RuntimeModule &module, int64_t batch,
     std::vector<double> actual = rt::decodeTensorData(
         tensor.elementType, reinterpret_cast<const uint8_t *>(bytes->data()),
         bytes->size());
-    std::vector<int64_t> points =
-        samplePoints(int64_t(actual.size()),
-                     tensor.shape.empty() ? 1 : tensor.shape.back(), rng);
-    auto expected = interpreter.evaluatePoints(inputValues, o, points);
-    if (!expected)
-      return expected.takeError();
+    const std::vector<double> &reference = (*expected)[o];
+    if (reference.size() != actual.size())
+      return llvm::createStringError(
+          "output '" + tensor.name + "' has " + std::to_string(actual.size()) +
+          " elements, the graph's " + std::to_string(reference.size()));
     OutputCheck check;
     check.name = tensor.name;
     double diff = 0, norm = 0;
-    for (size_t p = 0; p < points.size(); ++p) {
-      double ref = (*expected)[p], got = actual[size_t(points[p])];
+    for (size_t p = 0; p < actual.size(); ++p) {
+      double ref = reference[p], got = actual[p];
       double d = std::fabs(got - ref);
       if (std::isnan(got) != std::isnan(ref))
         d = INFINITY;
@@ -226,7 +202,7 @@ runOnce(const rt::RuntimeModule &module, int64_t batch,
       check.maxAbs = std::max(check.maxAbs, d);
     }
     check.relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
-    check.rms = std::sqrt(diff / double(std::max<size_t>(points.size(), 1)));
+    check.rms = std::sqrt(diff / double(std::max<size_t>(actual.size(), 1)));
     check.pass =
         check.relative <= tolerance.relative || check.rms <= tolerance.absolute;
     checks.push_back(check);
@@ -259,21 +235,9 @@ int mlir::kopt::runCheckModuleCommand() {
   auto graph = loadModelGraph(graphPath, context, sourceMgr);
   if (!graph)
     return fail(llvm::toString(graph.takeError()));
-  if (containsTosa(**graph)) {
-    PassManager pm(&context);
-    addTosaLoweringPasses(pm);
-    if (failed(pm.run(**graph)))
-      return fail("lowering TOSA failed");
-  }
-  if (module->dynamicBatch) {
-    PassManager pm(&context);
-    SpecializeBatchPassOptions options;
-    options.batch = batch;
-    pm.addPass(createSpecializeBatchPass(options));
-    if (failed(pm.run(**graph)))
-      return fail("specialising the graph to batch " + llvm::Twine(batch) +
-                  " failed");
-  }
+  if (llvm::Error error =
+          prepareReferenceGraph(**graph, module->dynamicBatch ? batch : 0))
+    return fail(llvm::toString(std::move(error)));
   auto entry = findEntryFunction(**graph);
   if (!entry)
     return fail(llvm::toString(entry.takeError()));
@@ -330,8 +294,9 @@ int mlir::kopt::runCheckModuleCommand() {
         value = uniform(rng);
       inputs.push_back(rt::encodeTensorData(tensor.elementType, values));
     }
+    double seconds = 0;
     auto checks = runOnce(*module, batch, modulePath, **interpreter, inputs,
-                          dir, rng, tolerance);
+                          dir, tolerance, seconds);
     if (!checks) {
       llvm::sys::fs::remove_directories(dir);
       return fail(llvm::toString(checks.takeError()));
@@ -341,7 +306,10 @@ int mlir::kopt::runCheckModuleCommand() {
                  << " inputs" << (useGraph ? " (CUDA graph)" : "")
                  << (module->dynamicBatch ? " at batch " + std::to_string(batch)
                                           : std::string())
-                 << ":\n";
+                 << ":\n"
+                 << llvm::formatv("  fp64 reference of every element over the "
+                                  "whole graph: {0:f2} s\n",
+                                  seconds);
     for (const OutputCheck &check : *checks) {
       llvm::outs() << llvm::formatv(
           "  {0,-12} relative error {1:e2} (bound {2:e2}), rms {3:e2} "

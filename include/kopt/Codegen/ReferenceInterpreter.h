@@ -13,7 +13,9 @@
 // arith.truncf and arith.extf are no-ops. Integer and i1 values are held
 // exactly (double holds integers up to 2^53).
 //
-// Two modes: `evaluateAll` computes every output element (small groups), and
+// Two modes: `evaluateAll` computes every element of every tensor the outputs
+// need, in order, into dense arrays (a whole graph: convolutions, GEMMs and
+// reductions in tight loops over tiles of output elements, on threads), and
 // `evaluatePoints` computes only the requested elements of one output, pulling
 // the producer elements each of them needs, so a large GEMM is checked at a
 // few thousand sampled points for K multiply-adds each. There the inputs may
@@ -83,10 +85,14 @@ public:
   int64_t getOutputNumElements(unsigned index) const;
 
   /// Computes every element of every result from `inputs` (one row-major
-  /// array per argument). Fails on a wrong input count or size, or on an
-  /// out-of-bounds access in the IR.
+  /// array per argument), on up to `numThreads` threads (0: one per
+  /// hardware thread); every value is the one `evaluatePoints` gives,
+  /// whatever `numThreads`. Memory: the arrays of the tensors alive at once
+  /// (each is freed after its last reader). Fails on a wrong input count or
+  /// size, or on an out-of-bounds access in the IR.
   llvm::Expected<std::vector<std::vector<double>>>
-  evaluateAll(llvm::ArrayRef<std::vector<double>> inputs);
+  evaluateAll(llvm::ArrayRef<std::vector<double>> inputs,
+              unsigned numThreads = 1);
 
   /// Computes the elements of result `outputIndex` at the row-major linear
   /// indices `linearPoints` only, evaluating the producer elements they need

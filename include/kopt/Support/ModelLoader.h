@@ -25,7 +25,9 @@ namespace mlir::kopt {
 
 /// Parses the newest buffer of `sourceMgr` (named `name` in errors) as a
 /// module, after checking its nesting (`checkMlirNesting`), on a thread with
-/// the parser's stack (`runOnParserStack`). Parse and verification errors
+/// the parser's stack (`runOnParserStack`); dense resource attributes
+/// (`dense_resource<...>`) whose blobs the file holds become dense elements.
+/// Parse and verification errors
 /// are reported through the diagnostic handler of `context` and returned as
 /// an error too.
 llvm::Expected<OwningOpRef<ModuleOp>>

@@ -32,123 +32,112 @@ module {
     %27 = tosa.const_shape  {values = dense<[1, 3072]> : tensor<2xindex>} : () -> !tosa.shape<2>
     %28 = tosa.const_shape  {values = dense<[1, 128, 3072]> : tensor<3xindex>} : () -> !tosa.shape<3>
     %29 = tosa.const_shape  {values = dense<[1, 3072, 768]> : tensor<3xindex>} : () -> !tosa.shape<3>
-    %30 = "tosa.const"() <{values = dense<0.0013020833333333333> : tensor<1x1x1xf64>}> : () -> tensor<1x1x1xf64>
-    %31 = "tosa.const"() <{values = dense<0.00130208337> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-    %32 = "tosa.const"() <{values = dense<9.99999974E-6> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-    %33 = "tosa.const"() <{values = dense<1.250000e-01> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
-    %34 = "tosa.const"() <{values = dense<0> : tensor<1x1xi64>}> : () -> tensor<1x1xi64>
-    %35 = "tosa.const"() <{values = dense<-3.40282347E+38> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
-    %36 = "tosa.const"() <{values = dense<4.471500e-02> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-    %37 = "tosa.const"() <{values = dense<0.797884583> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-    %38 = "tosa.const"() <{values = dense<5.000000e-01> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-    %39 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-    %40 = tosa.cast %arg0 : (tensor<1x128x768xf32>) -> tensor<1x128x768xf64>
-    %41 = tosa.reduce_sum %40 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
-    %42 = tosa.mul %41, %30, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
-    %43 = tosa.sub %40, %42 : (tensor<1x128x768xf64>, tensor<1x128x1xf64>) -> tensor<1x128x768xf64>
-    %44 = tosa.mul %43, %43, %1 : (tensor<1x128x768xf64>, tensor<1x128x768xf64>, tensor<1xi8>) -> tensor<1x128x768xf64>
-    %45 = tosa.reduce_sum %44 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
-    %46 = tosa.mul %45, %30, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
-    %47 = tosa.cast %46 : (tensor<1x128x1xf64>) -> tensor<1x128x1xf32>
-    %48 = tosa.reduce_sum %arg0 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
-    %49 = tosa.mul %48, %31, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
-    %50 = tosa.add %47, %32 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>) -> tensor<1x128x1xf32>
-    %51 = tosa.rsqrt %50 : (tensor<1x128x1xf32>) -> tensor<1x128x1xf32>
-    %52 = tosa.sub %arg0, %49 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>) -> tensor<1x128x768xf32>
-    %53 = tosa.mul %52, %51, %1 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
-    %54 = tosa.reshape %arg9, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
-    %55 = tosa.mul %53, %54, %1 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
-    %56 = tosa.reshape %arg10, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
-    %57 = tosa.add %55, %56 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>) -> tensor<1x128x768xf32>
-    %58 = tosa.reshape %arg1, %6 : (tensor<768x2304xf32>, !tosa.shape<3>) -> tensor<1x768x2304xf32>
-    %59 = tosa.matmul %57, %58, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x2304xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x2304xf32>
-    %60 = tosa.reshape %59, %7 : (tensor<1x128x2304xf32>, !tosa.shape<2>) -> tensor<128x2304xf32>
-    %61 = tosa.reshape %arg2, %8 : (tensor<2304xf32>, !tosa.shape<2>) -> tensor<1x2304xf32>
-    %62 = tosa.add %60, %61 : (tensor<128x2304xf32>, tensor<1x2304xf32>) -> tensor<128x2304xf32>
-    %63 = tosa.reshape %62, %10 : (tensor<128x2304xf32>, !tosa.shape<3>) -> tensor<1x128x2304xf32>
-    %64 = tosa.slice %63, %11, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %65 = tosa.slice %63, %12, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %66 = tosa.slice %63, %13, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %67 = tosa.reshape %64, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
-    %68 = tosa.transpose %67 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x128x64xf32>
-    %69 = tosa.reshape %65, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
-    %70 = tosa.reshape %66, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
-    %71 = tosa.transpose %70 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x128x64xf32>
-    %72 = tosa.transpose %69 {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x64x128xf32>
-    %73 = tosa.reshape %68, %15 : (tensor<1x12x128x64xf32>, !tosa.shape<3>) -> tensor<12x128x64xf32>
-    %74 = tosa.reshape %72, %16 : (tensor<1x12x64x128xf32>, !tosa.shape<3>) -> tensor<12x64x128xf32>
-    %75 = tosa.matmul %73, %74, %4, %4 : (tensor<12x128x64xf32>, tensor<12x64x128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x128x128xf32>
-    %76 = tosa.reshape %75, %17 : (tensor<12x128x128xf32>, !tosa.shape<4>) -> tensor<1x12x128x128xf32>
-    %77 = tosa.mul %76, %33, %1 : (tensor<1x12x128x128xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x12x128x128xf32>
-    %78 = tosa.reshape %18, %19 : (tensor<128xi64>, !tosa.shape<2>) -> tensor<1x128xi64>
-    %79 = tosa.reshape %18, %9 : (tensor<128xi64>, !tosa.shape<2>) -> tensor<128x1xi64>
-    %80 = tosa.cast %79 : (tensor<128x1xi64>) -> tensor<128x1xi32>
-    %81 = tosa.cast %78 : (tensor<1x128xi64>) -> tensor<1x128xi32>
-    %82 = tosa.sub %81, %80 : (tensor<1x128xi32>, tensor<128x1xi32>) -> tensor<128x128xi32>
-    %83 = tosa.cast %82 : (tensor<128x128xi32>) -> tensor<128x128xi64>
-    %84 = tosa.greater_equal %34, %83 : (tensor<1x1xi64>, tensor<128x128xi64>) -> tensor<128x128xi1>
-    %85 = tosa.logical_and %84, %0 : (tensor<128x128xi1>, tensor<128x128xi1>) -> tensor<128x128xi1>
-    %86 = tosa.reshape %85, %20 : (tensor<128x128xi1>, !tosa.shape<4>) -> tensor<1x1x128x128xi1>
-    %87 = tosa.select %86, %77, %35 : (tensor<1x1x128x128xi1>, tensor<1x12x128x128xf32>, tensor<1x1x1x1xf32>) -> tensor<1x12x128x128xf32>
-    %88 = tosa.reduce_max %87 {axis = 3 : i32} : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x1xf32>
-    %89 = tosa.sub %87, %88 : (tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>) -> tensor<1x12x128x128xf32>
-    %90 = tosa.exp %89 : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x128xf32>
-    %91 = tosa.reduce_sum %90 {axis = 3 : i32} : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x1xf32>
-    %92 = tosa.reciprocal %91 : (tensor<1x12x128x1xf32>) -> tensor<1x12x128x1xf32>
-    %93 = tosa.mul %90, %92, %1 : (tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>, tensor<1xi8>) -> tensor<1x12x128x128xf32>
-    %94 = tosa.reshape %93, %21 : (tensor<1x12x128x128xf32>, !tosa.shape<3>) -> tensor<12x128x128xf32>
-    %95 = tosa.reshape %71, %15 : (tensor<1x12x128x64xf32>, !tosa.shape<3>) -> tensor<12x128x64xf32>
-    %96 = tosa.matmul %94, %95, %4, %4 : (tensor<12x128x128xf32>, tensor<12x128x64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x128x64xf32>
-    %97 = tosa.reshape %96, %22 : (tensor<12x128x64xf32>, !tosa.shape<4>) -> tensor<1x12x128x64xf32>
-    %98 = tosa.transpose %97 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x12x128x64xf32>) -> tensor<1x128x12x64xf32>
-    %99 = tosa.reshape %98, %5 : (tensor<1x128x12x64xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %100 = tosa.reshape %arg3, %23 : (tensor<768x768xf32>, !tosa.shape<3>) -> tensor<1x768x768xf32>
-    %101 = tosa.matmul %99, %100, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
-    %102 = tosa.reshape %101, %3 : (tensor<1x128x768xf32>, !tosa.shape<2>) -> tensor<128x768xf32>
-    %103 = tosa.reshape %arg4, %24 : (tensor<768xf32>, !tosa.shape<2>) -> tensor<1x768xf32>
-    %104 = tosa.add %102, %103 : (tensor<128x768xf32>, tensor<1x768xf32>) -> tensor<128x768xf32>
-    %105 = tosa.reshape %104, %5 : (tensor<128x768xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %106 = tosa.add %arg0, %105 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>) -> tensor<1x128x768xf32>
-    %107 = tosa.cast %106 : (tensor<1x128x768xf32>) -> tensor<1x128x768xf64>
-    %108 = tosa.reduce_sum %107 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
-    %109 = tosa.mul %108, %30, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
-    %110 = tosa.sub %107, %109 : (tensor<1x128x768xf64>, tensor<1x128x1xf64>) -> tensor<1x128x768xf64>
-    %111 = tosa.mul %110, %110, %1 : (tensor<1x128x768xf64>, tensor<1x128x768xf64>, tensor<1xi8>) -> tensor<1x128x768xf64>
-    %112 = tosa.reduce_sum %111 {axis = 2 : i32} : (tensor<1x128x768xf64>) -> tensor<1x128x1xf64>
-    %113 = tosa.mul %112, %30, %1 : (tensor<1x128x1xf64>, tensor<1x1x1xf64>, tensor<1xi8>) -> tensor<1x128x1xf64>
-    %114 = tosa.cast %113 : (tensor<1x128x1xf64>) -> tensor<1x128x1xf32>
-    %115 = tosa.reduce_sum %106 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
-    %116 = tosa.mul %115, %31, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
-    %117 = tosa.add %114, %32 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>) -> tensor<1x128x1xf32>
-    %118 = tosa.rsqrt %117 : (tensor<1x128x1xf32>) -> tensor<1x128x1xf32>
-    %119 = tosa.sub %106, %116 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>) -> tensor<1x128x768xf32>
-    %120 = tosa.mul %119, %118, %1 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
-    %121 = tosa.reshape %arg11, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
-    %122 = tosa.mul %120, %121, %1 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
-    %123 = tosa.reshape %arg12, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
-    %124 = tosa.add %122, %123 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>) -> tensor<1x128x768xf32>
-    %125 = tosa.reshape %arg5, %25 : (tensor<768x3072xf32>, !tosa.shape<3>) -> tensor<1x768x3072xf32>
-    %126 = tosa.matmul %124, %125, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x3072xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x3072xf32>
-    %127 = tosa.reshape %126, %26 : (tensor<1x128x3072xf32>, !tosa.shape<2>) -> tensor<128x3072xf32>
-    %128 = tosa.reshape %arg6, %27 : (tensor<3072xf32>, !tosa.shape<2>) -> tensor<1x3072xf32>
-    %129 = tosa.add %127, %128 : (tensor<128x3072xf32>, tensor<1x3072xf32>) -> tensor<128x3072xf32>
-    %130 = tosa.reshape %129, %28 : (tensor<128x3072xf32>, !tosa.shape<3>) -> tensor<1x128x3072xf32>
-    %131 = tosa.mul %130, %130, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %132 = tosa.mul %131, %130, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %133 = tosa.mul %132, %36, %1 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %134 = tosa.add %130, %133 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
-    %135 = tosa.mul %134, %37, %1 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %136 = tosa.mul %130, %38, %1 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %137 = tosa.tanh %135 : (tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
-    %138 = tosa.add %137, %39 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>) -> tensor<1x128x3072xf32>
-    %139 = tosa.mul %136, %138, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
-    %140 = tosa.reshape %arg7, %29 : (tensor<3072x768xf32>, !tosa.shape<3>) -> tensor<1x3072x768xf32>
-    %141 = tosa.matmul %139, %140, %4, %4 : (tensor<1x128x3072xf32>, tensor<1x3072x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
-    %142 = tosa.reshape %141, %3 : (tensor<1x128x768xf32>, !tosa.shape<2>) -> tensor<128x768xf32>
-    %143 = tosa.reshape %arg8, %24 : (tensor<768xf32>, !tosa.shape<2>) -> tensor<1x768xf32>
-    %144 = tosa.add %142, %143 : (tensor<128x768xf32>, tensor<1x768xf32>) -> tensor<128x768xf32>
-    %145 = tosa.reshape %144, %5 : (tensor<128x768xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
-    %146 = tosa.add %106, %145 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>) -> tensor<1x128x768xf32>
-    return %146 : tensor<1x128x768xf32>
+    %30 = "tosa.const"() <{values = dense<0.00130208337> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %31 = "tosa.const"() <{values = dense<9.99999974E-6> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %32 = "tosa.const"() <{values = dense<1.250000e-01> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+    %33 = "tosa.const"() <{values = dense<0> : tensor<1x1xi64>}> : () -> tensor<1x1xi64>
+    %34 = "tosa.const"() <{values = dense<-3.40282347E+38> : tensor<1x1x1x1xf32>}> : () -> tensor<1x1x1x1xf32>
+    %35 = "tosa.const"() <{values = dense<4.471500e-02> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %36 = "tosa.const"() <{values = dense<0.797884583> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %37 = "tosa.const"() <{values = dense<5.000000e-01> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %38 = "tosa.const"() <{values = dense<1.000000e+00> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+    %39 = tosa.reduce_sum %arg0 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
+    %40 = tosa.mul %39, %30, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
+    %41 = tosa.sub %arg0, %40 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>) -> tensor<1x128x768xf32>
+    %42 = tosa.mul %41, %41, %1 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %43 = tosa.reduce_sum %42 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
+    %44 = tosa.mul %43, %30, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
+    %45 = tosa.add %44, %31 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>) -> tensor<1x128x1xf32>
+    %46 = tosa.rsqrt %45 : (tensor<1x128x1xf32>) -> tensor<1x128x1xf32>
+    %47 = tosa.mul %41, %46, %1 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %48 = tosa.reshape %arg9, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
+    %49 = tosa.mul %47, %48, %1 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %50 = tosa.reshape %arg10, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
+    %51 = tosa.add %49, %50 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>) -> tensor<1x128x768xf32>
+    %52 = tosa.reshape %arg1, %6 : (tensor<768x2304xf32>, !tosa.shape<3>) -> tensor<1x768x2304xf32>
+    %53 = tosa.matmul %51, %52, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x2304xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x2304xf32>
+    %54 = tosa.reshape %53, %7 : (tensor<1x128x2304xf32>, !tosa.shape<2>) -> tensor<128x2304xf32>
+    %55 = tosa.reshape %arg2, %8 : (tensor<2304xf32>, !tosa.shape<2>) -> tensor<1x2304xf32>
+    %56 = tosa.add %54, %55 : (tensor<128x2304xf32>, tensor<1x2304xf32>) -> tensor<128x2304xf32>
+    %57 = tosa.reshape %56, %10 : (tensor<128x2304xf32>, !tosa.shape<3>) -> tensor<1x128x2304xf32>
+    %58 = tosa.slice %57, %11, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %59 = tosa.slice %57, %12, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %60 = tosa.slice %57, %13, %5 : (tensor<1x128x2304xf32>, !tosa.shape<3>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %61 = tosa.reshape %58, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
+    %62 = tosa.transpose %61 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x128x64xf32>
+    %63 = tosa.reshape %59, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
+    %64 = tosa.reshape %60, %14 : (tensor<1x128x768xf32>, !tosa.shape<4>) -> tensor<1x128x12x64xf32>
+    %65 = tosa.transpose %64 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x128x64xf32>
+    %66 = tosa.transpose %63 {perms = array<i32: 0, 2, 3, 1>} : (tensor<1x128x12x64xf32>) -> tensor<1x12x64x128xf32>
+    %67 = tosa.reshape %62, %15 : (tensor<1x12x128x64xf32>, !tosa.shape<3>) -> tensor<12x128x64xf32>
+    %68 = tosa.reshape %66, %16 : (tensor<1x12x64x128xf32>, !tosa.shape<3>) -> tensor<12x64x128xf32>
+    %69 = tosa.matmul %67, %68, %4, %4 : (tensor<12x128x64xf32>, tensor<12x64x128xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x128x128xf32>
+    %70 = tosa.reshape %69, %17 : (tensor<12x128x128xf32>, !tosa.shape<4>) -> tensor<1x12x128x128xf32>
+    %71 = tosa.mul %70, %32, %1 : (tensor<1x12x128x128xf32>, tensor<1x1x1x1xf32>, tensor<1xi8>) -> tensor<1x12x128x128xf32>
+    %72 = tosa.reshape %18, %19 : (tensor<128xi64>, !tosa.shape<2>) -> tensor<1x128xi64>
+    %73 = tosa.reshape %18, %9 : (tensor<128xi64>, !tosa.shape<2>) -> tensor<128x1xi64>
+    %74 = tosa.cast %73 : (tensor<128x1xi64>) -> tensor<128x1xi32>
+    %75 = tosa.cast %72 : (tensor<1x128xi64>) -> tensor<1x128xi32>
+    %76 = tosa.sub %75, %74 : (tensor<1x128xi32>, tensor<128x1xi32>) -> tensor<128x128xi32>
+    %77 = tosa.cast %76 : (tensor<128x128xi32>) -> tensor<128x128xi64>
+    %78 = tosa.greater_equal %33, %77 : (tensor<1x1xi64>, tensor<128x128xi64>) -> tensor<128x128xi1>
+    %79 = tosa.logical_and %78, %0 : (tensor<128x128xi1>, tensor<128x128xi1>) -> tensor<128x128xi1>
+    %80 = tosa.reshape %79, %20 : (tensor<128x128xi1>, !tosa.shape<4>) -> tensor<1x1x128x128xi1>
+    %81 = tosa.select %80, %71, %34 : (tensor<1x1x128x128xi1>, tensor<1x12x128x128xf32>, tensor<1x1x1x1xf32>) -> tensor<1x12x128x128xf32>
+    %82 = tosa.reduce_max %81 {axis = 3 : i32} : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x1xf32>
+    %83 = tosa.sub %81, %82 : (tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>) -> tensor<1x12x128x128xf32>
+    %84 = tosa.exp %83 : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x128xf32>
+    %85 = tosa.reduce_sum %84 {axis = 3 : i32} : (tensor<1x12x128x128xf32>) -> tensor<1x12x128x1xf32>
+    %86 = tosa.reciprocal %85 : (tensor<1x12x128x1xf32>) -> tensor<1x12x128x1xf32>
+    %87 = tosa.mul %84, %86, %1 : (tensor<1x12x128x128xf32>, tensor<1x12x128x1xf32>, tensor<1xi8>) -> tensor<1x12x128x128xf32>
+    %88 = tosa.reshape %87, %21 : (tensor<1x12x128x128xf32>, !tosa.shape<3>) -> tensor<12x128x128xf32>
+    %89 = tosa.reshape %65, %15 : (tensor<1x12x128x64xf32>, !tosa.shape<3>) -> tensor<12x128x64xf32>
+    %90 = tosa.matmul %88, %89, %4, %4 : (tensor<12x128x128xf32>, tensor<12x128x64xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<12x128x64xf32>
+    %91 = tosa.reshape %90, %22 : (tensor<12x128x64xf32>, !tosa.shape<4>) -> tensor<1x12x128x64xf32>
+    %92 = tosa.transpose %91 {perms = array<i32: 0, 2, 1, 3>} : (tensor<1x12x128x64xf32>) -> tensor<1x128x12x64xf32>
+    %93 = tosa.reshape %92, %5 : (tensor<1x128x12x64xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %94 = tosa.reshape %arg3, %23 : (tensor<768x768xf32>, !tosa.shape<3>) -> tensor<1x768x768xf32>
+    %95 = tosa.matmul %93, %94, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
+    %96 = tosa.reshape %95, %3 : (tensor<1x128x768xf32>, !tosa.shape<2>) -> tensor<128x768xf32>
+    %97 = tosa.reshape %arg4, %24 : (tensor<768xf32>, !tosa.shape<2>) -> tensor<1x768xf32>
+    %98 = tosa.add %96, %97 : (tensor<128x768xf32>, tensor<1x768xf32>) -> tensor<128x768xf32>
+    %99 = tosa.reshape %98, %5 : (tensor<128x768xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %100 = tosa.add %arg0, %99 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>) -> tensor<1x128x768xf32>
+    %101 = tosa.reduce_sum %100 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
+    %102 = tosa.mul %101, %30, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
+    %103 = tosa.sub %100, %102 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>) -> tensor<1x128x768xf32>
+    %104 = tosa.mul %103, %103, %1 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %105 = tosa.reduce_sum %104 {axis = 2 : i32} : (tensor<1x128x768xf32>) -> tensor<1x128x1xf32>
+    %106 = tosa.mul %105, %30, %1 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x1xf32>
+    %107 = tosa.add %106, %31 : (tensor<1x128x1xf32>, tensor<1x1x1xf32>) -> tensor<1x128x1xf32>
+    %108 = tosa.rsqrt %107 : (tensor<1x128x1xf32>) -> tensor<1x128x1xf32>
+    %109 = tosa.mul %103, %108, %1 : (tensor<1x128x768xf32>, tensor<1x128x1xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %110 = tosa.reshape %arg11, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
+    %111 = tosa.mul %109, %110, %1 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>, tensor<1xi8>) -> tensor<1x128x768xf32>
+    %112 = tosa.reshape %arg12, %2 : (tensor<768xf32>, !tosa.shape<3>) -> tensor<1x1x768xf32>
+    %113 = tosa.add %111, %112 : (tensor<1x128x768xf32>, tensor<1x1x768xf32>) -> tensor<1x128x768xf32>
+    %114 = tosa.reshape %arg5, %25 : (tensor<768x3072xf32>, !tosa.shape<3>) -> tensor<1x768x3072xf32>
+    %115 = tosa.matmul %113, %114, %4, %4 : (tensor<1x128x768xf32>, tensor<1x768x3072xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x3072xf32>
+    %116 = tosa.reshape %115, %26 : (tensor<1x128x3072xf32>, !tosa.shape<2>) -> tensor<128x3072xf32>
+    %117 = tosa.reshape %arg6, %27 : (tensor<3072xf32>, !tosa.shape<2>) -> tensor<1x3072xf32>
+    %118 = tosa.add %116, %117 : (tensor<128x3072xf32>, tensor<1x3072xf32>) -> tensor<128x3072xf32>
+    %119 = tosa.reshape %118, %28 : (tensor<128x3072xf32>, !tosa.shape<3>) -> tensor<1x128x3072xf32>
+    %120 = tosa.mul %119, %119, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %121 = tosa.mul %120, %119, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %122 = tosa.mul %121, %35, %1 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %123 = tosa.add %119, %122 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
+    %124 = tosa.mul %123, %36, %1 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %125 = tosa.mul %119, %37, %1 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %126 = tosa.tanh %124 : (tensor<1x128x3072xf32>) -> tensor<1x128x3072xf32>
+    %127 = tosa.add %126, %38 : (tensor<1x128x3072xf32>, tensor<1x1x1xf32>) -> tensor<1x128x3072xf32>
+    %128 = tosa.mul %125, %127, %1 : (tensor<1x128x3072xf32>, tensor<1x128x3072xf32>, tensor<1xi8>) -> tensor<1x128x3072xf32>
+    %129 = tosa.reshape %arg7, %29 : (tensor<3072x768xf32>, !tosa.shape<3>) -> tensor<1x3072x768xf32>
+    %130 = tosa.matmul %128, %129, %4, %4 : (tensor<1x128x3072xf32>, tensor<1x3072x768xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<1x128x768xf32>
+    %131 = tosa.reshape %130, %3 : (tensor<1x128x768xf32>, !tosa.shape<2>) -> tensor<128x768xf32>
+    %132 = tosa.reshape %arg8, %24 : (tensor<768xf32>, !tosa.shape<2>) -> tensor<1x768xf32>
+    %133 = tosa.add %131, %132 : (tensor<128x768xf32>, tensor<1x768xf32>) -> tensor<128x768xf32>
+    %134 = tosa.reshape %133, %5 : (tensor<128x768xf32>, !tosa.shape<3>) -> tensor<1x128x768xf32>
+    %135 = tosa.add %100, %134 : (tensor<1x128x768xf32>, tensor<1x128x768xf32>) -> tensor<1x128x768xf32>
+    return %135 : tensor<1x128x768xf32>
   }
 }
