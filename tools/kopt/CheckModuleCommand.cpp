@@ -106,6 +106,8 @@ struct OutputCheck {
   /// prove nothing (a graph fed values outside its domain, e.g. a negative
   /// variance, gives NaN on both sides), so the input set is inconclusive.
   size_t nonFinite = 0, count = 0;
+  /// Whether every reference value is zero: as little proof as NaN.
+  bool allZero = false;
   bool pass = false;
 };
 } // namespace
@@ -210,9 +212,12 @@ runOnce(const rt::RuntimeModule &module, int64_t batch,
     check.relative = std::sqrt(diff) / std::max(std::sqrt(norm), 1e-30);
     check.rms = std::sqrt(diff / double(std::max<size_t>(actual.size(), 1)));
     check.count = actual.size();
-    check.pass =
-        check.nonFinite == 0 && (check.relative <= tolerance.relative ||
-                                 check.rms <= tolerance.absolute);
+    check.allZero =
+        !actual.empty() && std::all_of(reference.begin(), reference.end(),
+                                       [](double value) { return value == 0; });
+    check.pass = check.nonFinite == 0 && !check.allZero &&
+                 (check.relative <= tolerance.relative ||
+                  check.rms <= tolerance.absolute);
     checks.push_back(check);
   }
   return checks;
@@ -325,16 +330,19 @@ int mlir::kopt::runCheckModuleCommand() {
           "(floor {4:e2}), max abs {5:e2}  {6}\n",
           check.name, check.relative, tolerance.relative, check.rms,
           tolerance.absolute, check.maxAbs,
-          check.nonFinite ? "INCONCLUSIVE"
-          : check.pass    ? "PASS"
-                          : "FAIL");
-      if (check.nonFinite) {
+          check.nonFinite || check.allZero ? "INCONCLUSIVE"
+          : check.pass                     ? "PASS"
+                                           : "FAIL");
+      if (check.nonFinite)
         llvm::outs() << llvm::formatv(
             "  {0,-12} {1} of {2} fp64 reference values are NaN or infinite: "
             "these inputs prove nothing\n",
             check.name, check.nonFinite, check.count);
-        inconclusive = true;
-      }
+      else if (check.allZero)
+        llvm::outs() << llvm::formatv("  {0,-12} every fp64 reference value "
+                                      "is 0: these inputs prove nothing\n",
+                                      check.name);
+      inconclusive |= check.nonFinite || check.allZero;
       passed &= check.pass;
     }
     if (passed || !normal)
@@ -348,8 +356,8 @@ int mlir::kopt::runCheckModuleCommand() {
                            "on normals even in its baseline)\n");
   }
   if (inconclusive)
-    llvm::outs() << "the fp64 reference is not finite on every input set "
-                    "tried: nothing was checked\n";
+    llvm::outs() << "the fp64 reference is not finite, or all zero, on every "
+                    "input set tried: nothing was checked\n";
   llvm::sys::fs::remove_directories(dir);
   llvm::outs() << (passed ? "PASS" : "FAIL") << " " << module->name << "\n";
   return passed ? 0 : 1;
