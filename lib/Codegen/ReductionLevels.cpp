@@ -90,3 +90,22 @@ llvm::Error mlir::kopt::emitReductionLevels(
   }
   return llvm::Error::success();
 }
+
+llvm::Error mlir::kopt::emitPerRowStore(TensorEmitter &emitter,
+                                        CodeWriter &body,
+                                        const KernelOutput &output,
+                                        llvm::ArrayRef<AffineExpr> index,
+                                        llvm::StringRef condition) {
+  body.line("if (" + condition.str() + ") {");
+  body.indent();
+  emitter.pushScope();
+  auto value = emitter.valueAt(output.value, index);
+  if (!value)
+    return value.takeError();
+  body.line(output.param +
+            "[row] = " + convertFromCompute(output.elementType, *value) + ";");
+  emitter.popScope();
+  body.dedent();
+  body.line("}");
+  return llvm::Error::success();
+}

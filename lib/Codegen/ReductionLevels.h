@@ -18,6 +18,7 @@
 #ifndef KOPT_LIB_CODEGEN_REDUCTIONLEVELS_H
 #define KOPT_LIB_CODEGEN_REDUCTIONLEVELS_H
 
+#include "kopt/Codegen/KernelGenerator.h"
 #include "kopt/Codegen/TensorEmitter.h"
 
 namespace mlir::kopt {
@@ -37,6 +38,13 @@ emitReductionLevels(TensorEmitter &emitter,
 
 /// The number of elements `reduction` combines.
 int64_t getReductionLength(const CooperativeReduction &reduction);
+
+/// Emits the store of a per-row output (one value per row, at `[row]`) by
+/// the one thread for which `condition` holds.
+llvm::Error emitPerRowStore(TensorEmitter &emitter, CodeWriter &body,
+                            const KernelOutput &output,
+                            llvm::ArrayRef<AffineExpr> index,
+                            llvm::StringRef condition);
 
 } // namespace mlir::kopt
 

@@ -132,17 +132,9 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
   for (auto [i, output] : llvm::enumerate(outputs)) {
     const auto &[index, perRow] = (*indices)[i];
     if (perRow) {
-      body.line("if (chunk == 0 && threadIdx.x == 0) {");
-      body.indent();
-      emitter.pushScope();
-      auto value = emitter.valueAt(output.value, index);
-      if (!value)
-        return value.takeError();
-      body.line(output.param + "[row] = " +
-                convertFromCompute(output.elementType, *value) + ";");
-      emitter.popScope();
-      body.dedent();
-      body.line("}");
+      if (llvm::Error error = emitPerRowStore(emitter, body, output, index,
+                                              "chunk == 0 && threadIdx.x == 0"))
+        return error;
       continue;
     }
     std::string rowStart = "row * " + std::to_string(rowLength) + "LL";

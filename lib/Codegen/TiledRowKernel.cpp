@@ -138,18 +138,11 @@ emitOutputs(TensorEmitter &emitter, CodeWriter &body,
   for (auto [i, output] : llvm::enumerate(outputs)) {
     const auto &[index, perRow] = indices[i];
     if (perRow) {
-      body.line("if (" + layout.lane + " == 0" +
-                (firstChunk.empty() ? "" : " && " + firstChunk.str()) + ") {");
-      body.indent();
-      emitter.pushScope();
-      auto value = emitter.valueAt(output.value, index);
-      if (!value)
-        return value.takeError();
-      body.line(output.param + "[row] = " +
-                convertFromCompute(output.elementType, *value) + ";");
-      emitter.popScope();
-      body.dedent();
-      body.line("}");
+      if (llvm::Error error = emitPerRowStore(
+              emitter, body, output, index,
+              layout.lane + " == 0" +
+                  (firstChunk.empty() ? "" : " && " + firstChunk.str())))
+        return error;
       continue;
     }
     emitter.openRowLoop(space.length);
