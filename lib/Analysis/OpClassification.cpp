@@ -247,6 +247,29 @@ Value mlir::kopt::getInnermostTransposeSource(Operation *op) {
              : Value();
 }
 
+bool mlir::kopt::isMultiplyAccumulate(Operation *op) {
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+  if (!linalgOp)
+    return false;
+  Block *body = linalgOp.getBlock();
+  if (body->getNumArguments() != 3 || body->getOperations().size() != 3)
+    return false;
+  auto add =
+      body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value acc = body->getArgument(2);
+  Value product = add.getLhs() == acc   ? add.getRhs()
+                  : add.getRhs() == acc ? add.getLhs()
+                                        : Value();
+  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
+  if (!mul)
+    return false;
+  Value a = body->getArgument(0), b = body->getArgument(1);
+  return (mul.getLhs() == a && mul.getRhs() == b) ||
+         (mul.getLhs() == b && mul.getRhs() == a);
+}
+
 bool mlir::kopt::isCheapToClone(Operation *op) {
   if (isa<tensor::EmptyOp>(op))
     return true;

@@ -18,32 +18,13 @@
 #include "kopt/Codegen/ConvForms.h"
 #include "LinearForm.h"
 
+#include "kopt/Analysis/OpClassification.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
 using ::kopt::runtime::ConvLayout;
-
-/// True if the body yields `acc + input * filter` (floats, either order).
-static bool isMultiplyAccumulate(linalg::LinalgOp op) {
-  Block *body = op.getBlock();
-  if (body->getNumArguments() != 3 || body->getOperations().size() != 3)
-    return false;
-  auto add =
-      body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return false;
-  Value acc = body->getArgument(2);
-  Value product = add.getLhs() == acc   ? add.getRhs()
-                  : add.getRhs() == acc ? add.getLhs()
-                                        : Value();
-  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
-  if (!mul)
-    return false;
-  Value input = body->getArgument(0), filter = body->getArgument(1);
-  return (mul.getLhs() == input && mul.getRhs() == filter) ||
-         (mul.getLhs() == filter && mul.getRhs() == input);
-}
 
 static std::optional<ConvForm> matchLayout(linalg::LinalgOp op,
                                            const ConvLayout &layout) {

@@ -35,27 +35,6 @@ static bool isStaticF32Tensor(Type type) {
   return tensor && tensor.hasStaticShape() && tensor.getElementType().isF32();
 }
 
-/// True if the body yields `acc + a * b` (either order of each).
-static bool isMultiplyAccumulate(linalg::LinalgOp op) {
-  Block *body = op.getBlock();
-  if (body->getNumArguments() != 3 || body->getOperations().size() != 3)
-    return false;
-  auto add =
-      body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
-  if (!add)
-    return false;
-  Value acc = body->getArgument(2);
-  Value product = add.getLhs() == acc   ? add.getRhs()
-                  : add.getRhs() == acc ? add.getLhs()
-                                        : Value();
-  auto mul = product ? product.getDefiningOp<arith::MulFOp>() : nullptr;
-  if (!mul)
-    return false;
-  Value a = body->getArgument(0), b = body->getArgument(1);
-  return (mul.getLhs() == a && mul.getRhs() == b) ||
-         (mul.getLhs() == b && mul.getRhs() == a);
-}
-
 /// The source of `value` when a transpose of its two innermost dimensions
 /// produced it, with that op in `transpose`; a null value otherwise.
 static Value getTransposedSource(Value value, Operation **transpose) {

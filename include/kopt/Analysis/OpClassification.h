@@ -87,6 +87,11 @@ bool isCheapToClone(Operation *op);
 /// (docs/FusionGroups.md, docs/Codegen.md).
 Value getInnermostTransposeSource(Operation *op);
 
+/// True if `op` is a linalg op whose body takes (a, b, acc) and yields
+/// `acc + a * b` in floats (either order of each): the multiply-add of a
+/// GEMM or a convolution.
+bool isMultiplyAccumulate(Operation *op);
+
 /// Returns a short human-readable description of `op` for reports, such as
 /// `linalg.matmul` or `linalg.generic{arith.addf,math.exp}`.
 std::string describeOp(Operation *op);
