@@ -129,6 +129,21 @@ def arguments_of(model, inputs, manifest):
     return tensors
 
 
+def save_weights(args, stem, tensors, num_inputs):
+    """With --save-weights, writes the weight arguments as
+    DIR/STEM/argN.npy (N counts the inputs too), for `kopt check-module
+    --input-dir`: drawn stand-ins for them (a negative running variance)
+    give a NaN reference."""
+    if not args.save_weights:
+        return
+    import numpy
+    folder = os.path.join(args.save_weights, stem)
+    os.makedirs(folder, exist_ok=True)
+    for i, tensor in enumerate(tensors[num_inputs:], start=num_inputs):
+        numpy.save(os.path.join(folder, f"arg{i}.npy"),
+                   tensor.detach().cpu().contiguous().numpy())
+
+
 def error_vs(output, reference):
     """(max abs error, max abs error / max |reference|)."""
     output = output.double()
@@ -250,6 +265,7 @@ def run_one(stem, model_name, args, device):
     path, why = module_or_reason(stem, device, args)
     model, inputs = build(model_name, None, device, args.seed)
     tensors = arguments_of(model, inputs, manifest)
+    save_weights(args, stem, tensors, len(inputs))
     with torch.inference_mode():
         reference = eager_vs_fp64(model, inputs, device, args, row)
         if path is None:
@@ -277,6 +293,7 @@ def run_batches(stem, model_name, args, device):
     path, why = module_or_reason(stem, device, args)
     model, inputs = build(model_name, args.batches[0], device, args.seed)
     tensors = arguments_of(model, inputs, manifest)
+    save_weights(args, stem, tensors, len(inputs))
     make_inputs = MODELS[model_name][1]
     rows, module = [], None
     try:
@@ -352,6 +369,10 @@ def main():
                         help="the batch sizes a dynamic-batch export runs "
                         "at, one row each (default: 1,3,8)")
     parser.add_argument("--markdown", help="also write the table here")
+    parser.add_argument("--save-weights", metavar="DIR",
+                        help="write each model's weights as "
+                        "DIR/STEM/argN.npy, for kopt check-module "
+                        "--input-dir")
     parser.add_argument("--strict", action="store_true",
                         help="fail when a module was not emitted")
     parser.add_argument("--dry-run", action="store_true",

@@ -18,6 +18,9 @@
 // sum of normals) are ill-conditioned on normal inputs, and the report says
 // so. A module with a dynamic batch runs at `--batch` (its first tuned size
 // by default), and the reference interprets the graph specialised to it.
+// Inputs given as .npy files (`--input NAME=FILE`, `--input-dir DIR`) stay
+// the same in every input set: a model's real weights, whose drawn stand-ins
+// (a negative running variance) would make its reference NaN.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +47,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
+#include <optional>
 #include <random>
 
 using namespace mlir;
@@ -223,6 +228,82 @@ runOnce(const rt::RuntimeModule &module, int64_t batch,
   return checks;
 }
 
+static cl::list<std::string> checkGivenInputs(
+    "input",
+    cl::desc("Input NAME (as 'kopt-run M --list' shows, or argN) from a .npy "
+             "file of its exact shape and dtype, the same in every input set; "
+             "repeatable"),
+    cl::value_desc("NAME=FILE.npy"), cl::sub(checkModuleCommand));
+static cl::opt<std::string> checkInputDir(
+    "input-dir",
+    cl::desc("Read every input NAME that has a file DIR/NAME.npy (or "
+             "DIR/argN.npy) from it, as --input does"),
+    cl::value_desc("DIR"), cl::init(""), cl::sub(checkModuleCommand));
+
+/// The inputs given as .npy files, by input index: `--input` first, then
+/// the files of `--input-dir`. Fails on a name the module lacks, a file
+/// that cannot be read, or a shape or dtype that differs.
+static llvm::Expected<std::map<size_t, std::vector<uint8_t>>>
+readGivenInputs(const rt::RuntimeModule &module, int64_t batch) {
+  std::map<size_t, std::vector<uint8_t>> given;
+  auto indexOf = [&](llvm::StringRef name) -> std::optional<size_t> {
+    for (size_t i = 0; i < module.inputs.size(); ++i)
+      if (module.inputs[i] == name || name == "arg" + std::to_string(i))
+        return i;
+    return std::nullopt;
+  };
+  auto load = [&](size_t index, const std::string &file) -> llvm::Error {
+    rt::TensorSpec tensor =
+        *module.getTensorAtBatch(module.inputs[index], batch);
+    auto array = rt::readNpyFile(file);
+    if (!array)
+      return llvm::createStringError(array.status().message());
+    auto bytes = rt::npyToTensorBytes(*array, tensor, file);
+    if (!bytes)
+      return llvm::createStringError(bytes.status().message());
+    given[index] = std::vector<uint8_t>(bytes->begin(), bytes->end());
+    return llvm::Error::success();
+  };
+  for (const std::string &spec : checkGivenInputs) {
+    auto [name, file] = llvm::StringRef(spec).split('=');
+    if (file.empty())
+      return llvm::createStringError("--input takes NAME=FILE.npy, not '" +
+                                     spec + "'");
+    std::optional<size_t> index = indexOf(name);
+    if (!index)
+      return llvm::createStringError("--input: the module has no input '" +
+                                     name.str() + "'");
+    if (given.count(*index))
+      return llvm::createStringError("--input: '" + name.str() +
+                                     "' is given twice");
+    if (llvm::Error error = load(*index, file.str()))
+      return std::move(error);
+  }
+  if (!checkInputDir.empty()) {
+    if (!llvm::sys::fs::is_directory(checkInputDir))
+      return llvm::createStringError("--input-dir: '" + checkInputDir +
+                                     "' is not a folder");
+    size_t found = 0;
+    for (size_t i = 0; i < module.inputs.size(); ++i) {
+      for (const std::string &name :
+           {module.inputs[i], "arg" + std::to_string(i)}) {
+        llvm::SmallString<256> file(checkInputDir);
+        llvm::sys::path::append(file, name + ".npy");
+        if (given.count(i) || !llvm::sys::fs::exists(file))
+          continue;
+        if (llvm::Error error = load(i, std::string(file)))
+          return std::move(error);
+        ++found;
+      }
+    }
+    if (found == 0)
+      return llvm::createStringError(
+          "--input-dir: '" + checkInputDir +
+          "' holds no NAME.npy or argN.npy of the module's inputs");
+  }
+  return given;
+}
+
 int mlir::kopt::runCheckModuleCommand() {
   if (checkInputs.size() != 2)
     return fail("check-module takes a graph and a module: kopt check-module "
@@ -290,6 +371,16 @@ int mlir::kopt::runCheckModuleCommand() {
   if (std::error_code error =
           llvm::sys::fs::createUniqueDirectory("kopt-check", dir))
     return fail("cannot create a temporary folder: " + error.message());
+  auto given = readGivenInputs(*module, batch);
+  if (!given) {
+    llvm::sys::fs::remove_directories(dir);
+    return fail(llvm::toString(given.takeError()));
+  }
+  if (!given->empty())
+    llvm::outs() << "check-module: " << given->size() << " of "
+                 << module->inputs.size()
+                 << " inputs read from .npy files, the same in every input "
+                    "set\n";
   std::mt19937_64 rng(0x6b6f7074);
   bool passed = false, inconclusive = false;
   for (const char *distribution : {"normal(0, 1)", "uniform(0.5, 2)"}) {
@@ -297,6 +388,10 @@ int mlir::kopt::runCheckModuleCommand() {
     std::vector<std::vector<uint8_t>> inputs;
     for (const std::string &name : module->inputs) {
       rt::TensorSpec tensor = *module->getTensorAtBatch(name, batch);
+      if (auto it = given->find(inputs.size()); it != given->end()) {
+        inputs.push_back(it->second);
+        continue;
+      }
       if (normal) {
         inputs.push_back(rt::makeRandomTensorData(tensor, rng()));
         continue;
