@@ -18,6 +18,7 @@
 // sum of normals) are ill-conditioned on normal inputs, and the report says
 // so. A module with a dynamic batch runs at `--batch` (its first tuned size
 // by default), and the reference interprets the graph specialised to it.
+// Integer inputs are drawn as 0, 1 or 2 (indices, masks) in every set.
 // Inputs given as .npy files (`--input NAME=FILE`, `--input-dir DIR`) stay
 // the same in every input set: a model's real weights, whose drawn stand-ins
 // (a negative running variance) would make its reference NaN.
@@ -392,14 +393,22 @@ int mlir::kopt::runCheckModuleCommand() {
         inputs.push_back(it->second);
         continue;
       }
-      if (normal) {
+      // Integer inputs are mostly indices (token ids, masks, token types):
+      // 0, 1 or 2 in every set, valid for any table of three rows or more,
+      // where a signed draw would index out of bounds, which PyTorch refuses.
+      rt::ElementType type = tensor.elementType;
+      bool integer =
+          type == rt::ElementType::I8 || type == rt::ElementType::I16 ||
+          type == rt::ElementType::I32 || type == rt::ElementType::I64;
+      if (normal && !integer) {
         inputs.push_back(rt::makeRandomTensorData(tensor, rng()));
         continue;
       }
       std::uniform_real_distribution<double> uniform(0.5, 2.0);
+      std::uniform_int_distribution<int> index(0, 2);
       std::vector<double> values(size_t(tensor.getNumElements().value_or(0)));
       for (double &value : values)
-        value = uniform(rng);
+        value = integer ? index(rng) : uniform(rng);
       inputs.push_back(rt::encodeTensorData(tensor.elementType, values));
     }
     double seconds = 0;
