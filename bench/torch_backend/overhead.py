@@ -218,6 +218,7 @@ def measure(device, make_backend, args, log):
         replayed = copy.copy(graph)
         replayed.module, replayed._bound = None, None
         replayed._cuda_graph, replayed._graph_tensors = True, None
+        replayed._fast = replayed._fast_plan = None
         rows["kopt backend's graph callable, cuda_graph=True"] = time_it(
             lambda: replayed(*graph_args))
         rows["torch.compile(backend=kopt)"] = time_it(

@@ -206,6 +206,52 @@ class RunPlanTest(unittest.TestCase):
         self.assertEqual(self.calls("bind")[-2:][0],
                          ("bind", b"b", other.data_ptr()))
 
+    def test_the_backends_fast_path_checks_every_input(self):
+        described = self.module()
+        info = _objects.ModuleInfo(described.inputs, described.outputs)
+        weight = torch.nn.Parameter(torch.randn(2, 3))
+        x = torch.randn(2, 3)
+        graph = _compiled.CompiledGraph("g", "m.kmod", info, (0, 1),
+                                        [x, weight], returns="tensor")
+        graph(x, weight)
+        fast = graph._fast
+        self.assertIsNotNone(fast)
+        del self.lib.calls[:]
+        cases = [
+            (torch.randn(2, 3, dtype=torch.float64), "is torch.float64, the "
+             "module takes float32"),
+            (torch.randn(3, 2), "has shape [3, 2], the module takes [2, 3]"),
+            (torch.randn(3, 2).t(), "is not contiguous"),
+            (torch.empty(2, 3, device="meta"), "is on meta, but the module "
+             "is loaded on cpu"),
+            ("x", "is a str: pass a CUDA torch.Tensor"),
+        ]
+        for bad, message in cases:
+            with self.assertRaises(rt.Error) as caught:
+                graph(bad, weight)
+            self.assertIn(f"input 'a' {message}", str(caught.exception))
+        self.assertEqual(self.lib.calls, [])
+        # A fitting call takes the fast path again: one run, and no input
+        # bound again (the output may land elsewhere).
+        y = graph(x, weight)
+        self.assertIs(graph._fast, fast)
+        self.assertEqual([c for c in self.lib.calls if c[:2] != ("bind",
+                                                                b"y")],
+                         [("run", 7)])
+        self.assertEqual(y.shape, torch.Size([2, 3]))
+        # A new weight object is bound, with a new plan and fast path.
+        other = torch.nn.Parameter(torch.randn(2, 3))
+        del self.lib.calls[:]
+        graph(x, other)
+        self.assertIsNot(graph._fast, fast)
+        self.assertEqual(self.calls("bind")[0],
+                         ("bind", b"b", other.data_ptr()))
+        # A closed module is not run by a fast path made before.
+        graph.module.close()
+        with self.assertRaises(rt.Error) as caught:
+            graph(x, other)
+        self.assertIn("closed", str(caught.exception))
+
     def test_the_backends_callable_through_a_cuda_graph(self):
         described = self.module()
         info = _objects.ModuleInfo(described.inputs, described.outputs)
