@@ -9,13 +9,15 @@
 # Times a tiny model (Tiny: relu(x + bias) on 1x1024 floats, one small
 # kernel) call after call on one stream, host time per call (the median of
 # --overhead-rounds rounds of --overhead-calls back-to-back calls and one
-# synchronisation), through each layer: libkoptrt's koptModuleRun through
-# ctypes with every buffer bound once (the C API's own launch path, as
-# kopt-run runs a module), kopt.runtime's Module.run with preallocated and
-# with fresh outputs, the backend's callable called directly (also with the
+# synchronisation; with --cpu-time, the least thread CPU time of a round),
+# through each layer: libkoptrt's koptModuleRun through ctypes with every
+# buffer bound once (the C API's own launch path, as kopt-run runs a
+# module), kopt.runtime's Module.run with preallocated and with fresh
+# outputs, the backend's callable called directly (also with the
 # cuda_graph option), and torch.compile(backend=kopt); beside them eager
 # PyTorch, torch.compile(backend="eager") (TorchDynamo's own guard cost)
-# and Inductor. With a GPU, kopt-run's --bench (device time per run) and
+# and Inductor. Each kopt layer's row also says what it adds to the C API
+# row. With a GPU, kopt-run's --bench (device time per run) and
 # --measure-overhead (runtime launch against bare cuLaunchKernel) join.
 #
 # tiny.mlir and tiny.json beside this file are Tiny exported with
@@ -26,7 +28,8 @@
 #
 #   PYTHONPATH=python python3 bench/torch_backend/overhead.py --stub
 #       # on the CPU: the Python side alone, libkoptrt's GPU calls stubbed
-#       # (stub.py); the C API row is then the stub's koptModuleRun
+#       # (stub.py); the C API row is then the stub's koptModuleRun (add
+#       # --cpu-time on a busy machine)
 #   PYTHONPATH=python python3 bench/torch_backend/overhead.py
 #       # on the GPU: everything real, with kopt-run's figures
 #
@@ -118,20 +121,24 @@ def export_tiny():
         f.write(text + "\n")
 
 
-def host_us(fn, sync, calls, rounds):
-    """Median over `rounds` of the host microseconds per call of `calls`
-    back-to-back calls of `fn` followed by `sync()`."""
+def host_us(fn, sync, calls, rounds, cpu_time=False):
+    """Host microseconds per call of `calls` back-to-back calls of `fn`
+    followed by `sync()`, over `rounds` rounds: the median wall time, or
+    with `cpu_time` the least of this thread's CPU time, which a busy
+    machine disturbs less (for --stub: on a GPU, time blocked in the driver
+    would not count)."""
+    clock = time.thread_time if cpu_time else time.perf_counter
     for _ in range(max(calls // 10, 1)):
         fn()
     sync()
     times = []
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(calls):
             fn()
         sync()
-        times.append((time.perf_counter() - start) * 1e6 / calls)
-    return statistics.median(times)
+        times.append((clock() - start) * 1e6 / calls)
+    return min(times) if cpu_time else statistics.median(times)
 
 
 def _kopt_run(kmod, log):
@@ -188,8 +195,9 @@ def measure(device, make_backend, args, log):
     backend = make_backend(STEM, model, inputs)
     compiled = torch.compile(model, backend=backend, fullgraph=True,
                              dynamic=False)
+    cpu_time = getattr(args, "cpu_time", False)
     time_it = (lambda fn: host_us(fn, sync, args.overhead_calls,
-                                  args.overhead_rounds))
+                                  args.overhead_rounds, cpu_time))
     rows = {}
     with torch.inference_mode():
         compiled(*inputs)
@@ -218,6 +226,7 @@ def measure(device, make_backend, args, log):
         replayed = copy.copy(graph)
         replayed.module, replayed._bound = None, None
         replayed._cuda_graph, replayed._graph_tensors = True, None
+        replayed._fast = replayed._fast_plan = None
         rows["kopt backend's graph callable, cuda_graph=True"] = time_it(
             lambda: replayed(*graph_args))
         rows["torch.compile(backend=kopt)"] = time_it(
@@ -236,6 +245,9 @@ def measure(device, make_backend, args, log):
     capi = rows[CAPI]
     return {
         "us_per_call": rows,
+        # What each kopt layer adds to koptModuleRun's own cost.
+        "over_capi_us": {name: us - capi for name, us in rows.items()
+                         if "kopt" in name and name != CAPI},
         "python_over_capi_us": rows["torch.compile(backend=kopt)"] - capi,
         "callable_over_capi_us":
             rows["kopt backend's graph callable, called directly"] - capi,
@@ -245,22 +257,28 @@ def measure(device, make_backend, args, log):
         "kopt_run_measure_overhead": launch,
         "calls": args.overhead_calls,
         "rounds": args.overhead_rounds,
+        "timing": ("least thread CPU time" if cpu_time else
+                   "median wall time"),
     }
 
 
 def markdown(result, stubbed=False):
-    lines = ["| path (Tiny, 1x1024) | host us per call |", "|---|---|"]
+    lines = ["| path (Tiny, 1x1024) | host us per call | over koptModuleRun |",
+             "|---|---:|---:|"]
+    over = result.get("over_capi_us", {})
     for name, us in result["us_per_call"].items():
+        extra = f"{over[name]:+.2f}" if name in over else ""
         if stubbed and name == CAPI:
             name += " (stubbed: returns at once)"
-        lines.append(f"| {name} | {us:.2f} |")
+        lines.append(f"| {name} | {us:.2f} | {extra} |")
     lines.append("")
     lines.append(f"Per call, over koptModuleRun: torch.compile(backend=kopt) "
                  f"{result['python_over_capi_us']:.2f} us, of which the "
                  f"backend's callable {result['callable_over_capi_us']:.2f} "
                  f"us; TorchDynamo's guards cost "
-                 f"{result['dynamo_guards_us']:.2f} us over eager (median "
-                 f"of {result['rounds']} rounds of {result['calls']} calls).")
+                 f"{result['dynamo_guards_us']:.2f} us over eager "
+                 f"({result.get('timing', 'median wall time')} of "
+                 f"{result['rounds']} rounds of {result['calls']} calls).")
     if result["kopt_run_bench_ms"] is not None:
         lines.append(f"kopt-run --bench: {1e3 * result['kopt_run_bench_ms']:.2f}"
                      " us per run (device time, CUDA events).")
@@ -281,6 +299,10 @@ def main():
     parser.add_argument("--overhead-calls", type=int, default=1000)
     parser.add_argument("--overhead-rounds", type=int, default=15)
     parser.add_argument("--no-inductor", action="store_true")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="the least thread CPU time of the rounds, not "
+                        "the median wall time: steadier with --stub on a "
+                        "busy machine")
     parser.add_argument("--json", help="also write the result here")
     args = parser.parse_args()
     repo = os.path.dirname(os.path.dirname(HERE))

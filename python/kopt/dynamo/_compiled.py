@@ -15,7 +15,11 @@
 # dtype, shape, device and layout and binds its pointer where it changed),
 # gets fresh outputs and enqueues the module on torch's current stream.
 # Nothing is copied. What a call picks from its arguments is worked out
-# once; the weights are checked for identity in one C-level pass.
+# once; the weights are checked for identity (in one C-level pass where
+# there are several). After the first call, a call is one closure over the
+# module's run plan (_fast_path): the weights' identity, then the plan's
+# fresh runner on Dynamo's arguments; anything it does not take goes the
+# long way (_call), through Module.run and its errors.
 #
 # Specialising serves a graph with symbolic sizes: one CompiledGraph per
 # static shape signature, made on the first call with that signature.
@@ -54,12 +58,14 @@ class CompiledGraph:
     contiguous apart. `returns`: how the graph returns its results, "tuple",
     "list" or "tensor" (one, bare).
 
-    Every call goes through Module.run, whose fast path for torch tensors
-    checks each per-call input (dtype, shape, device, contiguity: cheap
-    reads, kept although Dynamo's guards check the same) and binds its
-    pointer where it changed, allocates the outputs and launches the module
-    on torch's current stream. With `cuda_graph`, the module runs through a
-    CUDA graph on inputs and outputs of its own (_replay)."""
+    Every call goes through Module.run's fast path for torch tensors (a
+    fresh runner of its run plan, taking the call's arguments as they
+    come), which checks each per-call input (dtype, shape, device,
+    contiguity: cheap reads, kept although Dynamo's guards check the same)
+    and binds its pointer where it changed, allocates the outputs and
+    launches the module on torch's current stream. With `cuda_graph`, the
+    module runs through a CUDA graph on inputs and outputs of its own
+    (_replay)."""
 
     def __init__(self, name, kmod, info, arguments, example,
                  returns="tuple", cuda_graph=False):
@@ -95,6 +101,8 @@ class CompiledGraph:
         self._returns = returns
         self._cuda_graph = cuda_graph
         self._graph_tensors = None
+        # The fast path and the run plan it was made over.
+        self._fast = self._fast_plan = None
 
     def _load(self, args):
         cuda = next((a for a in args if getattr(a, "is_cuda", False)), None)
@@ -134,6 +142,17 @@ class CompiledGraph:
         return [output.clone() for output in own_outputs]
 
     def __call__(self, *args):
+        fast = self._fast
+        if fast is not None:
+            outputs = fast(args)
+            if outputs is not None:
+                return outputs
+        return self._call(args)
+
+    def _call(self, args):
+        """A call the long way: loads the module, binds new weights, runs
+        through Module.run (whose checked path raises the error naming an
+        input that does not fit) and makes the fast path for the next."""
         module = self.module
         if module is None:
             module = self._load(args)
@@ -147,14 +166,50 @@ class CompiledGraph:
         if self._cuda_graph:
             outputs = self._replay(module, inputs)
         else:
-            # Module.run's fast path itself, where the module has made it.
+            outputs = module.run(inputs)
             plan = module._plan
-            outputs = plan.run_fresh(inputs) if plan is not None else None
-            if outputs is None:
-                outputs = module.run(inputs)
+            if plan is not None and plan is not self._fast_plan and (
+                    not self._strided):
+                self._fast, self._fast_plan = self._fast_path(module), plan
         if self._returns == "tuple":
             return tuple(outputs)
         return outputs if self._returns == "list" else outputs[0]
+
+    def _fast_path(self, module):
+        """A call as one function over the module's run plan, for as long
+        as the module keeps that plan (bind() and a new batch make
+        another) and Dynamo passes the bound weights: checks the weights'
+        identity, then hands the call's arguments to the plan's fresh
+        runner, which picks and checks the per-call inputs itself. Returns
+        the graph's results, or None to take the long way."""
+        plan = module._plan
+        run = plan.fresh_runner(self._per_call)
+        form = {"tuple": tuple, "list": None,
+                "tensor": operator.itemgetter(0)}[self._returns]
+        weights, bound = self._weights, self._bound
+        indices = [i for _, i in self._static]
+        single = indices[0] if len(indices) == 1 else None
+        if single is not None:
+            [weight] = bound
+        elif not indices:
+            weights = None
+        is_ = operator.is_
+
+        def fast(args):
+            if module._plan is not plan:
+                return None
+            if single is not None:
+                if args[single] is not weight:
+                    return None
+            elif weights is not None and not all(
+                    map(is_, weights(args), bound)):
+                return None
+            outputs = run(args)
+            if outputs is None or form is None:
+                return outputs
+            return form(outputs)
+
+        return fast
 
 
 def signature(args):

@@ -14,6 +14,7 @@
 # ===----------------------------------------------------------------------===#
 
 import ctypes
+import functools
 import os
 import threading
 import weakref
@@ -126,7 +127,8 @@ class Device(_Handle):
         raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         ordinal = self.ordinal
         if raw is not None:
-            return lambda: raw(ordinal)
+            # A partial is called without a Python frame, unlike a lambda.
+            return functools.partial(raw, ordinal)
         current = torch.cuda.current_stream
         return lambda: current(ordinal).cuda_stream
 

@@ -42,6 +42,17 @@ class CpuDevice(rt.Device):
         return lambda: 7
 
 
+class TwoOutputs(FakeLibrary):
+    """FakeLibrary's module with a second output, 'z'."""
+
+    def koptModuleGetNumOutputs(self, handle, out):
+        self._set(out, 2)
+        return 0
+
+    def koptModuleGetOutputInfo(self, handle, index, out):
+        return self._info([b"y", b"z"][index], out)
+
+
 class RunPlanTest(unittest.TestCase):
 
     def setUp(self):
@@ -51,8 +62,8 @@ class RunPlanTest(unittest.TestCase):
         _capi.set_library(None)
         _objects._devices.clear()
 
-    def module(self, sizes=()):
-        self.lib = FakeLibrary(sizes)
+    def module(self, sizes=(), lib=FakeLibrary):
+        self.lib = lib(sizes)
         _capi.set_library(self.lib)
         _objects._devices[0] = CpuDevice(0)
         return rt.Module("m.kmod")
@@ -98,6 +109,9 @@ class RunPlanTest(unittest.TestCase):
              "module takes float32"),
             (torch.randn(3, 2), "has shape [3, 2], the module takes [2, 3]"),
             (torch.randn(3, 2).t(), "is not contiguous"),
+            (torch.empty(2, 3, device="meta"), "is on meta, but the module "
+             "is loaded on cpu"),
+            (1.5, "is a float: pass a CUDA torch.Tensor"),
         ]
         for b, message in cases:
             with self.assertRaises(rt.Error) as caught:
@@ -111,6 +125,34 @@ class RunPlanTest(unittest.TestCase):
         self.assertIn("takes 2 inputs (a, b), not 1", str(caught.exception))
         self.assertEqual(self.lib.calls.count(("run", 7)), 0)
         self.assertEqual(self.calls("bind"), [])
+
+    def test_fresh_outputs_are_tensors_of_their_own(self):
+        module = self.module(lib=TwoOutputs)
+        a, b = torch.randn(2, 3), torch.randn(2, 3)
+        first = module.run([a, b])
+        del self.lib.calls[:]
+        second = module.run((a, b))
+        fresh = first + second
+        self.assertEqual(len({t.data_ptr() for t in fresh + [a, b]}), 6)
+        for tensor in fresh:
+            self.assertEqual((tensor.shape, tensor.dtype, tensor.device),
+                             (torch.Size([2, 3]), torch.float32,
+                              torch.device("cpu")))
+            self.assertTrue(tensor.is_contiguous())
+            # Not a view: storage of its own, of exactly its size.
+            self.assertIsNone(tensor._base)
+            self.assertEqual(tensor.untyped_storage().nbytes(), 24)
+        # The first outputs are still alive: both are bound anew.
+        self.assertEqual(self.calls("bind"),
+                         [("bind", b"y", second[0].data_ptr()),
+                          ("bind", b"z", second[1].data_ptr())])
+        self.assertNotIn("y", module._held)
+        self.assertNotIn("z", module._held)
+        # Outputs passed are used in place, in the order given.
+        y, z = torch.empty(2, 3), torch.empty(2, 3)
+        results = module.run([a, b], [y, z])
+        self.assertEqual([r is t for r, t in zip(results, (y, z))],
+                         [True, True])
 
     def test_host_tensors_are_refused_on_a_gpu(self):
         self.module()
@@ -163,6 +205,52 @@ class RunPlanTest(unittest.TestCase):
         graph(x, other)
         self.assertEqual(self.calls("bind")[-2:][0],
                          ("bind", b"b", other.data_ptr()))
+
+    def test_the_backends_fast_path_checks_every_input(self):
+        described = self.module()
+        info = _objects.ModuleInfo(described.inputs, described.outputs)
+        weight = torch.nn.Parameter(torch.randn(2, 3))
+        x = torch.randn(2, 3)
+        graph = _compiled.CompiledGraph("g", "m.kmod", info, (0, 1),
+                                        [x, weight], returns="tensor")
+        graph(x, weight)
+        fast = graph._fast
+        self.assertIsNotNone(fast)
+        del self.lib.calls[:]
+        cases = [
+            (torch.randn(2, 3, dtype=torch.float64), "is torch.float64, the "
+             "module takes float32"),
+            (torch.randn(3, 2), "has shape [3, 2], the module takes [2, 3]"),
+            (torch.randn(3, 2).t(), "is not contiguous"),
+            (torch.empty(2, 3, device="meta"), "is on meta, but the module "
+             "is loaded on cpu"),
+            ("x", "is a str: pass a CUDA torch.Tensor"),
+        ]
+        for bad, message in cases:
+            with self.assertRaises(rt.Error) as caught:
+                graph(bad, weight)
+            self.assertIn(f"input 'a' {message}", str(caught.exception))
+        self.assertEqual(self.lib.calls, [])
+        # A fitting call takes the fast path again: one run, and no input
+        # bound again (the output may land elsewhere).
+        y = graph(x, weight)
+        self.assertIs(graph._fast, fast)
+        self.assertEqual([c for c in self.lib.calls if c[:2] != ("bind",
+                                                                b"y")],
+                         [("run", 7)])
+        self.assertEqual(y.shape, torch.Size([2, 3]))
+        # A new weight object is bound, with a new plan and fast path.
+        other = torch.nn.Parameter(torch.randn(2, 3))
+        del self.lib.calls[:]
+        graph(x, other)
+        self.assertIsNot(graph._fast, fast)
+        self.assertEqual(self.calls("bind")[0],
+                         ("bind", b"b", other.data_ptr()))
+        # A closed module is not run by a fast path made before.
+        graph.module.close()
+        with self.assertRaises(rt.Error) as caught:
+            graph(x, other)
+        self.assertIn("closed", str(caught.exception))
 
     def test_the_backends_callable_through_a_cuda_graph(self):
         described = self.module()
