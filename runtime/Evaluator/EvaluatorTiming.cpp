@@ -190,11 +190,11 @@ bool Engine::compareAfterTiming() {
       const TensorSpec &output = task.outputs[i];
       double relativeError = 0;
       PhaseTimer timer(candidate->phases.compareS);
-      std::optional<Failure> failure = compareOnDevice(
-          output.name, output.elementType,
-          candidate->runner->getDevicePointer(output.name),
-          candidates[0].lastOutputs[i].get(), getElementCount(output),
-          lastSetTolerance, relativeError);
+      std::optional<Failure> failure =
+          compareOnDevice(output.name, output.elementType,
+                          candidate->runner->getDevicePointer(output.name),
+                          getBaselineLastOutput(i), getElementCount(output),
+                          lastSetTolerance, relativeError);
       if (!failure)
         continue;
       if (failure->check == FailedCheck::OutputMismatch)
