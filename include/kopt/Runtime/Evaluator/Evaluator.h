@@ -108,6 +108,12 @@ struct EvaluatorOptions {
   unsigned repetitions = 20;
   /// Warm-up by time before timing, in milliseconds.
   double warmupMs = 25;
+  /// The largest speedup over the baseline that a valid candidate of this
+  /// task reached in an earlier request (1 or less: none). A candidate at
+  /// least twice as slow in warm-up as the baseline, or as this incumbent,
+  /// cannot win and is timed `kCutRepetitions` times (the timing cut,
+  /// docs/Evaluator.md).
+  double incumbentSpeedup = 0;
   /// Seeds the input generator; the sets of one evaluation are derived from
   /// it, so the same seed gives the same inputs.
   uint64_t seed = 0;
