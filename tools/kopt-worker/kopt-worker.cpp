@@ -348,6 +348,7 @@ bool evaluate(const EvaluateMessage &request, const TestMode &mode,
   options.repetitions = unsigned(request.options.repetitions);
   options.warmupMs = request.options.warmupMs;
   options.seed = uint64_t(request.options.seed);
+  options.incumbentSpeedup = request.options.incumbentSpeedup;
   options.reference = request.reference;
   options.laterReferences = request.laterReferences;
   options.launchTracer = traceLaunches;
