@@ -54,6 +54,11 @@ static CandidateCost makeCandidateCost(const ProposerAttempt &attempt) {
       if (const rt::json::Value *task = memory->find("task_bytes"))
         cost.taskBytes = task->getInteger();
     }
+    if (const rt::json::Value *outputs =
+            report->evidence.find("baseline_outputs"))
+      if (const rt::json::Value *reused = outputs->find("reused"))
+        cost.baselineReused = reused->getBool().value_or(false);
+    cost.timingCut = rt::isTimingCut(*report);
   } else {
     cost.failedCheck = "refused";
   }
