@@ -14,14 +14,17 @@
 //    distribution and seed; a fresh runner per candidate and set (allocated
 //    before the last one is freed, so the addresses change); redzones
 //    filled, outputs poisoned, inputs checksummed around every run. The
-//    baseline runs first and its outputs are the reference for the set. On
+//    baseline runs first and its outputs are the reference for the set
+//    (or its outputs kept by an earlier request of the task, once checked:
+//    EvaluatorReuse.cpp). On
 //    set 0 each candidate runs twice, with the two poison variants, which
 //    also checks determinism bitwise, and once under the launch tracer when
 //    one is set; the fp64 reference, when given, is checked on set 0.
 // 3. Input dependence (outputs change where the baseline's change) and
 //    interleaving (set 0 then the last set again on the last set's runner:
 //    both agree bitwise with their first runs).
-// 4. Time: warm-up by time, then the interleaved A/B schedule, one timed
+// 4. Time: warm-up by time, then the interleaved A/B schedule (5 rounds
+//    only for a candidate too slow to win), one timed
 //    run at a time, each from freshly poisoned outputs and temporaries and
 //    checked by checksum against the candidate's validated result on the
 //    same inputs (a kernel that skips work while timed fails here); outputs
@@ -31,7 +34,8 @@
 //
 // `Engine::run` calls one method per phase. This file holds the driver and
 // phases 1 to 3; EvaluatorTiming.cpp holds phase 4 and the copy-bandwidth
-// measurement the floor divides by; Engine.h declares what they share.
+// measurement the floor divides by; EvaluatorReuse.cpp the baseline's
+// outputs kept across requests; Engine.h declares what they share.
 //
 // The bulk checks (drawing inputs, poisoning, checksums, unwritten
 // elements, comparisons) run as device kernels (DeviceChecks.h); a device

@@ -8,7 +8,8 @@
 //
 // Phase 4 of the engine (Evaluator.cpp lists the phases): timing the
 // baseline and the valid candidates interleaved, every timed run from
-// freshly poisoned outputs and checked by checksum; the comparison with the
+// freshly poisoned outputs and checked by checksum, a candidate that cannot
+// win only briefly (the timing cut); the comparison with the
 // baseline after the loop; the CUPTI cross-check of the times; the physical
 // floor, with the copy bandwidth it divides by; and the re-measurement of
 // suspicious speedups.

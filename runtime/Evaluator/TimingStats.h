@@ -7,7 +7,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The arithmetic of the timing protocol (docs/Design.md "Evaluator", "Timing
-// protocol"): the median of at least 20 repetitions is reported with the
+// protocol"): the median of at least 20 repetitions (5 for a candidate
+// that cannot win, the timing cut) is reported with the
 // minimum and the p10/p90 quantiles, and the relative spread (p90 - p10) /
 // median says how noisy the measurement was. Baseline and candidates are timed
 // interleaved, one repetition of each per round, so clock and thermal drift hit
