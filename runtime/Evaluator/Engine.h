@@ -232,6 +232,20 @@ private:
   bool reuseKeptBaseline();
   /// Copies the baseline's outputs of set `setIndex` to be kept.
   void keepBaselineSet(size_t setIndex);
+  /// Checks, after `candidate`'s runs on set `setIndex`, that every kept
+  /// output still has its checksum; a change is the candidate's write
+  /// outside its buffers (it fails, `redzone`), and the sets changed are
+  /// restored by running the baseline on them again.
+  void checkKeptAfterRuns(Candidate &candidate, size_t setIndex);
+  /// The kept sets whose outputs no longer have their checksums.
+  std::vector<size_t> findChangedKeptSets();
+  /// Runs the baseline on set `setIndex` again, with every check of a
+  /// validation run, and copies its outputs over the kept ones; fails the
+  /// baseline when its outputs are not the kept bits.
+  void restoreKeptSet(size_t setIndex);
+  /// Leaves the baseline's runner holding the last set, as timing needs,
+  /// after a restored set moved it.
+  void returnBaselineToLastSet();
   /// Hands the kept outputs to the cache, or frees them, at the end.
   void settleKeptOutputs();
   /// The report's `baseline_outputs` evidence.
@@ -296,6 +310,10 @@ private:
   uint64_t keptBytesAtStart = 0, keptBytesPlanned = 0;
   /// Why the kept outputs were not used or not kept (empty when they were).
   std::string baselineOutputsNote;
+  /// The set whose inputs the reused baseline's runner holds.
+  size_t baselineRunnerSet = 0;
+  /// A candidate wrote into the kept outputs: they are freed at the end.
+  bool keptOverwritten = false;
 };
 
 } // namespace kopt::runtime::engine

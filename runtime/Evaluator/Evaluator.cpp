@@ -357,7 +357,17 @@ bool Engine::validateSets() {
       if (failure) {
         failure->evidence.set("input_set", json::Value(s));
         fail(candidate, std::move(*failure));
-      } else {
+      }
+      // The kept outputs are the comparison's other side: a candidate's
+      // runs must have left them as they were.
+      if (i > 0 && reusingBaseline && !contextLost) {
+        checkKeptAfterRuns(candidate, s);
+        if (!candidates[0].isValid() && !contextLost) {
+          failEveryoneAfterBaseline();
+          return false;
+        }
+      }
+      if (!failure && candidate.isValid()) {
         if (s == 0) {
           PhaseTimer timer(candidate.phases.referenceS);
           checkReference(candidate);
@@ -398,8 +408,17 @@ bool Engine::checkAcrossSets() {
   for (Candidate &candidate : candidates) {
     bool baseline = &candidate == &candidates[0];
     // A reused baseline passed this check in the request that kept its
-    // outputs, and ran the last set again before they were used.
-    if (!candidate.isValid() || (baseline && reusingBaseline))
+    // outputs, and ran the last set again before they were used; its
+    // runner goes back to the last set if a restored set moved it.
+    if (baseline && reusingBaseline) {
+      returnBaselineToLastSet();
+      if (contextLost) {
+        markContextLost();
+        return false;
+      }
+      continue;
+    }
+    if (!candidate.isValid())
       continue;
     // The baseline's last outputs are copied for the check after timing,
     // unless this request keeps them anyway.

@@ -25,9 +25,12 @@
 // Then the candidates are compared with the kept outputs on every set, the
 // fp64 references are checked on them, and the baseline is timed beside
 // the candidates as always; each timed run of the baseline must again give
-// the kept last set's checksum. When any of this does not hold, the kept
-// outputs are freed and the request validates the baseline as if nothing
-// had been kept. A request for another task, plan or seed frees them first.
+// the kept last set's checksum. After each candidate's runs the kept
+// outputs are checksummed again: a candidate that wrote into them fails
+// (`redzone`), and the baseline restores them. When any of this does not hold,
+// the kept outputs are freed and the request validates the baseline as if
+// nothing had been kept. A request for another task, plan or seed frees them
+// first.
 //
 //===----------------------------------------------------------------------===//
 
@@ -178,7 +181,89 @@ bool Engine::reuseKeptBaseline() {
   baseline.outputSums.clear();
   for (const KeptSet &set : kept)
     baseline.outputSums.push_back(set.record.outputSums);
+  baselineRunnerSet = numSets - 1;
   return true;
+}
+
+std::vector<size_t> Engine::findChangedKeptSets() {
+  std::vector<KeptSet> &kept = options.baselineCache->impl->sets;
+  std::vector<size_t> changed;
+  for (size_t s = 0; s < kept.size(); ++s)
+    for (size_t o = 0; o < kept[s].outputs.size(); ++o) {
+      auto sum = device->checksum(kept[s].outputs[o].get(),
+                                  getByteCount(task.outputs[o]));
+      if (!sum || *sum != kept[s].record.outputSums[o]) {
+        changed.push_back(s);
+        break;
+      }
+    }
+  return changed;
+}
+
+void Engine::checkKeptAfterRuns(Candidate &candidate, size_t setIndex) {
+  std::vector<size_t> changed;
+  {
+    PhaseTimer timer(candidate.phases.checksS);
+    changed = findChangedKeptSets();
+  }
+  if (changed.empty())
+    return;
+  // Nothing but this candidate ran since the last check.
+  Failure failure = makeFailure(
+      FailedCheck::Redzone,
+      "a write outside the candidate's buffers changed the baseline's kept "
+      "outputs of input set " +
+          std::to_string(changed.front()));
+  failure.evidence.set("tensor", json::Value("baseline's kept outputs"));
+  failure.evidence.set("kept_input_set", json::Value(changed.front()));
+  failure.evidence.set("input_set", json::Value(setIndex));
+  fail(candidate, std::move(failure));
+  keptOverwritten = true;
+  baselineOutputsNote = "a candidate wrote into the kept outputs; they were "
+                        "restored from the baseline and freed at the end";
+  for (size_t s : changed) {
+    restoreKeptSet(s);
+    if (!candidates[0].isValid() || contextLost)
+      return;
+  }
+}
+
+void Engine::restoreKeptSet(size_t setIndex) {
+  Candidate &baseline = candidates[0];
+  KeptSet &kept = options.baselineCache->impl->sets[setIndex];
+  std::vector<uint64_t> sums;
+  if (std::optional<Failure> failure =
+          runChecked(baseline, sets[setIndex], /*variant=*/0, false, sums)) {
+    failure->evidence.set("input_set", json::Value(setIndex));
+    fail(baseline, std::move(*failure));
+    return;
+  }
+  baselineRunnerSet = setIndex;
+  if (sums != kept.record.outputSums) {
+    Failure failure = makeFailure(
+        FailedCheck::Nondeterministic,
+        "the baseline's outputs of input set " + std::to_string(setIndex) +
+            " differ from those it gave on the same inputs before");
+    failure.evidence.set("input_set", json::Value(setIndex));
+    fail(baseline, std::move(failure));
+    return;
+  }
+  PhaseTimer timer(baseline.phases.checksS);
+  for (size_t o = 0; o < task.outputs.size(); ++o)
+    if (Status status = device->copy(
+            kept.outputs[o].get(),
+            baseline.runner->getDevicePointer(task.outputs[o].name),
+            getByteCount(task.outputs[o]));
+        !status.isOk()) {
+      fail(baseline, makeFailure(FailedCheck::Crash, status.message()));
+      return;
+    }
+}
+
+void Engine::returnBaselineToLastSet() {
+  if (!reusingBaseline || baselineRunnerSet == numSets - 1)
+    return;
+  restoreKeptSet(numSets - 1);
 }
 
 void Engine::keepBaselineSet(size_t setIndex) {
@@ -208,9 +293,9 @@ void Engine::settleKeptOutputs() {
   if (!cache)
     return;
   bool baselineValid = !candidates.empty() && candidates[0].isValid();
-  // A baseline that failed anything in this request, or a lost context,
-  // leaves nothing kept.
-  if (reusingBaseline && (!baselineValid || contextLost))
+  // A baseline that failed anything in this request, a lost context, or a
+  // candidate that wrote into the kept outputs leaves nothing kept.
+  if (reusingBaseline && (!baselineValid || contextLost || keptOverwritten))
     cache->clear();
   if (!keepingBaseline)
     return;

@@ -271,9 +271,34 @@ bool Engine::timeCandidates() {
 }
 
 bool Engine::compareAfterTiming() {
+  // Kept outputs changed during timing were written by a timed candidate:
+  // they cannot be compared with, and the candidates timed fail.
+  bool keptChanged = false;
+  if (reusingBaseline) {
+    PhaseTimer timer(candidates[0].phases.checksS);
+    std::vector<size_t> changed = findChangedKeptSets();
+    keptChanged =
+        std::find(changed.begin(), changed.end(), numSets - 1) != changed.end();
+    keptOverwritten |= !changed.empty();
+    if (!changed.empty())
+      baselineOutputsNote = "the kept outputs changed while the candidates "
+                            "were timed; they were freed at the end";
+  }
   for (Candidate *candidate : variants) {
     if (!candidate->isValid())
       continue;
+    if (keptChanged) {
+      if (candidate != &candidates[0]) {
+        Failure failure = makeFailure(
+            FailedCheck::Redzone,
+            "a write outside the timed candidates' buffers changed the "
+            "baseline's kept outputs of the last input set");
+        failure.evidence.set("tensor", json::Value("baseline's kept outputs"));
+        failure.evidence.set("kept_input_set", json::Value(numSets - 1));
+        fail(*candidate, std::move(failure));
+      }
+      continue;
+    }
     for (size_t i = 0; i < task.outputs.size(); ++i) {
       // The baseline must reproduce itself; the others, the baseline.
       const TensorSpec &output = task.outputs[i];

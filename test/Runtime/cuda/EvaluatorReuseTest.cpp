@@ -217,3 +217,40 @@ TEST_F(EvaluatorReuseTest, KeepsNothingWithoutRoomAndFreesWhatARequestNeeds) {
   EXPECT_TRUE((*squeezed)[1].valid) << json::write((*squeezed)[1].evidence);
   EXPECT_EQ(cache.getNumSets(), 0u);
 }
+
+TEST_F(EvaluatorReuseTest, ACandidateThatWritesIntoTheKeptOutputsFails) {
+  BaselineCache cache;
+  KernelTask task = makeTask();
+  KernelPlan baseline = makePlan("baseline", kBaseline);
+  EvaluatorOptions options = withCache(cache);
+  auto first = evaluateCandidates(*context, task, {baseline}, options);
+  ASSERT_TRUE(bool(first)) << first.status().message();
+  ASSERT_EQ(cache.getNumSets(), 5u);
+
+  // Correct, and it also zeroes the kept output of set 3, whose address
+  // it is given as a literal.
+  KernelPlan vandal = makePlan("vandal", R"(
+extern "C" __global__ void add(const float *a, const float *b, float *c,
+                               int n, long long kept) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n)
+    c[i] = a[i] + b[i];
+  if (i < 16)
+    reinterpret_cast<float *>(kept)[i] = 0.0f;
+})");
+  vandal.steps[0].launch.args.push_back(
+      "i64:" + std::to_string(int64_t(cache.getOutput(3, 0))));
+  auto reports =
+      evaluateCandidates(*context, task, {baseline, vandal}, options);
+  ASSERT_TRUE(bool(reports)) << reports.status().message();
+  EXPECT_TRUE(getFlag((*reports)[1], "reused"));
+  EXPECT_EQ((*reports)[1].failedCheck, FailedCheck::Redzone)
+      << json::write((*reports)[1].evidence);
+  const json::Value *set = (*reports)[1].evidence.find("kept_input_set");
+  ASSERT_NE(set, nullptr) << json::write((*reports)[1].evidence);
+  EXPECT_EQ(set->getInteger(), 3);
+  // The baseline restored the set and stays valid; nothing stays kept.
+  EXPECT_TRUE((*reports)[0].valid) << json::write((*reports)[0].evidence);
+  EXPECT_TRUE((*reports)[0].times.has_value());
+  EXPECT_EQ(cache.getNumSets(), 0u);
+}
