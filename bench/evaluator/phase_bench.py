@@ -12,7 +12,9 @@ epilogue) at 16 MB, 128 MB and 1 GB of tensors with `kopt compile
 JSON report's per-candidate phases, docs/Evaluator.md "Where the time
 goes") and the seconds per candidate beyond the candidate's own run time
 times its repetitions, against the targets: 1.5 s per candidate and 15 s
-per group.
+per group; `reused` counts the requests that compared with the baseline's
+outputs kept by the worker, `cut` the candidates timed briefly because they
+could not win.
 
 Usage: phase_bench.py [--kopt-bin dist/bin] [--work DIR] [--sizes 16M,128M,1G]
                       [--kinds elementwise,rows,gemm] [--json FILE]
@@ -153,6 +155,11 @@ def summarize(report):
             "peak_device_bytes": max(c.get("peak_device_bytes", 0)
                                      for c in candidates),
             "task_bytes": max(c.get("task_bytes", 0) for c in candidates),
+            # Requests that compared with the baseline's outputs kept from
+            # the first, and candidates timed briefly (they could not win).
+            "baseline_reused": sum(1 for c in candidates
+                                   if c.get("baseline_reused")),
+            "timing_cut": sum(1 for c in candidates if c.get("timing_cut")),
         })
     return rows
 
@@ -191,7 +198,7 @@ def main():
               f"{'ref s':>6} {'compile':>7} {'alloc':>6} {'inputs':>6} "
               f"{'runs':>6} {'checks':>6} {'compare':>7} {'fp64':>6} "
               f"{'timing':>6} {'kernel':>6} {'xfer':>6} {'s/cand':>6} "
-              f"{'peak/task':>9}")
+              f"{'peak/task':>9} {'reused':>6} {'cut':>3}")
     print(header)
     for kind in args.kinds.split(","):
         for size in args.sizes.split(","):
@@ -236,7 +243,8 @@ def main():
                       f"{p.get('timed_kernel_s', 0):>6.2f} "
                       f"{p.get('transfer_s', 0):>6.2f} "
                       f"{row['overhead_per_candidate_s']:>6.2f} "
-                      f"{ratio:>8.2f}x")
+                      f"{ratio:>8.2f}x {row['baseline_reused']:>6} "
+                      f"{row['timing_cut']:>3}")
                 row.update({"case": name, "bytes": nbytes, "wall_s": wall})
                 results.append(row)
     print()

@@ -54,6 +54,11 @@ static CandidateCost makeCandidateCost(const ProposerAttempt &attempt) {
       if (const rt::json::Value *task = memory->find("task_bytes"))
         cost.taskBytes = task->getInteger();
     }
+    if (const rt::json::Value *outputs =
+            report->evidence.find("baseline_outputs"))
+      if (const rt::json::Value *reused = outputs->find("reused"))
+        cost.baselineReused = reused->getBool().value_or(false);
+    cost.timingCut = rt::isTimingCut(*report);
   } else {
     cost.failedCheck = "refused";
   }
@@ -253,12 +258,14 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
 
   // The valid, unsuspicious candidate of round 0 with the largest speedup
   // over the baseline (both timed interleaved in the candidate's request),
-  // when that clears the margin; the baseline otherwise.
+  // when that clears the margin; the baseline otherwise. A candidate timed
+  // briefly because it could not win never does.
   size_t winner = 0;
   double bestSpeedup = 0;
   for (size_t i = 1; i < reports.size(); ++i) {
     const rt::EvalReport &report = reports[i];
-    if (!report.valid || !report.times || report.suspicious || !report.speedup)
+    if (!report.valid || !report.times || report.suspicious ||
+        !report.speedup || rt::isTimingCut(report))
       continue;
     if (*report.speedup >= options.minSpeedup &&
         *report.speedup > bestSpeedup) {

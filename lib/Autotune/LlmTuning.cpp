@@ -157,8 +157,8 @@ private:
     for (size_t i = 1; i < reports.reports.size() && i < reports.plans.size();
          ++i) {
       const rt::EvalReport &report = reports.reports[i];
-      if (report.valid && !report.suspicious && report.speedup &&
-          *report.speedup > best) {
+      if (report.valid && !report.suspicious && !rt::isTimingCut(report) &&
+          report.speedup && *report.speedup > best) {
         seed = i;
         best = *report.speedup;
       }

@@ -109,10 +109,17 @@ TaskEvaluator::select(const rt::EvaluateMessage &request,
   return selected;
 }
 
+void TaskEvaluator::noteIncumbent(const rt::EvalReport &report) {
+  if (report.candidate > 0 && report.valid && !report.suspicious &&
+      !rt::isTimingCut(report) && report.speedup)
+    incumbentSpeedup = std::max(incumbentSpeedup, *report.speedup);
+}
+
 llvm::Expected<std::optional<TaskEvaluator::Answer>>
 TaskEvaluator::send(rt::EvaluateMessage request, double estimate) {
   if (stopped)
     return std::nullopt;
+  request.options.incumbentSpeedup = incumbentSpeedup;
   std::chrono::milliseconds timeout = options.evaluationTimeout;
   bool byDeadline = false;
   Clock::time_point start = Clock::now();
@@ -223,6 +230,7 @@ TaskEvaluator::evaluateFirstRound(const std::vector<const KernelPlan *> &plans,
         origin.baselineTimes = (*answer)->reports.front().times;
     }
     report.candidate = int64_t(i);
+    noteIncumbent(report);
     if (llvm::Error error = sink(i, report, origin))
       return std::move(error);
     results[i] = std::move(report);
@@ -284,6 +292,7 @@ TaskEvaluator::evaluateLaterRound(const std::vector<const KernelPlan *> &plans,
     if (!results[i])
       continue;
     results[i]->candidate = int64_t(i);
+    noteIncumbent(*results[i]);
     origins[i].index = i;
     origins[i].count = plans.size();
     if (llvm::Error error = sink(i, *results[i], origins[i]))

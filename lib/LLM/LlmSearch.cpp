@@ -431,8 +431,8 @@ LlmSearch::Impl::notify(const std::vector<rt::EvalReport> &reports) {
       SearchAttempt &attempt = result.attempts[toEvaluate[k]];
       attempt.report = reports[firstNew + k];
       const rt::EvalReport &report = *attempt.report;
-      if (report.valid && !report.suspicious && report.speedup &&
-          *report.speedup > winnerSpeedup) {
+      if (report.valid && !report.suspicious && !rt::isTimingCut(report) &&
+          report.speedup && *report.speedup > winnerSpeedup) {
         winner = toEvaluate[k];
         winnerSpeedup = *report.speedup;
       }

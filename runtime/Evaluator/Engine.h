@@ -21,6 +21,7 @@
 #include "kopt/Runtime/Cuda/Cupti.h"
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 #include "kopt/Runtime/Evaluator/InputGenerator.h"
+#include "runtime/Evaluator/BaselineReuse.h"
 #include "runtime/Evaluator/DeviceChecks.h"
 #include "runtime/Evaluator/Guards.h"
 #include "runtime/Evaluator/MemoryBudget.h"
@@ -47,6 +48,13 @@ struct InputSet {
   std::vector<uint64_t> inputSums;
 };
 
+/// The baseline's kept outputs of one validation set, with what they were
+/// kept with.
+struct KeptSet {
+  KeptSetRecord record;
+  std::vector<DeviceBuffer> outputs;
+};
+
 /// One candidate in flight.
 struct Candidate {
   const KernelPlan *plan = nullptr;
@@ -55,8 +63,8 @@ struct Candidate {
   std::unique_ptr<PlanRunner> runner;
   /// Device checksums of each output, per set.
   std::vector<std::vector<uint64_t>> outputSums;
-  /// Device copies of the outputs of the last set (the baseline's only),
-  /// for the check after timing.
+  /// Device copies of the outputs of the last set (the baseline's only,
+  /// unless its kept outputs hold them), for the check after timing.
   std::vector<DeviceBuffer> lastOutputs;
   /// Largest relative error against the baseline over all sets.
   double maxRelativeError = 0;
@@ -130,6 +138,8 @@ private:
   Status checkMemory(const std::vector<KernelPlan> &plans);
   /// 1. Compiles every candidate before anything runs.
   bool compileCandidates();
+  /// The input sets: seeds, distributions and later references.
+  void makeInputSets();
   /// 2. Validates input set by input set, the baseline first.
   bool validateSets();
   /// 3. Checks input dependence and interleaving, then records the sets.
@@ -189,9 +199,10 @@ private:
   measureReferenceErrors(Candidate &candidate, const ReferenceSet &reference);
   /// `candidate`'s elements of output `outputIndex` at `reference`'s
   /// sampled indices, gathered on the device.
-  Result<std::vector<uint8_t>> readSamples(Candidate &candidate,
+  Result<std::vector<uint8_t>> readSamples(const Candidate &candidate,
                                            size_t outputIndex,
-                                           const OutputReference &reference);
+                                           const OutputReference &reference,
+                                           size_t setIndex);
   /// A plan in another arithmetic than IEEE fp32 under the `fp32` policy:
   /// on set `setIndex`, no output less accurate against `reference` than
   /// the baseline's `baseline` errors (judgeArithmeticAccuracy).
@@ -203,6 +214,48 @@ private:
   void checkInterleaving(Candidate &candidate, InputSet &first, InputSet &last,
                          size_t lastIndex, bool keepOutputs);
   Result<std::vector<DeviceBuffer>> copyOutputs(PlanRunner &runner);
+
+  // Reusing the baseline's outputs across requests (EvaluatorReuse.cpp).
+  /// The keys of the baseline's outputs on this request's sets.
+  std::vector<BaselineSetKey> getBaselineKeys() const;
+  /// Frees kept outputs of another task, plan or seed before the request's
+  /// memory is counted.
+  void dropForeignKeptOutputs();
+  /// Frees the kept outputs so that the request fits; false when there were
+  /// none.
+  bool freeKeptOutputsForMemory();
+  /// Decides whether this request reuses the kept outputs or keeps its own.
+  void planBaselineOutputs();
+  /// Checks the kept outputs (checksums, inputs, the baseline once on the
+  /// last set) before they are used; false when they are not (the note says
+  /// why, or the baseline failed its run).
+  bool reuseKeptBaseline();
+  /// Copies the baseline's outputs of set `setIndex` to be kept.
+  void keepBaselineSet(size_t setIndex);
+  /// Checks, after `candidate`'s runs on set `setIndex`, that every kept
+  /// output still has its checksum; a change is the candidate's write
+  /// outside its buffers (it fails, `redzone`), and the sets changed are
+  /// restored by running the baseline on them again.
+  void checkKeptAfterRuns(Candidate &candidate, size_t setIndex);
+  /// The kept sets whose outputs no longer have their checksums.
+  std::vector<size_t> findChangedKeptSets();
+  /// Runs the baseline on set `setIndex` again, with every check of a
+  /// validation run, and copies its outputs over the kept ones; fails the
+  /// baseline when its outputs are not the kept bits.
+  void restoreKeptSet(size_t setIndex);
+  /// Leaves the baseline's runner holding the last set, as timing needs,
+  /// after a restored set moved it.
+  void returnBaselineToLastSet();
+  /// Hands the kept outputs to the cache, or frees them, at the end.
+  void settleKeptOutputs();
+  /// The report's `baseline_outputs` evidence.
+  json::Value describeBaselineOutputs() const;
+  /// Where `candidate`'s output `outputIndex` of set `setIndex` is: the
+  /// kept copy for a reused baseline, else the candidate's runner.
+  CUdeviceptr getOutputPointer(const Candidate &candidate, size_t outputIndex,
+                               size_t setIndex) const;
+  /// The baseline's outputs of the last set, for the check after timing.
+  CUdeviceptr getBaselineLastOutput(size_t outputIndex) const;
   Status timeRound(const std::vector<Candidate *> &timed, unsigned rounds);
   std::optional<Failure> poisonBeforeTimedRun(Candidate &candidate,
                                               uint64_t runSeed);
@@ -229,7 +282,9 @@ private:
   // The state carried from phase to phase.
   std::vector<Candidate> candidates;
   unsigned numSets = 1;
-  InputSet firstSet, lastSet;
+  /// The input sets, and each later set's fp64 reference (null when none).
+  std::vector<InputSet> sets;
+  std::vector<const ReferenceSet *> laterReferences;
   /// The tolerance against the baseline on the last set, for point 7.
   Tolerance lastSetTolerance;
   json::Value setsTried = json::Value::array();
@@ -242,8 +297,32 @@ private:
   int64_t bytesAtStart = 0;
   std::optional<MemoryEstimate> memory;
   uint64_t freeBytes = 0;
+
+  // The baseline's outputs across requests (options.baselineCache).
+  /// This request compares with the kept outputs instead of validating the
+  /// baseline on every set.
+  bool reusingBaseline = false;
+  /// This request keeps the baseline's outputs for the requests after it.
+  bool keepingBaseline = false;
+  /// What this request is keeping, set by set, until it ends.
+  std::vector<KeptSet> pendingKept;
+  /// The kept bytes held when the request started, and those it keeps.
+  uint64_t keptBytesAtStart = 0, keptBytesPlanned = 0;
+  /// Why the kept outputs were not used or not kept (empty when they were).
+  std::string baselineOutputsNote;
+  /// The set whose inputs the reused baseline's runner holds.
+  size_t baselineRunnerSet = 0;
+  /// A candidate wrote into the kept outputs: they are freed at the end.
+  bool keptOverwritten = false;
 };
 
 } // namespace kopt::runtime::engine
+
+namespace kopt::runtime {
+/// The state behind BaselineCache (Evaluator.h).
+struct BaselineCache::Impl {
+  std::vector<engine::KeptSet> sets;
+};
+} // namespace kopt::runtime
 
 #endif // KOPT_RUNTIME_EVALUATOR_ENGINE_H

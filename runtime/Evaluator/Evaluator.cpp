@@ -14,14 +14,17 @@
 //    distribution and seed; a fresh runner per candidate and set (allocated
 //    before the last one is freed, so the addresses change); redzones
 //    filled, outputs poisoned, inputs checksummed around every run. The
-//    baseline runs first and its outputs are the reference for the set. On
+//    baseline runs first and its outputs are the reference for the set
+//    (or its outputs kept by an earlier request of the task, once checked:
+//    EvaluatorReuse.cpp). On
 //    set 0 each candidate runs twice, with the two poison variants, which
 //    also checks determinism bitwise, and once under the launch tracer when
 //    one is set; the fp64 reference, when given, is checked on set 0.
 // 3. Input dependence (outputs change where the baseline's change) and
 //    interleaving (set 0 then the last set again on the last set's runner:
 //    both agree bitwise with their first runs).
-// 4. Time: warm-up by time, then the interleaved A/B schedule, one timed
+// 4. Time: warm-up by time, then the interleaved A/B schedule (5 rounds
+//    only for a candidate too slow to win), one timed
 //    run at a time, each from freshly poisoned outputs and temporaries and
 //    checked by checksum against the candidate's validated result on the
 //    same inputs (a kernel that skips work while timed fails here); outputs
@@ -31,7 +34,8 @@
 //
 // `Engine::run` calls one method per phase. This file holds the driver and
 // phases 1 to 3; EvaluatorTiming.cpp holds phase 4 and the copy-bandwidth
-// measurement the floor divides by; Engine.h declares what they share.
+// measurement the floor divides by; EvaluatorReuse.cpp the baseline's
+// outputs kept across requests; Engine.h declares what they share.
 //
 // The bulk checks (drawing inputs, poisoning, checksums, unwritten
 // elements, comparisons) run as device kernels (DeviceChecks.h); a device
@@ -120,6 +124,7 @@ Status Engine::prepare(const std::vector<KernelPlan> &plans) {
     candidates[i].plan = &plans[i];
     candidates[i].report.candidate = int64_t(i);
   }
+  makeInputSets();
   if (Status status = checkMemory(plans); !status.isOk())
     return status;
 
@@ -136,6 +141,8 @@ Status Engine::checkMemory(const std::vector<KernelPlan> &plans) {
   // again where the floor needs it.
   if (options.bandwidthBytesPerSecond <= 0)
     (void)measureCopyBandwidth(context);
+  // Kept outputs of another task are freed before anything is counted.
+  dropForeignKeptOutputs();
   bytesAtStart = DeviceBuffer::getBytesInUse();
   DeviceBuffer::resetPeakBytes();
   // Each runner that is timed or traced flushes L2 with a buffer twice its
@@ -148,22 +155,36 @@ Status Engine::checkMemory(const std::vector<KernelPlan> &plans) {
   if (!memory)
     return Status::error(StatusCode::OutOfRange,
                          "the task's tensors are too large to allocate");
-  if (options.freeDeviceMemory) {
-    auto free = options.freeDeviceMemory();
-    if (!free)
-      return free.status();
-    freeBytes = *free;
-  } else {
+  auto readFreeBytes = [&]() -> Status {
+    if (options.freeDeviceMemory) {
+      auto free = options.freeDeviceMemory();
+      if (!free)
+        return free.status();
+      freeBytes = *free;
+      return Status::success();
+    }
     size_t free = 0, total = 0;
     if (Status status =
             api.check(api.cuMemGetInfo(&free, &total), "cuMemGetInfo");
         !status.isOk())
       return status;
     freeBytes = free;
+    return Status::success();
+  };
+  if (Status status = readFreeBytes(); !status.isOk())
+    return status;
+  // Kept outputs never make a request refused: they go first.
+  if (checkMemoryFits(*memory, freeBytes, plans.size()) &&
+      freeKeptOutputsForMemory()) {
+    bytesAtStart = DeviceBuffer::getBytesInUse();
+    DeviceBuffer::resetPeakBytes();
+    if (Status status = readFreeBytes(); !status.isOk())
+      return status;
   }
   if (std::optional<std::string> refusal =
           checkMemoryFits(*memory, freeBytes, plans.size()))
     return Status::error(StatusCode::OutOfRange, *refusal);
+  planBaselineOutputs();
   return Status::success();
 }
 
@@ -207,18 +228,29 @@ bool Engine::compileCandidates() {
 }
 
 std::vector<EvalReport> Engine::finish() {
+  settleKeptOutputs();
   double requestSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
+  // The baseline's kept outputs count as this request's: those held from
+  // the start, or those it keeps.
+  uint64_t keptBytes =
+      std::max(keptBytesAtStart, keepingBaseline ? keptBytesPlanned : 0);
   json::Value deviceMemory = json::Value::object();
-  deviceMemory.set("peak_bytes",
-                   json::Value(std::max<int64_t>(
-                       0, DeviceBuffer::getPeakBytes() - bytesAtStart)));
+  deviceMemory.set(
+      "peak_bytes",
+      json::Value(
+          std::max<int64_t>(0, DeviceBuffer::getPeakBytes() - bytesAtStart) +
+          int64_t(keptBytesAtStart)));
   if (memory) {
     deviceMemory.set("task_bytes", json::Value(memory->taskBytes));
-    deviceMemory.set("estimated_bytes", json::Value(memory->neededBytes));
+    deviceMemory.set("estimated_bytes",
+                     json::Value(memory->neededBytes + keptBytes));
   }
+  if (keptBytes)
+    deviceMemory.set("kept_baseline_bytes", json::Value(keptBytes));
   deviceMemory.set("free_bytes", json::Value(freeBytes));
+  json::Value baselineOutputs = describeBaselineOutputs();
   std::vector<EvalReport> reports;
   for (Candidate &candidate : candidates) {
     candidate.report.valid = candidate.isValid();
@@ -229,24 +261,21 @@ std::vector<EvalReport> Engine::finish() {
     phases.requestS = requestSeconds;
     candidate.report.phases = phases;
     candidate.report.evidence.set("device_memory", deviceMemory);
+    if (!baselineOutputs.isNull())
+      candidate.report.evidence.set("baseline_outputs", baselineOutputs);
     reports.push_back(std::move(candidate.report));
   }
   return reports;
 }
 
-bool Engine::validateSets() {
+void Engine::makeInputSets() {
   numSets = std::max(1u, options.validationSets);
   std::vector<InputDistribution> distributions =
       getValidationDistributions(numSets);
-  lastSetTolerance = task.tolerance;
-  // The baseline's own fp64 errors are read back only when some candidate
-  // must prove its accuracy against them.
-  bool needsProofs = std::any_of(candidates.begin() + 1, candidates.end(),
-                                 [&](const Candidate &other) {
-                                   return needsAccuracyProof(task, *other.plan);
-                                 });
+  sets.assign(numSets, InputSet());
+  laterReferences.assign(numSets, nullptr);
   for (size_t s = 0; s < numSets; ++s) {
-    InputSet set;
+    InputSet &set = sets[s];
     set.distribution = distributions[s];
     set.seed = deriveSeed(options.seed, s);
     if (s == 0 && options.reference) {
@@ -254,14 +283,40 @@ bool Engine::validateSets() {
           *parseDistributionName(options.reference->distribution);
       set.seed = uint64_t(options.reference->seed);
     }
-    const ReferenceSet *laterReference = nullptr;
     for (const ReferenceSet &reference : options.laterReferences)
       if (s > 0 && reference.inputSet == int64_t(s))
-        laterReference = &reference;
-    if (laterReference) {
-      set.distribution = *parseDistributionName(laterReference->distribution);
-      set.seed = uint64_t(laterReference->seed);
+        laterReferences[s] = &reference;
+    if (const ReferenceSet *later = laterReferences[s]) {
+      set.distribution = *parseDistributionName(later->distribution);
+      set.seed = uint64_t(later->seed);
     }
+  }
+}
+
+bool Engine::validateSets() {
+  lastSetTolerance = task.tolerance;
+  // The baseline's own fp64 errors are read back only when some candidate
+  // must prove its accuracy against them.
+  bool needsProofs = std::any_of(candidates.begin() + 1, candidates.end(),
+                                 [&](const Candidate &other) {
+                                   return needsAccuracyProof(task, *other.plan);
+                                 });
+  // Outputs kept by an earlier request of this task stand for the
+  // baseline's runs, once they are checked.
+  if (reusingBaseline) {
+    reusingBaseline = reuseKeptBaseline();
+    if (contextLost) {
+      markContextLost();
+      return false;
+    }
+    if (!candidates[0].isValid()) {
+      failEveryoneAfterBaseline();
+      return false;
+    }
+  }
+  for (size_t s = 0; s < numSets; ++s) {
+    InputSet &set = sets[s];
+    const ReferenceSet *laterReference = laterReferences[s];
     // The baseline's error against the fp64 reference on this set: the
     // later sets' conditioning, and the bar for plans in another
     // arithmetic than IEEE fp32 (on every set with a reference).
@@ -280,7 +335,10 @@ bool Engine::validateSets() {
       Candidate &candidate = candidates[i];
       if (!candidate.isValid())
         continue;
-      if (s > 0) {
+      // A reused baseline does not run: its kept outputs are the set's
+      // reference, checked against fp64 as its runs' outputs would be.
+      bool reused = i == 0 && reusingBaseline;
+      if (s > 0 && !reused) {
         // The new runner is allocated while the old one still holds its
         // memory, so the set runs at new addresses.
         PhaseTimer timer(candidate.phases.allocateS);
@@ -293,10 +351,23 @@ bool Engine::validateSets() {
         }
         candidate.runner = std::move(*runner);
       }
-      if (std::optional<Failure> failure = validateSet(candidate, s, set)) {
+      std::optional<Failure> failure;
+      if (!reused)
+        failure = validateSet(candidate, s, set);
+      if (failure) {
         failure->evidence.set("input_set", json::Value(s));
         fail(candidate, std::move(*failure));
-      } else {
+      }
+      // The kept outputs are the comparison's other side: a candidate's
+      // runs must have left them as they were.
+      if (i > 0 && reusingBaseline && !contextLost) {
+        checkKeptAfterRuns(candidate, s);
+        if (!candidates[0].isValid() && !contextLost) {
+          failEveryoneAfterBaseline();
+          return false;
+        }
+      }
+      if (!failure && candidate.isValid()) {
         if (s == 0) {
           PhaseTimer timer(candidate.phases.referenceS);
           checkReference(candidate);
@@ -307,6 +378,8 @@ bool Engine::validateSets() {
           baselineErrors = measureReferenceErrors(candidate, *setReference);
         if (i == 0 && s + 1 == numSets)
           lastSetTolerance = getSetTolerance(baselineError);
+        if (i == 0 && keepingBaseline && candidate.isValid())
+          keepBaselineSet(s);
         if (i > 0 && candidate.isValid())
           compareWithBaseline(candidate, s, set, candidates[0],
                               getSetTolerance(baselineError), laterReference,
@@ -324,10 +397,6 @@ bool Engine::validateSets() {
         return false;
       }
     }
-    if (s == 0)
-      firstSet = set;
-    if (s + 1 == numSets)
-      lastSet = std::move(set);
   }
   return true;
 }
@@ -337,10 +406,26 @@ bool Engine::checkAcrossSets() {
     if (candidates[i].isValid())
       checkInputDependence(candidates[i], candidates[0]);
   for (Candidate &candidate : candidates) {
+    bool baseline = &candidate == &candidates[0];
+    // A reused baseline passed this check in the request that kept its
+    // outputs, and ran the last set again before they were used; its
+    // runner goes back to the last set if a restored set moved it.
+    if (baseline && reusingBaseline) {
+      returnBaselineToLastSet();
+      if (contextLost) {
+        markContextLost();
+        return false;
+      }
+      continue;
+    }
     if (!candidate.isValid())
       continue;
-    checkInterleaving(candidate, firstSet, lastSet, numSets - 1,
-                      /*keepOutputs=*/&candidate == &candidates[0]);
+    // The baseline's last outputs are copied for the check after timing,
+    // unless this request keeps them anyway.
+    bool copyLast =
+        baseline && !(keepingBaseline && pendingKept.size() == numSets);
+    checkInterleaving(candidate, sets.front(), sets.back(), numSets - 1,
+                      /*keepOutputs=*/copyLast);
     if (contextLost) {
       markContextLost();
       return false;
@@ -736,10 +821,10 @@ Engine::compareOnDevice(const std::string &output, ElementType type,
 }
 
 Result<std::vector<uint8_t>>
-Engine::readSamples(Candidate &candidate, size_t outputIndex,
-                    const OutputReference &reference) {
+Engine::readSamples(const Candidate &candidate, size_t outputIndex,
+                    const OutputReference &reference, size_t setIndex) {
   const TensorSpec &output = task.outputs[outputIndex];
-  return device->gather(candidate.runner->getDevicePointer(output.name),
+  return device->gather(getOutputPointer(candidate, outputIndex, setIndex),
                         size_t(getElementBytes(output.elementType)),
                         reference.indices);
 }
@@ -753,7 +838,8 @@ Engine::measureReferenceErrors(Candidate &candidate,
     size_t index = 0;
     while (task.outputs[index].name != sampled.output)
       ++index;
-    auto samples = readSamples(candidate, index, sampled);
+    auto samples =
+        readSamples(candidate, index, sampled, size_t(reference.inputSet));
     if (!samples)
       return std::nullopt;
     ComparisonResult comparison = compareSampledWithReference(
@@ -840,7 +926,8 @@ void Engine::compareWithBaseline(Candidate &candidate, size_t setIndex,
                                  std::optional<double> baselineError) {
   bool relaxed = reference && baselineError &&
                  tolerance.relative > task.tolerance.relative;
-  for (const TensorSpec &output : task.outputs) {
+  for (size_t o = 0; o < task.outputs.size(); ++o) {
+    const TensorSpec &output = task.outputs[o];
     double relativeError = 0;
     std::optional<Failure> failure;
     {
@@ -848,7 +935,7 @@ void Engine::compareWithBaseline(Candidate &candidate, size_t setIndex,
       failure =
           compareOnDevice(output.name, output.elementType,
                           candidate.runner->getDevicePointer(output.name),
-                          baseline.runner->getDevicePointer(output.name),
+                          getOutputPointer(baseline, o, setIndex),
                           getElementCount(output), tolerance, relativeError);
     }
     if (!failure) {
@@ -905,7 +992,7 @@ void Engine::checkReference(Candidate &candidate) {
     while (task.outputs[index].name != reference.output)
       ++index;
     // Only the sampled points cross to the host, not the whole output.
-    auto samples = readSamples(candidate, index, reference);
+    auto samples = readSamples(candidate, index, reference, 0);
     if (!samples) {
       fail(candidate,
            makeFailure(FailedCheck::Crash, samples.status().message()));

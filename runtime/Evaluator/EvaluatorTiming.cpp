@@ -8,7 +8,8 @@
 //
 // Phase 4 of the engine (Evaluator.cpp lists the phases): timing the
 // baseline and the valid candidates interleaved, every timed run from
-// freshly poisoned outputs and checked by checksum; the comparison with the
+// freshly poisoned outputs and checked by checksum, a candidate that cannot
+// win only briefly (the timing cut); the comparison with the
 // baseline after the loop; the CUPTI cross-check of the times; the physical
 // floor, with the copy bandwidth it divides by; and the re-measurement of
 // suspicious speedups.
@@ -23,11 +24,20 @@
 #include "runtime/Evaluator/TimingStats.h"
 
 #include <algorithm>
+#include <climits>
+#include <cstdio>
 #include <map>
 #include <mutex>
 
 using namespace kopt::runtime;
 using namespace kopt::runtime::engine;
+
+/// `2.0x`, for messages.
+static std::string formatSlowdown(double slowdown) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1fx", slowdown);
+  return text;
+}
 
 /// Keeps the poison of timed runs apart from the input sets' seeds.
 constexpr uint64_t kTimedPoisonSalt = 0x7469'6d65'6470'6f69ULL;
@@ -150,10 +160,10 @@ bool Engine::timeCandidates() {
   for (Candidate &candidate : candidates)
     if (candidate.isValid())
       variants.push_back(&candidate);
-  // The warm-up measures how long a run takes; the slowest variant's run
-  // sizes the repetitions (never fewer than asked for).
-  double slowestRunUs = 0;
-  for (Candidate *candidate : variants) {
+  // The warm-up measures how long a run takes.
+  std::vector<double> runUs(variants.size(), 0);
+  for (size_t k = 0; k < variants.size(); ++k) {
+    Candidate *candidate = variants[k];
     double seconds = 0;
     Result<unsigned> runs = [&] {
       PhaseTimer timer(seconds);
@@ -171,10 +181,89 @@ bool Engine::timeCandidates() {
       continue;
     }
     if (*runs > 0)
-      slowestRunUs = std::max(slowestRunUs, seconds * 1e6 / double(*runs));
+      runUs[k] = seconds * 1e6 / double(*runs);
   }
-  repetitions = sizeRepetitions(options.repetitions, slowestRunUs);
-  if (!timeRound(variants, repetitions).isOk()) {
+  // The timing cut: a candidate at least twice as slow as the baseline (or
+  // the incumbent) cannot win; it is timed a few times beside the baseline
+  // and stops there, unless those runs say otherwise. The others' slowest
+  // run sizes the repetitions (never fewer than asked for).
+  double baselineRunUs = runUs[0];
+  auto sizeFor = [&](const std::vector<bool> &cut) {
+    double slowest = 0;
+    for (size_t k = 0; k < variants.size(); ++k)
+      if (!cut[k] && variants[k]->isValid())
+        slowest = std::max(slowest, runUs[k]);
+    return sizeRepetitions(options.repetitions, slowest);
+  };
+  std::vector<bool> cut(variants.size(), false);
+  std::vector<double> slowdowns(variants.size(), 0);
+  for (size_t k = 1; k < variants.size(); ++k) {
+    TimingCut decision = decideTimingCut(runUs[k], baselineRunUs,
+                                         options.incumbentSpeedup, UINT_MAX);
+    cut[k] = decision.cut;
+    slowdowns[k] = decision.slowdown;
+  }
+  repetitions = sizeFor(cut);
+  if (repetitions <= kCutRepetitions)
+    std::fill(cut.begin(), cut.end(), false);
+  if (std::none_of(cut.begin(), cut.end(), [](bool c) { return c; })) {
+    if (!timeRound(variants, repetitions).isOk()) {
+      markContextLost();
+      return false;
+    }
+    return true;
+  }
+  // Every variant's first rounds, interleaved.
+  if (!timeRound(variants, kCutRepetitions).isOk()) {
+    markContextLost();
+    return false;
+  }
+  double baselineMedianUs = summarizeTimes(variants[0]->times).median;
+  for (size_t k = 1; k < variants.size(); ++k) {
+    Candidate &candidate = *variants[k];
+    if (!cut[k] || !candidate.isValid())
+      continue;
+    double medianUs = summarizeTimes(candidate.times).median;
+    double reference =
+        getCutReferenceUs(baselineMedianUs, options.incumbentSpeedup);
+    json::Value evidence = json::Value::object();
+    evidence.set(
+        "reference",
+        json::Value(options.incumbentSpeedup > 1 ? "incumbent" : "baseline"));
+    evidence.set("warmup_slowdown", toJsonNumber(slowdowns[k]));
+    evidence.set("timed_slowdown",
+                 toJsonNumber(reference > 0 ? medianUs / reference : 0));
+    evidence.set("repetitions", json::Value(uint64_t(kCutRepetitions)));
+    if (confirmTimingCut(medianUs, baselineMedianUs,
+                         options.incumbentSpeedup)) {
+      evidence.set("message",
+                   json::Value("at least " + formatSlowdown(kCutSlowdown) +
+                               " slower than the " +
+                               *evidence.find("reference")->getString() +
+                               " in warm-up and still " +
+                               formatSlowdown(medianUs / reference) +
+                               " in its timed runs: it cannot win, so it "
+                               "was timed " +
+                               std::to_string(kCutRepetitions) + " times"));
+      candidate.report.evidence.set("timing_cut", std::move(evidence));
+      continue;
+    }
+    // The short timing does not show it cannot win: full timing.
+    evidence.set("message",
+                 json::Value("slow in warm-up but not in its first " +
+                             std::to_string(kCutRepetitions) +
+                             " timed runs, so it was timed in full"));
+    candidate.report.evidence.set("timing_cut_rescinded", std::move(evidence));
+    cut[k] = false;
+  }
+  // The rest, to the full repetitions, beside the baseline.
+  std::vector<Candidate *> rest;
+  for (size_t k = 0; k < variants.size(); ++k)
+    if (!cut[k])
+      rest.push_back(variants[k]);
+  repetitions = sizeFor(cut);
+  if (rest.size() > 1 && repetitions > kCutRepetitions &&
+      !timeRound(rest, repetitions - kCutRepetitions).isOk()) {
     markContextLost();
     return false;
   }
@@ -182,19 +271,44 @@ bool Engine::timeCandidates() {
 }
 
 bool Engine::compareAfterTiming() {
+  // Kept outputs changed during timing were written by a timed candidate:
+  // they cannot be compared with, and the candidates timed fail.
+  bool keptChanged = false;
+  if (reusingBaseline) {
+    PhaseTimer timer(candidates[0].phases.checksS);
+    std::vector<size_t> changed = findChangedKeptSets();
+    keptChanged =
+        std::find(changed.begin(), changed.end(), numSets - 1) != changed.end();
+    keptOverwritten |= !changed.empty();
+    if (!changed.empty())
+      baselineOutputsNote = "the kept outputs changed while the candidates "
+                            "were timed; they were freed at the end";
+  }
   for (Candidate *candidate : variants) {
     if (!candidate->isValid())
       continue;
+    if (keptChanged) {
+      if (candidate != &candidates[0]) {
+        Failure failure = makeFailure(
+            FailedCheck::Redzone,
+            "a write outside the timed candidates' buffers changed the "
+            "baseline's kept outputs of the last input set");
+        failure.evidence.set("tensor", json::Value("baseline's kept outputs"));
+        failure.evidence.set("kept_input_set", json::Value(numSets - 1));
+        fail(*candidate, std::move(failure));
+      }
+      continue;
+    }
     for (size_t i = 0; i < task.outputs.size(); ++i) {
       // The baseline must reproduce itself; the others, the baseline.
       const TensorSpec &output = task.outputs[i];
       double relativeError = 0;
       PhaseTimer timer(candidate->phases.compareS);
-      std::optional<Failure> failure = compareOnDevice(
-          output.name, output.elementType,
-          candidate->runner->getDevicePointer(output.name),
-          candidates[0].lastOutputs[i].get(), getElementCount(output),
-          lastSetTolerance, relativeError);
+      std::optional<Failure> failure =
+          compareOnDevice(output.name, output.elementType,
+                          candidate->runner->getDevicePointer(output.name),
+                          getBaselineLastOutput(i), getElementCount(output),
+                          lastSetTolerance, relativeError);
       if (!failure)
         continue;
       if (failure->check == FailedCheck::OutputMismatch)

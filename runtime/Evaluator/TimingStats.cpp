@@ -66,3 +66,32 @@ unsigned kopt::runtime::sizeRepetitions(unsigned requested, double runUs) {
                                                           : unsigned(wanted);
   return std::max(requested, sized);
 }
+
+double kopt::runtime::getCutReferenceUs(double baselineUs,
+                                        double incumbentSpeedup) {
+  return incumbentSpeedup > 1 ? baselineUs / incumbentSpeedup : baselineUs;
+}
+
+TimingCut kopt::runtime::decideTimingCut(double candidateRunUs,
+                                         double baselineRunUs,
+                                         double incumbentSpeedup,
+                                         unsigned fullRepetitions) {
+  TimingCut decision;
+  decision.repetitions = fullRepetitions;
+  double reference = getCutReferenceUs(baselineRunUs, incumbentSpeedup);
+  if (!(candidateRunUs > 0) || !(reference > 0))
+    return decision;
+  decision.slowdown = candidateRunUs / reference;
+  if (decision.slowdown >= kCutSlowdown && fullRepetitions > kCutRepetitions) {
+    decision.cut = true;
+    decision.repetitions = kCutRepetitions;
+  }
+  return decision;
+}
+
+bool kopt::runtime::confirmTimingCut(double candidateMedianUs,
+                                     double baselineMedianUs,
+                                     double incumbentSpeedup) {
+  double reference = getCutReferenceUs(baselineMedianUs, incumbentSpeedup);
+  return reference > 0 && candidateMedianUs >= kCutConfirmSlowdown * reference;
+}

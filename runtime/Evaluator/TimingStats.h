@@ -7,7 +7,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The arithmetic of the timing protocol (docs/Design.md "Evaluator", "Timing
-// protocol"): the median of at least 20 repetitions is reported with the
+// protocol"): the median of at least 20 repetitions (5 for a candidate
+// that cannot win, the timing cut) is reported with the
 // minimum and the p10/p90 quantiles, and the relative spread (p90 - p10) /
 // median says how noisy the measurement was. Baseline and candidates are timed
 // interleaved, one repetition of each per round, so clock and thermal drift hit
@@ -40,6 +41,50 @@ constexpr unsigned kMaxSizedRepetitions = 200;
 /// never fewer than `requested` (at least 1). An unknown `runUs` (0 or
 /// less) gives `requested`.
 unsigned sizeRepetitions(unsigned requested, double runUs);
+
+/// The timing cut (docs/Evaluator.md, "Timing a candidate that cannot
+/// win"): a candidate whose warm-up runs take at least `kCutSlowdown` times
+/// the reference's is timed `kCutRepetitions` times, beside the baseline,
+/// instead of the full repetitions...
+constexpr double kCutSlowdown = 2.0;
+constexpr unsigned kCutRepetitions = 5;
+/// ...and keeps that short timing only when its median is still at least
+/// `kCutConfirmSlowdown` times the reference's; otherwise it is timed in
+/// full.
+constexpr double kCutConfirmSlowdown = 1.5;
+
+/// The time a candidate must come near to have a chance of winning: the
+/// baseline's `baselineUs`, or, when a candidate of the task already ran
+/// `incumbentSpeedup` times faster than the baseline (more than 1), the
+/// time that speedup gives against this baseline.
+double getCutReferenceUs(double baselineUs, double incumbentSpeedup);
+
+/// What the warm-up decides about a candidate's timing.
+struct TimingCut {
+  /// Timed `kCutRepetitions` times instead of the full repetitions.
+  bool cut = false;
+  /// The timed repetitions it gets for now.
+  unsigned repetitions = 0;
+  /// Its run time over the reference's (`getCutReferenceUs`); 0 when a
+  /// time is unknown.
+  double slowdown = 0;
+};
+
+/// The timing of a candidate whose warm-up run took `candidateRunUs`
+/// against the baseline's `baselineRunUs`, when the variants would get
+/// `fullRepetitions`: cut when it is at least `kCutSlowdown` times slower
+/// than the reference and the cut saves repetitions; unknown times (0 or
+/// less) never cut.
+TimingCut decideTimingCut(double candidateRunUs, double baselineRunUs,
+                          double incumbentSpeedup, unsigned fullRepetitions);
+
+/// Whether a cut stands after the short timing: the candidate's median
+/// `candidateMedianUs` is still at least `kCutConfirmSlowdown` times the
+/// reference (from the baseline's median `baselineMedianUs`). When it is
+/// not, the short timing does not show that it cannot win, and it is timed
+/// in full.
+bool confirmTimingCut(double candidateMedianUs, double baselineMedianUs,
+                      double incumbentSpeedup);
 
 /// A summary of one variant's times (all in the unit of the input).
 struct TimingSummary {

@@ -50,7 +50,7 @@ bool HelloMessage::operator==(const HelloMessage &other) const {
 bool EvaluateOptions::operator==(const EvaluateOptions &other) const {
   return validationSets == other.validationSets &&
          repetitions == other.repetitions && warmupMs == other.warmupMs &&
-         seed == other.seed;
+         seed == other.seed && incumbentSpeedup == other.incumbentSpeedup;
 }
 
 bool OutputReference::operator==(const OutputReference &other) const {
@@ -305,6 +305,8 @@ struct FieldWriter {
     options.set("repetitions", evaluate.options.repetitions);
     options.set("warmup_ms", evaluate.options.warmupMs);
     options.set("seed", evaluate.options.seed);
+    if (evaluate.options.incumbentSpeedup > 0)
+      options.set("incumbent_speedup", evaluate.options.incumbentSpeedup);
     object.set("options", std::move(options));
     if (evaluate.reference)
       object.set("reference", encodeReference(*evaluate.reference));
@@ -482,12 +484,18 @@ static Result<Message> evaluateFromJson(const json::Value &value) {
         readOptions.integer("repetitions", opts.repetitions, 1, 1000000);
     opts.warmupMs = readOptions.number("warmup_ms", opts.warmupMs);
     opts.seed = readOptions.integer("seed", opts.seed, 0, kMaxInt64);
+    opts.incumbentSpeedup =
+        readOptions.number("incumbent_speedup", opts.incumbentSpeedup);
     if (!readOptions.isOk())
       return readOptions.status();
     if (!(opts.warmupMs >= 0 && opts.warmupMs <= 600000))
       return Status::error(StatusCode::InvalidArgument,
                            "evaluate: options: 'warmup_ms' must be within "
                            "[0, 600000]");
+    if (!(opts.incumbentSpeedup >= 0 && opts.incumbentSpeedup <= 1e9))
+      return Status::error(StatusCode::InvalidArgument,
+                           "evaluate: options: 'incumbent_speedup' must be "
+                           "within [0, 1e9]");
   }
   if (const json::Value *reference = read.object("reference", false)) {
     auto set = decodeReference(*reference, "evaluate: reference");
@@ -757,4 +765,8 @@ Result<Message> kopt::runtime::readMessage(int fd, uint32_t maxBytes) {
   if (!payload)
     return payload.status();
   return decode(*payload);
+}
+
+bool kopt::runtime::isTimingCut(const EvalReport &report) {
+  return report.evidence.find("timing_cut") != nullptr;
 }

@@ -45,11 +45,14 @@ std::string variantOf(const rt::json::Value &plan) {
 /// `slowMs` when it holds a plan named `slow`; past its timeout it is
 /// abandoned as a worker would be (every report a `timeout`), and a plan
 /// named `crash` crashes the whole request. Valid plans take 10 us, the
-/// baseline 20 us.
+/// baseline 20 us, a plan named `fast` 5 us; one named `cut` says 2 us but
+/// was timing-cut (it could not win).
 struct ScriptedSender {
   int workMs = 0;
   int slowMs = 0;
   std::vector<std::vector<std::string>> requests;
+  /// The incumbent speedup each request carried.
+  std::vector<double> incumbents;
   /// The plans each request asked the worker to compile ahead.
   std::vector<std::vector<std::string>> compileAhead;
   std::vector<milliseconds> timeouts;
@@ -67,6 +70,7 @@ struct ScriptedSender {
         crash |= names.back() == "crash";
       }
       requests.push_back(names);
+      incumbents.push_back(request.options.incumbentSpeedup);
       std::vector<std::string> ahead;
       for (const rt::json::Value &plan : request.compileAhead)
         ahead.push_back(variantOf(plan));
@@ -91,6 +95,12 @@ struct ScriptedSender {
         report.compiled = report.valid = true;
         rt::Timing times;
         times.medianUs = i == 0 ? 20.0 : 10.0;
+        if (names[i] == "fast")
+          times.medianUs = 5.0;
+        if (names[i] == "cut") {
+          times.medianUs = 2.0;
+          report.evidence.set("timing_cut", rt::json::Value::object());
+        }
         report.times = times;
         report.speedup = 20.0 / times.medianUs;
       }
@@ -168,6 +178,25 @@ TEST(TaskEvaluatorTest, BaselineAloneThenEachCandidateBesideIt) {
   EXPECT_DOUBLE_EQ(round.origins[1].baselineTimes->medianUs, 20.0);
   EXPECT_EQ(round.origins[2].index, 2u);
   EXPECT_EQ(round.origins[2].count, 3u);
+}
+
+TEST(TaskEvaluatorTest, EachRequestCarriesTheBestSpeedupSoFar) {
+  ScriptedSender sender;
+  Round round({"b", "v1", "cut", "fast", "v2"});
+  std::string note;
+  TaskEvaluator evaluator(round.maker(), sender.get(), {}, {}, note);
+  round.run(evaluator);
+  // None before a candidate was measured; then the best valid, trusted
+  // speedup: a timing-cut report never counts, whatever it says.
+  EXPECT_THAT(sender.incumbents, ElementsAre(0.0, 0.0, 2.0, 2.0, 4.0));
+  // A later round's request carries it too.
+  Round later({"b", "v3"});
+  TaskEvaluator::RequestMaker maker = later.maker();
+  TaskEvaluator again(maker, sender.get(), {}, {}, note);
+  later.run(again, 1);
+  EXPECT_EQ(sender.incumbents.back(), 0.0);
+  later.run(evaluator, 1);
+  EXPECT_EQ(sender.incumbents.back(), 4.0);
 }
 
 TEST(TaskEvaluatorTest, StoredReportsAreTakenNotMeasured) {

@@ -157,6 +157,12 @@ std::unique_ptr<LaunchRecorder> &getRecorder() {
   return recorder;
 }
 
+/// The baseline's outputs kept between the requests of one task.
+BaselineCache &getBaselineCache() {
+  static BaselineCache cache;
+  return cache;
+}
+
 /// Why there is no launch recorder (empty when there is one).
 std::string &getRecorderUnavailableReason() {
   static std::string reason;
@@ -342,9 +348,11 @@ bool evaluate(const EvaluateMessage &request, const TestMode &mode,
   options.repetitions = unsigned(request.options.repetitions);
   options.warmupMs = request.options.warmupMs;
   options.seed = uint64_t(request.options.seed);
+  options.incumbentSpeedup = request.options.incumbentSpeedup;
   options.reference = request.reference;
   options.laterReferences = request.laterReferences;
   options.launchTracer = traceLaunches;
+  options.baselineCache = &getBaselineCache();
   Result<std::vector<EvalReport>> reports =
       evaluateCandidates(*gpu, *task, plans, options);
   if (!reports)

@@ -46,6 +46,10 @@ std::string mlir::kopt::describeCandidate(const TuneProgress &event) {
     text += llvm::formatv(", {0:F2}x", *report.speedup).str();
   if (report.suspicious)
     text += ", suspicious timing";
+  if (rt::isTimingCut(report))
+    text += llvm::formatv(", timed {0} times only: it cannot win",
+                          report.times ? report.times->repetitions : 0)
+                .str();
   if (event.origin && event.origin->stored)
     text += " (stored)";
   else if (event.origin)

@@ -58,6 +58,9 @@ struct CostTotals {
   ::kopt::runtime::EvalPhases phases;
   int64_t peakDeviceBytes = 0;
   int64_t taskBytes = 0;
+  /// Requests that reused the baseline's kept outputs; candidates timed
+  /// briefly because they could not win.
+  unsigned baselineReused = 0, timingCut = 0;
 };
 
 /// The totals of `costs`; `measured` is 0 when no worker measured phases
@@ -80,6 +83,8 @@ static CostTotals addCosts(const std::vector<CandidateCost> &costs) {
     totals.peakDeviceBytes =
         std::max(totals.peakDeviceBytes, cost.peakDeviceBytes.value_or(0));
     totals.taskBytes = std::max(totals.taskBytes, cost.taskBytes.value_or(0));
+    totals.baselineReused += cost.baselineReused;
+    totals.timingCut += cost.timingCut;
   }
   return totals;
 }
@@ -102,6 +107,12 @@ static void printCosts(llvm::raw_ostream &os, const CostTotals &totals) {
                         double(totals.peakDeviceBytes) / double(1 << 30),
                         double(totals.taskBytes) / double(1 << 30));
   os << "\n";
+  if (totals.baselineReused || totals.timingCut)
+    os << llvm::formatv("      the baseline's kept outputs reused in {0} of "
+                        "{1} requests; {2} candidate{3} timed briefly "
+                        "(could not win)\n",
+                        totals.baselineReused, totals.measured,
+                        totals.timingCut, totals.timingCut == 1 ? "" : "s");
 }
 
 /// The `candidates` entries of the JSON report.
@@ -131,6 +142,10 @@ static llvm::json::Array toJsonCosts(const std::vector<CandidateCost> &costs) {
       entry["peak_device_bytes"] = *cost.peakDeviceBytes;
     if (cost.taskBytes)
       entry["task_bytes"] = *cost.taskBytes;
+    if (cost.baselineReused)
+      entry["baseline_reused"] = true;
+    if (cost.timingCut)
+      entry["timing_cut"] = true;
     entries.push_back(std::move(entry));
   }
   return entries;

@@ -175,6 +175,11 @@ struct CandidateCost {
   /// tensors, when known.
   std::optional<int64_t> peakDeviceBytes;
   std::optional<int64_t> taskBytes;
+  /// The worker compared with the baseline's outputs kept from an earlier
+  /// request instead of validating the baseline again.
+  bool baselineReused = false;
+  /// Timed only briefly because it could not win (the timing cut).
+  bool timingCut = false;
 };
 
 struct GroupOutcome {

@@ -130,6 +130,12 @@ private:
   std::vector<double> secondsPerPlan;
   /// Set once a request was not started or was abandoned: nothing more is.
   bool stopped = false;
+  /// The largest speedup of a valid, trusted candidate so far (0: none):
+  /// each request after the baseline's carries it, so that candidates that
+  /// cannot come near it are timed briefly (the worker's timing cut).
+  double incumbentSpeedup = 0;
+  /// Takes `report` into `incumbentSpeedup`.
+  void noteIncumbent(const ::kopt::runtime::EvalReport &report);
 };
 
 } // namespace mlir::kopt

@@ -81,6 +81,11 @@ struct EvaluateOptions {
   /// Seeds the input generator, so an evaluation can be repeated; at least
   /// 0.
   int64_t seed = 0;
+  /// The largest speedup over the baseline a valid candidate of this task
+  /// reached in an earlier request; 1 or less (the default, 0) means none.
+  /// A candidate that cannot come near it is timed briefly (the timing
+  /// cut, docs/Evaluator.md).
+  double incumbentSpeedup = 0;
 
   bool operator==(const EvaluateOptions &other) const;
 };
@@ -281,6 +286,11 @@ json::Value toJson(const Message &message);
 std::string encode(const Message &message);
 /// Converts one report to JSON.
 json::Value toJson(const EvalReport &report);
+
+/// Whether `report`'s candidate was timed only briefly because it could not
+/// win (`evidence.timing_cut`, docs/Evaluator.md): its times never make it
+/// a winner.
+bool isTimingCut(const EvalReport &report);
 
 /// Reads a message object. Refuses another protocol or major version and
 /// unknown types; ignores unknown fields (they may be added within a

@@ -109,6 +109,13 @@ TEST(ProtocolTest, RoundTripsEveryMessage) {
   evaluate.options.warmupMs = 12.5;
   evaluate.options.seed = 1234567890123;
   expectRoundTrip(evaluate);
+  EXPECT_EQ(encode(evaluate).find("incumbent_speedup"), std::string::npos);
+
+  // With the best speedup of the task so far.
+  evaluate.options.incumbentSpeedup = 2.5;
+  expectRoundTrip(evaluate);
+  EXPECT_NE(encode(evaluate).find("\"incumbent_speedup\":2.5"),
+            std::string::npos);
 
   // With fp64 references for set 0 and a later set.
   ReferenceSet first;
@@ -280,6 +287,9 @@ TEST(ProtocolTest, ValidatesMessageFields) {
       {R"("type":"evaluate","id":1,"task":{},"candidates":[{}],)"
        R"("options":{"warmup_ms":-1}})",
        "evaluate: options: 'warmup_ms' must be within [0, 600000]"},
+      {R"("type":"evaluate","id":1,"task":{},"candidates":[{}],)"
+       R"("options":{"incumbent_speedup":-2}})",
+       "evaluate: options: 'incumbent_speedup' must be within [0, 1e9]"},
       {R"("type":"hello","driver_version":"1","nvrtc_version":"1"})",
        "hello: missing object 'device'"},
       {R"("type":"hello","driver_version":"1","nvrtc_version":"1",)"

@@ -92,3 +92,48 @@ TEST(TimingStatsTest, SizesRepetitionsFromTheRunTime) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(TimingStatsTest, CutsOnlyCandidatesTwiceAsSlowAsTheReference) {
+  TimingCut slow = decideTimingCut(2000, 1000, 0, 20);
+  EXPECT_TRUE(slow.cut);
+  EXPECT_EQ(slow.repetitions, kCutRepetitions);
+  EXPECT_DOUBLE_EQ(slow.slowdown, 2.0);
+
+  TimingCut close = decideTimingCut(1999, 1000, 0, 20);
+  EXPECT_FALSE(close.cut);
+  EXPECT_EQ(close.repetitions, 20u);
+
+  // An incumbent twice as fast as the baseline halves the reference...
+  TimingCut behind = decideTimingCut(1000, 1000, 2.0, 20);
+  EXPECT_TRUE(behind.cut);
+  EXPECT_DOUBLE_EQ(behind.slowdown, 2.0);
+  // ...one slower than the baseline does not raise it.
+  EXPECT_FALSE(decideTimingCut(1500, 1000, 0.5, 20).cut);
+
+  // Unknown times never cut, nor does a cut that saves nothing.
+  EXPECT_FALSE(decideTimingCut(0, 1000, 0, 20).cut);
+  EXPECT_FALSE(decideTimingCut(5000, 0, 0, 20).cut);
+  TimingCut few = decideTimingCut(5000, 1000, 0, kCutRepetitions);
+  EXPECT_FALSE(few.cut);
+  EXPECT_EQ(few.repetitions, kCutRepetitions);
+}
+
+TEST(TimingStatsTest, ACutCandidateThatMeasuresFasterIsTimedInFull) {
+  // Still at least 1.5 times the baseline in the short timing: it stands.
+  EXPECT_TRUE(confirmTimingCut(1500, 1000, 0));
+  EXPECT_TRUE(confirmTimingCut(30000, 1000, 0));
+  // Slow in warm-up, but the timed runs say otherwise: full timing.
+  EXPECT_FALSE(confirmTimingCut(1499, 1000, 0));
+  EXPECT_FALSE(confirmTimingCut(900, 1000, 0));
+  // Against an incumbent 2x faster than the baseline, the reference is
+  // 500 us: 760 us stands, 700 us (faster than 1.5x the incumbent) does
+  // not.
+  EXPECT_TRUE(confirmTimingCut(760, 1000, 2.0));
+  EXPECT_FALSE(confirmTimingCut(700, 1000, 2.0));
+  // A baseline without a median confirms nothing.
+  EXPECT_FALSE(confirmTimingCut(1000, 0, 0));
+}
+
+} // namespace

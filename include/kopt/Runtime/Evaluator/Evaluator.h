@@ -30,11 +30,47 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace kopt::runtime {
+
+namespace engine {
+class Engine;
+} // namespace engine
+
+/// The baseline's validated outputs on every validation set of one task,
+/// kept on the device between requests by the process that evaluates them
+/// (kopt-worker holds one). A later request for the same task, baseline plan
+/// and input sets (the same seed) compares its candidates with the kept
+/// outputs instead of validating the baseline again; a request for anything
+/// else frees them first (docs/Evaluator.md, "Reusing the baseline's
+/// outputs"). Used by one evaluation at a time.
+class BaselineCache {
+public:
+  BaselineCache();
+  ~BaselineCache();
+  BaselineCache(const BaselineCache &) = delete;
+  BaselineCache &operator=(const BaselineCache &) = delete;
+
+  /// Frees every kept output.
+  void clear();
+  /// The validation sets kept (0 when none).
+  size_t getNumSets() const;
+  /// The device bytes the kept outputs take.
+  uint64_t getBytes() const;
+  /// The device address of the kept copy of output `output` (in the task's
+  /// order) on set `set`, 0 when there is none. For inspection: the tests
+  /// corrupt one and see it refused.
+  CUdeviceptr getOutput(size_t set, size_t output) const;
+
+private:
+  friend class engine::Engine;
+  struct Impl;
+  std::unique_ptr<Impl> impl;
+};
 
 /// Runs one plan execution (enqueue, synchronize) and returns its status.
 using PlanExecution = std::function<Status()>;
@@ -72,6 +108,12 @@ struct EvaluatorOptions {
   unsigned repetitions = 20;
   /// Warm-up by time before timing, in milliseconds.
   double warmupMs = 25;
+  /// The largest speedup over the baseline that a valid candidate of this
+  /// task reached in an earlier request (1 or less: none). A candidate at
+  /// least twice as slow in warm-up as the baseline, or as this incumbent,
+  /// cannot win and is timed `kCutRepetitions` times (the timing cut,
+  /// docs/Evaluator.md).
+  double incumbentSpeedup = 0;
   /// Seeds the input generator; the sets of one evaluation are derived from
   /// it, so the same seed gives the same inputs.
   uint64_t seed = 0;
@@ -103,6 +145,10 @@ struct EvaluatorOptions {
   /// (`cuMemGetInfo`). A request whose estimated peak does not fit is
   /// refused (tests make the device look small through this).
   std::function<Result<uint64_t>()> freeDeviceMemory;
+  /// Where the baseline's validated outputs are kept between requests;
+  /// null validates the baseline in every request. Each report's
+  /// `evidence.baseline_outputs` says whether they were reused or kept.
+  BaselineCache *baselineCache = nullptr;
 };
 
 /// Evaluates `candidates[0]` (the baseline) and `candidates[1..]` for `task`
