@@ -13,7 +13,9 @@
 //   dimension allows;
 // - reduction and softmax groups: one row kernel, a block per row, every
 //   reduction of the row computed by the block with warp shuffles and its
-//   prologue and epilogue inlined;
+//   prologue and epilogue inlined; where the group sums squared deviations
+//   from its rows' means, each variant also with that variance computed in
+//   the mean's pass (OnePassMoments.h);
 // - contraction and convolution groups: the GEMM (cuBLASLt) or convolution
 //   (cuDNN), then one pointwise kernel for the rest of the chain (bias,
 //   activation, residual, pooling); a GEMM whose group is elementwise in
@@ -33,6 +35,7 @@
 
 #include "kopt/Codegen/ConvForms.h"
 #include "kopt/Codegen/LibraryCalls.h"
+#include "kopt/Codegen/OnePassMoments.h"
 #include "kopt/Codegen/PlanBuilder.h"
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Codegen/SharedRowKernel.h"
@@ -637,6 +640,41 @@ static linalg::GenericOp findRowAnchor(func::FuncOp group) {
   return nullptr;
 }
 
+/// The one-pass twins of a row group's plans (OnePassMoments.h): where the
+/// group sums squared deviations from its rows' means, the same variants of
+/// the group rewritten to get them in the mean's pass, named with `_w`
+/// (`split16_w_bs512`). Each twin comes right before its plan, so that a
+/// round's cap (--max-candidates) keeps both or the twin, which reads the
+/// rows once less.
+static void proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
+                                const KernelTask &task) {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(group.getLoc());
+  auto twin = cast<func::FuncOp>(group->clone());
+  module->push_back(twin);
+  linalg::GenericOp anchor;
+  if (rewriteOnePassMoments(twin) == 0 || !(anchor = findRowAnchor(twin)))
+    return;
+  Proposal twins;
+  proposeRows(twins, twin, task, anchor, "w");
+  std::vector<KernelPlan> plans;
+  std::vector<bool> placed(twins.plans.size());
+  for (KernelPlan &plan : proposal.plans) {
+    std::string name = variantName(plan.variant, "w");
+    for (auto [i, twinPlan] : llvm::enumerate(twins.plans))
+      if (!placed[i] && twinPlan.variant == name) {
+        plans.push_back(std::move(twinPlan));
+        placed[i] = true;
+        break;
+      }
+    plans.push_back(std::move(plan));
+  }
+  for (auto [i, twinPlan] : llvm::enumerate(twins.plans))
+    if (!placed[i])
+      plans.push_back(std::move(twinPlan));
+  proposal.plans = std::move(plans);
+  llvm::append_range(proposal.remarks, twins.remarks);
+}
+
 Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
   Proposal proposal;
   auto prepared = prepareGroup(func);
@@ -668,6 +706,7 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
   }
   if ((task.kind == "reduction" || task.kind == "softmax") && reduction) {
     proposeRows(proposal, group, task, reduction, /*tag=*/"");
+    proposeOnePassTwins(proposal, group, task);
     return proposal;
   }
   // Elementwise chains and pooling: everything inlined, pointwise.
