@@ -13,7 +13,9 @@
 //   dimension allows;
 // - reduction and softmax groups: one row kernel, a block per row, every
 //   reduction of the row computed by the block with warp shuffles and its
-//   prologue and epilogue inlined;
+//   prologue and epilogue inlined; where the group sums squared deviations
+//   from its rows' means, each variant also with that variance computed in
+//   the mean's pass (OnePassMoments.h);
 // - contraction and convolution groups: the GEMM (cuBLASLt) or convolution
 //   (cuDNN), then one pointwise kernel for the rest of the chain (bias,
 //   activation, residual, pooling); a GEMM whose group is elementwise in
@@ -33,6 +35,7 @@
 
 #include "kopt/Codegen/ConvForms.h"
 #include "kopt/Codegen/LibraryCalls.h"
+#include "kopt/Codegen/OnePassMoments.h"
 #include "kopt/Codegen/PlanBuilder.h"
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Codegen/SharedRowKernel.h"
@@ -300,18 +303,28 @@ constexpr int64_t kSharedRowBytes = 200 * 1024;
 
 static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
-                             int64_t length);
+                             int64_t length, llvm::StringRef tag);
 static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
                                     const KernelTask &task, int64_t rows,
-                                    int64_t length);
+                                    int64_t length, llvm::StringRef tag);
+
+/// Variant `name` of the family `tag` names (none when empty): the tag after
+/// the name's first part, `rows_bs256` of family `w` is `rows_w_bs256`.
+static std::string variantName(llvm::StringRef name, llvm::StringRef tag) {
+  if (tag.empty())
+    return name.str();
+  auto [first, rest] = name.split('_');
+  return (first + "_" + tag + (rest.empty() ? "" : "_") + rest).str();
+}
 
 /// Several rows per block (TiledRowKernel.h): short rows, and reductions
 /// over non-innermost dimensions.
 static void proposeTiledRows(Proposal &proposal, func::FuncOp group,
-                             const KernelTask &task, const RowSpace &space) {
+                             const KernelTask &task, const RowSpace &space,
+                             llvm::StringRef tag) {
   std::string comment = describeGroup(group);
   for (const TiledRowVariant &variant : getTiledRowVariants(space)) {
-    PlanBuilder builder(task, group, "builtin", variant.name);
+    PlanBuilder builder(task, group, "builtin", variantName(variant.name, tag));
     std::vector<KernelOutput> outputs;
     for (Value value : returnedValues(group))
       outputs.push_back(builder.outputFor(value));
@@ -354,7 +367,7 @@ static void proposeTiledRows(Proposal &proposal, func::FuncOp group,
 /// `cp.async` (every copy in flight at once) and stored 16 bytes a time.
 static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
                               const KernelTask &task, int64_t rows,
-                              int64_t length) {
+                              int64_t length, llvm::StringRef tag) {
   constexpr int64_t kBytes = kSharedRowBytes;
   // Two blocks of this much fit an SM's 228 KB with their reserved 1 KB.
   constexpr int64_t kHalfSmBytes = 112 * 1024;
@@ -376,9 +389,10 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
         if (async && threads < 1024 && blocks <= 8)
           continue;
         PlanBuilder builder(task, group, "builtin",
-                            "smem_c" + std::to_string(blocks) + "_bs" +
-                                std::to_string(threads) +
-                                (async ? "_async" : ""));
+                            variantName("smem_c" + std::to_string(blocks) +
+                                            "_bs" + std::to_string(threads) +
+                                            (async ? "_async" : ""),
+                                        tag));
         std::vector<KernelOutput> outputs;
         for (Value value : returnedValues(group))
           outputs.push_back(builder.outputFor(value));
@@ -403,12 +417,13 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
 }
 
 static void proposeRows(Proposal &proposal, func::FuncOp group,
-                        const KernelTask &task, linalg::GenericOp anchor) {
+                        const KernelTask &task, linalg::GenericOp anchor,
+                        llvm::StringRef tag) {
   // Over a non-innermost dimension, a block per row would read each row
   // with a stride: only column layouts.
   std::optional<RowSpace> space = getRowSpace(anchor);
   if (space && space->inner > 1) {
-    proposeTiledRows(proposal, group, task, *space);
+    proposeTiledRows(proposal, group, task, *space, tag);
     return;
   }
   int64_t rows = 1, length = 1;
@@ -430,8 +445,9 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
   }
   for (auto [threads, cached] : variants) {
     PlanBuilder builder(task, group, "builtin",
-                        "rows_bs" + std::to_string(threads) +
-                            (cached ? "_reg" : ""));
+                        variantName("rows_bs" + std::to_string(threads) +
+                                        (cached ? "_reg" : ""),
+                                    tag));
     std::vector<KernelOutput> outputs;
     for (Value value : returnedValues(group))
       outputs.push_back(builder.outputFor(value));
@@ -447,9 +463,9 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
   if (space)
-    proposeTiledRows(proposal, group, task, *space);
-  proposeSharedRows(proposal, group, task, rows, length);
-  proposeSplitRows(proposal, group, task, rows, length);
+    proposeTiledRows(proposal, group, task, *space, tag);
+  proposeSharedRows(proposal, group, task, rows, length, tag);
+  proposeSplitRows(proposal, group, task, rows, length, tag);
 }
 
 /// Split rows whose inputs do not fit the L2 cache (50 MB on the H100 and
@@ -460,7 +476,7 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
 /// f32 rows fill at most 32 MB, and half as many.
 static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
                                     const KernelTask &task, int64_t rows,
-                                    int64_t length) {
+                                    int64_t length, llvm::StringRef tag) {
   constexpr int64_t kBatchBytes = 32 << 20, kTargetBlocks = 1024;
   int64_t rowBytes = length * 4;
   int64_t most = std::min(rows - 1, kBatchBytes / rowBytes);
@@ -479,9 +495,10 @@ static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
       if (batch != most && threads != 512)
         continue;
       PlanBuilder builder(task, group, "builtin",
-                          "split" + std::to_string(chunks) + "_b" +
-                              std::to_string(batch) + "_bs" +
-                              std::to_string(threads));
+                          variantName("split" + std::to_string(chunks) + "_b" +
+                                          std::to_string(batch) + "_bs" +
+                                          std::to_string(threads),
+                                      tag));
       std::vector<KernelOutput> outputs;
       for (Value value : returnedValues(group))
         outputs.push_back(builder.outputFor(value));
@@ -523,7 +540,7 @@ static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
 /// 16). One kernel per row-wide reduction plus one for the outputs.
 static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
-                             int64_t length) {
+                             int64_t length, llvm::StringRef tag) {
   constexpr int64_t kTargetBlocks = 1024;
   if (rows >= kTargetBlocks || length < 8192)
     return;
@@ -532,8 +549,9 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
   std::string comment = describeGroup(group);
   for (unsigned threads : {256u, 512u}) {
     PlanBuilder builder(task, group, "builtin",
-                        "split" + std::to_string(chunks) + "_bs" +
-                            std::to_string(threads));
+                        variantName("split" + std::to_string(chunks) + "_bs" +
+                                        std::to_string(threads),
+                                    tag));
     std::vector<KernelOutput> outputs;
     for (Value value : returnedValues(group))
       outputs.push_back(builder.outputFor(value));
@@ -557,7 +575,7 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
       builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
-  proposeBatchedSplitRows(proposal, group, task, rows, length);
+  proposeBatchedSplitRows(proposal, group, task, rows, length, tag);
 }
 
 /// One pointwise kernel per output shape with every producer inlined, in
@@ -612,6 +630,51 @@ static void proposeDirectConvolution(Proposal &proposal, func::FuncOp group,
   proposePointwise(proposal, group, task, "direct_");
 }
 
+/// The reduction a row kernel's layout follows: the group's first that
+/// threads can split and no library call takes.
+static linalg::GenericOp findRowAnchor(func::FuncOp group) {
+  for (auto generic : group.getBody().front().getOps<linalg::GenericOp>())
+    if (!isLibraryCandidate(generic) && generic.getNumReductionLoops() > 0 &&
+        hasAssociativeCombiner(generic))
+      return generic;
+  return nullptr;
+}
+
+/// The one-pass twins of a row group's plans (OnePassMoments.h): where the
+/// group sums squared deviations from its rows' means, the same variants of
+/// the group rewritten to get them in the mean's pass, named with `_w`
+/// (`split16_w_bs512`). Each twin comes right before its plan, so that a
+/// round's cap (--max-candidates) keeps both or the twin, which reads the
+/// rows once less.
+static void proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
+                                const KernelTask &task) {
+  OwningOpRef<ModuleOp> module = ModuleOp::create(group.getLoc());
+  auto twin = cast<func::FuncOp>(group->clone());
+  module->push_back(twin);
+  linalg::GenericOp anchor;
+  if (rewriteOnePassMoments(twin) == 0 || !(anchor = findRowAnchor(twin)))
+    return;
+  Proposal twins;
+  proposeRows(twins, twin, task, anchor, "w");
+  std::vector<KernelPlan> plans;
+  std::vector<bool> placed(twins.plans.size());
+  for (KernelPlan &plan : proposal.plans) {
+    std::string name = variantName(plan.variant, "w");
+    for (auto [i, twinPlan] : llvm::enumerate(twins.plans))
+      if (!placed[i] && twinPlan.variant == name) {
+        plans.push_back(std::move(twinPlan));
+        placed[i] = true;
+        break;
+      }
+    plans.push_back(std::move(plan));
+  }
+  for (auto [i, twinPlan] : llvm::enumerate(twins.plans))
+    if (!placed[i])
+      plans.push_back(std::move(twinPlan));
+  proposal.plans = std::move(plans);
+  llvm::append_range(proposal.remarks, twins.remarks);
+}
+
 Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
   Proposal proposal;
   auto prepared = prepareGroup(func);
@@ -623,17 +686,12 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
   func::FuncOp group = prepared->func;
 
   Operation *libraryAnchor = nullptr;
-  linalg::GenericOp reduction;
-  for (Operation &op : group.getBody().front().without_terminator()) {
+  for (Operation &op : group.getBody().front().without_terminator())
     if (isLibraryCandidate(&op)) {
-      libraryAnchor = libraryAnchor ? libraryAnchor : &op;
-      continue;
+      libraryAnchor = &op;
+      break;
     }
-    auto generic = dyn_cast<linalg::GenericOp>(op);
-    if (generic && generic.getNumReductionLoops() > 0 && !reduction &&
-        hasAssociativeCombiner(generic))
-      reduction = generic;
-  }
+  linalg::GenericOp reduction = findRowAnchor(group);
 
   if (libraryAnchor) {
     // The tensor-core GEMMs first: a round's candidates are capped
@@ -647,7 +705,8 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
     return proposal;
   }
   if ((task.kind == "reduction" || task.kind == "softmax") && reduction) {
-    proposeRows(proposal, group, task, reduction);
+    proposeRows(proposal, group, task, reduction, /*tag=*/"");
+    proposeOnePassTwins(proposal, group, task);
     return proposal;
   }
   // Elementwise chains and pooling: everything inlined, pointwise.

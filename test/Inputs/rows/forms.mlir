@@ -10,8 +10,9 @@
 // op, a layernorm over few long rows (split rows), statistics over two
 // dimensions accumulated in f64, and rows too long for one block's
 // registers (kept in shared memory, a block or a cluster of blocks per
-// row, clusters of 16 too), of a length divisible by 4 and not, and rows
-// that do not fit the L2 cache (split rows in batches).
+// row, clusters of 16 too), of a length divisible by 4 and not, rows
+// that do not fit the L2 cache (split rows in batches), and a layernorm of
+// data with a large mean (the variance in the mean's pass).
 
 #id2 = affine_map<(d0, d1) -> (d0, d1)>
 #row2 = affine_map<(d0, d1) -> (d0)>
@@ -493,4 +494,60 @@ func.func @softmax_exp_returned(%x: tensor<5x300xf32>) -> (tensor<5x300xf32>, te
     linalg.yield %q : f32
   } -> tensor<5x300xf32>
   return %y, %ex : tensor<5x300xf32>, tensor<5x300xf32>
+}
+
+// A layernorm in torch's form (statistics in f64, the variance the mean of
+// the squared deviations from the mean) of data whose mean is 1e8 times its
+// spread: a variance computed in the mean's pass must not lose it to
+// cancellation.
+func.func @layernorm_large_mean(%x: tensor<3x20011xf32>) -> tensor<3x20011xf32> {
+  %zero = arith.constant 0.0 : f64
+  %n = arith.constant 20011.0 : f64
+  %shift = arith.constant 1.0e+08 : f64
+  %eps = arith.constant 1.0e-05 : f64
+  %e64 = tensor.empty() : tensor<3x20011xf64>
+  %g = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<3x20011xf32>) outs(%e64 : tensor<3x20011xf64>) {
+  ^bb0(%in: f32, %out: f64):
+    %w = arith.extf %in : f32 to f64
+    %a = arith.addf %w, %shift : f64
+    linalg.yield %a : f64
+  } -> tensor<3x20011xf64>
+  %es = tensor.empty() : tensor<3x1xf64>
+  %fs = linalg.fill ins(%zero : f64) outs(%es : tensor<3x1xf64>) -> tensor<3x1xf64>
+  %s = linalg.generic {indexing_maps = [#id2, #bcast2], iterator_types = ["parallel", "reduction"]} ins(%g : tensor<3x20011xf64>) outs(%fs : tensor<3x1xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    %a = arith.addf %in, %out : f64
+    linalg.yield %a : f64
+  } -> tensor<3x1xf64>
+  %m = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%s : tensor<3x1xf64>) outs(%es : tensor<3x1xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    %q = arith.divf %in, %n : f64
+    linalg.yield %q : f64
+  } -> tensor<3x1xf64>
+  %dev = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%g, %m : tensor<3x20011xf64>, tensor<3x1xf64>) outs(%e64 : tensor<3x20011xf64>) {
+  ^bb0(%in: f64, %mean: f64, %out: f64):
+    %d = arith.subf %in, %mean : f64
+    linalg.yield %d : f64
+  } -> tensor<3x20011xf64>
+  %sq = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%dev, %dev : tensor<3x20011xf64>, tensor<3x20011xf64>) outs(%e64 : tensor<3x20011xf64>) {
+  ^bb0(%in: f64, %in2: f64, %out: f64):
+    %p = arith.mulf %in, %in2 : f64
+    linalg.yield %p : f64
+  } -> tensor<3x20011xf64>
+  %v = linalg.generic {indexing_maps = [#id2, #bcast2], iterator_types = ["parallel", "reduction"]} ins(%sq : tensor<3x20011xf64>) outs(%fs : tensor<3x1xf64>) {
+  ^bb0(%in: f64, %out: f64):
+    %a = arith.addf %in, %out : f64
+    linalg.yield %a : f64
+  } -> tensor<3x1xf64>
+  %e = tensor.empty() : tensor<3x20011xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%dev, %v : tensor<3x20011xf64>, tensor<3x1xf64>) outs(%e : tensor<3x20011xf32>) {
+  ^bb0(%in: f64, %var: f64, %out: f32):
+    %q = arith.divf %var, %n : f64
+    %a = arith.addf %q, %eps : f64
+    %r = math.rsqrt %a : f64
+    %o = arith.mulf %in, %r : f64
+    %t = arith.truncf %o : f64 to f32
+    linalg.yield %t : f32
+  } -> tensor<3x20011xf32>
+  return %y : tensor<3x20011xf32>
 }
