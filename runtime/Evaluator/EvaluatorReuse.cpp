@@ -120,8 +120,11 @@ void Engine::planBaselineOutputs() {
       decideBaselineKeeping(*memory, numSets, freeBytes + keptBytesAtStart);
   keepingBaseline = decision.keep;
   keptBytesPlanned = decision.keptBytes;
+  // Keep what an earlier step said (the kept outputs were freed): both hold.
   if (!decision.keep)
-    baselineOutputsNote = decision.reason;
+    baselineOutputsNote = baselineOutputsNote.empty()
+                              ? decision.reason
+                              : baselineOutputsNote + "; " + decision.reason;
 }
 
 bool Engine::reuseKeptBaseline() {
