@@ -248,6 +248,10 @@ private:
   void returnBaselineToLastSet();
   /// Hands the kept outputs to the cache, or frees them, at the end.
   void settleKeptOutputs();
+  /// Adds `note` to what the reports say of the kept outputs.
+  void noteBaselineOutputs(const std::string &note) {
+    baselineOutputsNote += (baselineOutputsNote.empty() ? "" : "; ") + note;
+  }
   /// The report's `baseline_outputs` evidence.
   json::Value describeBaselineOutputs() const;
   /// Where `candidate`'s output `outputIndex` of set `setIndex` is: the

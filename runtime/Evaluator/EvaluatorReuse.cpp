@@ -93,8 +93,8 @@ void Engine::dropForeignKeptOutputs() {
   if (matchesKeptSets(getRecords(cache->impl->sets), getBaselineKeys()))
     return;
   cache->clear();
-  baselineOutputsNote = "the kept outputs were of another task, baseline or "
-                        "seed, and were freed";
+  noteBaselineOutputs("the kept outputs were of another task, baseline or "
+                      "seed, and were freed");
 }
 
 bool Engine::freeKeptOutputsForMemory() {
@@ -102,8 +102,8 @@ bool Engine::freeKeptOutputsForMemory() {
   if (!cache || cache->impl->sets.empty())
     return false;
   cache->clear();
-  baselineOutputsNote = "the kept outputs were freed: the request needs "
-                        "their memory";
+  noteBaselineOutputs("the kept outputs were freed: the request needs "
+                      "their memory");
   return true;
 }
 
@@ -120,11 +120,8 @@ void Engine::planBaselineOutputs() {
       decideBaselineKeeping(*memory, numSets, freeBytes + keptBytesAtStart);
   keepingBaseline = decision.keep;
   keptBytesPlanned = decision.keptBytes;
-  // Keep what an earlier step said (the kept outputs were freed): both hold.
   if (!decision.keep)
-    baselineOutputsNote = baselineOutputsNote.empty()
-                              ? decision.reason
-                              : baselineOutputsNote + "; " + decision.reason;
+    noteBaselineOutputs(decision.reason);
 }
 
 bool Engine::reuseKeptBaseline() {
@@ -135,7 +132,7 @@ bool Engine::reuseKeptBaseline() {
   // be used: the memory they held is free again.
   auto giveUp = [&](std::string why) {
     cache.clear();
-    baselineOutputsNote = std::move(why);
+    noteBaselineOutputs(std::move(why));
     KeepDecision decision =
         decideBaselineKeeping(*memory, numSets, freeBytes + keptBytesAtStart);
     keepingBaseline = decision.keep;
@@ -222,8 +219,8 @@ void Engine::checkKeptAfterRuns(Candidate &candidate, size_t setIndex) {
   failure.evidence.set("input_set", json::Value(setIndex));
   fail(candidate, std::move(failure));
   keptOverwritten = true;
-  baselineOutputsNote = "a candidate wrote into the kept outputs; they were "
-                        "restored from the baseline and freed at the end";
+  noteBaselineOutputs("a candidate wrote into the kept outputs, which were "
+                      "restored from the baseline and freed at the end");
   for (size_t s : changed) {
     restoreKeptSet(s);
     if (!candidates[0].isValid() || contextLost)
@@ -277,8 +274,8 @@ void Engine::keepBaselineSet(size_t setIndex) {
     // Not kept; nothing else changes.
     keepingBaseline = false;
     pendingKept.clear();
-    baselineOutputsNote = "the baseline's outputs could not be kept: " +
-                          copies.status().message();
+    noteBaselineOutputs("the baseline's outputs could not be kept: " +
+                        copies.status().message());
     return;
   }
   KeptSet set;
@@ -306,8 +303,7 @@ void Engine::settleKeptOutputs() {
     cache->impl->sets = std::move(pendingKept);
   } else {
     keepingBaseline = false;
-    if (baselineOutputsNote.empty())
-      baselineOutputsNote = "nothing was kept: the baseline failed";
+    noteBaselineOutputs("nothing was kept: the baseline failed");
   }
   pendingKept.clear();
 }

@@ -281,8 +281,8 @@ bool Engine::compareAfterTiming() {
         std::find(changed.begin(), changed.end(), numSets - 1) != changed.end();
     keptOverwritten |= !changed.empty();
     if (!changed.empty())
-      baselineOutputsNote = "the kept outputs changed while the candidates "
-                            "were timed; they were freed at the end";
+      noteBaselineOutputs("the kept outputs changed while the candidates "
+                          "were timed, and were freed at the end");
   }
   for (Candidate *candidate : variants) {
     if (!candidate->isValid())
