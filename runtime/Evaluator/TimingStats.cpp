@@ -64,6 +64,14 @@ unsigned kopt::runtime::sizeRepetitions(unsigned requested, double runUs) {
   double wanted = std::ceil(kTargetTimedUs / runUs);
   unsigned sized = wanted >= double(kMaxSizedRepetitions) ? kMaxSizedRepetitions
                                                           : unsigned(wanted);
+  if (runUs * double(requested) > kLongTimedUs) {
+    // Long runs: the kernel time, not the count, gives the confidence.
+    double enough = std::ceil(kLongTimedUs / runUs);
+    return std::max(
+        std::min(requested, kMinLongRepetitions),
+        std::min(requested,
+                 unsigned(std::max(enough, double(kMinLongRepetitions)))));
+  }
   return std::max(requested, sized);
 }
 

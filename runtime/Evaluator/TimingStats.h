@@ -35,11 +35,19 @@ constexpr double kTargetTimedUs = 5000;
 /// ...but never more than this many.
 constexpr unsigned kMaxSizedRepetitions = 200;
 
+/// A variant whose runs are long needs fewer of them for the same
+/// confidence: `requested` runs are cut down to enough for this much kernel
+/// time...
+constexpr double kLongTimedUs = 100000;
+/// ...but to no fewer than these (a 20 ms GEMM is timed 5 times, 100 ms).
+constexpr unsigned kMinLongRepetitions = 5;
+
 /// The timed repetitions for a variant whose untimed run takes `runUs`
 /// microseconds (the slowest variant's, measured during warm-up): enough
 /// for `kTargetTimedUs` of kernel time, at most `kMaxSizedRepetitions`, and
-/// never fewer than `requested` (at least 1). An unknown `runUs` (0 or
-/// less) gives `requested`.
+/// not fewer than `requested` (at least 1) unless `requested` runs would
+/// take more than `kLongTimedUs`: then enough for `kLongTimedUs`, at least
+/// `kMinLongRepetitions`. An unknown `runUs` (0 or less) gives `requested`.
 unsigned sizeRepetitions(unsigned requested, double runUs);
 
 /// The timing cut (docs/Evaluator.md, "Timing a candidate that cannot

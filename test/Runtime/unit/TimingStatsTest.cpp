@@ -84,9 +84,15 @@ TEST(TimingStatsTest, SizesRepetitionsFromTheRunTime) {
   EXPECT_EQ(sizeRepetitions(20, 30), unsigned(std::ceil(kTargetTimedUs / 30)));
   EXPECT_GT(sizeRepetitions(20, 30), sizeRepetitions(20, 300));
   EXPECT_EQ(sizeRepetitions(20, 1), kMaxSizedRepetitions);
-  // Never fewer than asked for, even above the cap; unknown times change
-  // nothing.
+  // Never fewer than asked for, even above the cap, unless the runs asked
+  // for add up to more than kLongTimedUs: then enough for that, at least
+  // kMinLongRepetitions. Unknown times change nothing.
   EXPECT_EQ(sizeRepetitions(500, 1), 500u);
+  EXPECT_EQ(sizeRepetitions(20, 5000), 20u);  // 100 ms: kept
+  EXPECT_EQ(sizeRepetitions(20, 10000), 10u); // 200 ms asked: 100 ms
+  EXPECT_EQ(sizeRepetitions(20, 34000), kMinLongRepetitions);
+  EXPECT_EQ(sizeRepetitions(3, 34000), 3u); // never more than asked
+  EXPECT_EQ(sizeRepetitions(20, 1e6), kMinLongRepetitions);
   EXPECT_EQ(sizeRepetitions(20, 0), 20u);
   EXPECT_EQ(sizeRepetitions(0, -1), 1u);
 }
