@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 using namespace kopt::runtime;
 
@@ -92,6 +93,37 @@ TEST(EvaluationChecksTest, GatheredSamplesGiveTheSameVerdict) {
   EXPECT_TRUE(compareSampledWithReference(ElementType::I32, integers,
                                           {"count", {1}, {4.0}}, Tolerance())
                   .passed);
+}
+
+TEST(EvaluationChecksTest, AReferenceBeyondTheRangeIsAnInfinity) {
+  // -8.9e40 is -inf in f32 (a mask times the lowest f32): an f32 plan that
+  // gives -inf is right, one that gives the largest finite value is not.
+  // Just below the rounding threshold, the largest finite value is right.
+  float lowest = std::numeric_limits<float>::lowest();
+  std::vector<uint8_t> overflowed =
+      encodeElements(ElementType::F32, {-INFINITY, 1.0});
+  OutputReference reference{"out", {0, 1}, {-8.9e40, 1.0}};
+  EXPECT_TRUE(
+      compareWithReference(ElementType::F32, overflowed, reference, Tolerance())
+          .passed);
+  std::vector<uint8_t> clamped =
+      encodeElements(ElementType::F32, {double(lowest), 1.0});
+  EXPECT_FALSE(
+      compareWithReference(ElementType::F32, clamped, reference, Tolerance())
+          .passed);
+  OutputReference justBelow{
+      "out", {0, 1}, {double(lowest) - std::ldexp(1.0, 102), 1.0}};
+  EXPECT_TRUE(
+      compareWithReference(ElementType::F32, clamped, justBelow, Tolerance())
+          .passed);
+  EXPECT_FALSE(
+      compareWithReference(ElementType::F32, overflowed, justBelow, Tolerance())
+          .passed);
+  // In f64 the same value is finite.
+  std::vector<uint8_t> wide = encodeElements(ElementType::F64, {-8.9e40, 1.0});
+  EXPECT_TRUE(
+      compareWithReference(ElementType::F64, wide, reference, Tolerance())
+          .passed);
 }
 
 TEST(EvaluationChecksTest, ComparesIntegersExactly) {
