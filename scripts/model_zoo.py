@@ -234,6 +234,10 @@ MODELS = {
     "mobilenet_v2":
         (lambda: torchvision.models.mobilenet_v2(weights=None), image,
          "torchvision mobilenet_v2, x: [1,3,224,224]"),
+    "alexnet": (lambda: torchvision.models.alexnet(weights=None), image,
+                "torchvision alexnet, x: [1,3,224,224]"),
+    "vgg16": (lambda: torchvision.models.vgg16(weights=None), image,
+              "torchvision vgg16, x: [1,3,224,224]"),
     "vit_b16_block": (VitPatchBlock, image,
                       "ViT-B/16 patch embedding + class token + position "
                       "embedding + one encoder block, x: [1,3,224,224]"),
