@@ -164,7 +164,7 @@ def tensor_entry(name, kind, tensor, dynamic_batch):
 def describe_arguments(model, inputs, names, weights, dynamic_batch):
     """The exported function's arguments in order: the model's inputs
     (named after its forward's parameters), then its parameters and
-    floating-point buffers by state-dict name."""
+    buffers (`weight_names`) by state-dict name."""
     input_names = list(inspect.signature(model.forward).parameters)
     parameters = {n for n, _ in model.named_parameters()}
     return ([
