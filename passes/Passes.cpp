@@ -40,6 +40,7 @@ void mlir::kopt::addTosaLoweringPasses(OpPassManager &pm) {
 }
 
 void mlir::kopt::addFusionPlanningPasses(OpPassManager &pm) {
+  pm.addNestedPass<func::FuncOp>(createFoldTensorCastsPass());
   pm.addNestedPass<func::FuncOp>(createFormFusionGroupsPass());
   pm.addPass(createOutlineFusionGroupsPass());
 }
@@ -99,6 +100,11 @@ llvm::Error mlir::kopt::prepareReferenceGraph(ModuleOp module, int64_t batch) {
       return llvm::createStringError("specialising the graph to batch " +
                                      std::to_string(batch) + " failed");
   }
+  // The interpreter, like the groups, needs static shapes everywhere.
+  PassManager pm(module.getContext());
+  pm.addNestedPass<func::FuncOp>(createFoldTensorCastsPass());
+  if (failed(pm.run(module)))
+    return llvm::createStringError("folding the graph's tensor casts failed");
   return llvm::Error::success();
 }
 

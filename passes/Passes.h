@@ -28,8 +28,8 @@ namespace mlir::kopt {
 /// tosa-to-tensor, tosa-to-arith and a canonicalisation.
 void addTosaLoweringPasses(OpPassManager &pm);
 
-/// Adds fusion planning: kopt-form-fusion-groups on each function, then
-/// kopt-outline-fusion-groups.
+/// Adds fusion planning: kopt-fold-tensor-casts and kopt-form-fusion-groups
+/// on each function, then kopt-outline-fusion-groups.
 void addFusionPlanningPasses(OpPassManager &pm);
 
 /// Lowers TOSA when present and plans fusion groups in place: what every
@@ -46,8 +46,8 @@ llvm::Error prepareRuntimeModuleGraph(ModuleOp module);
 
 /// Readies a loaded graph for the fp64 reference interpreter run over the
 /// whole graph (`kopt check-module`, `kopt-reference-bench --graph`): TOSA
-/// lowered, a dynamic batch specialised to `batch` when given (> 0),
-/// nothing fused.
+/// lowered, a dynamic batch specialised to `batch` when given (> 0), casts
+/// that hide static sizes folded (`kopt-fold-tensor-casts`), nothing fused.
 llvm::Error prepareReferenceGraph(ModuleOp module, int64_t batch = 0);
 
 } // namespace mlir::kopt

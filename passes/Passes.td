@@ -11,6 +11,34 @@
 
 include "mlir/Pass/PassBase.td"
 
+def FoldTensorCastsPass : Pass<"kopt-fold-tensor-casts", "mlir::func::FuncOp"> {
+  let summary = "Fold casts that only hide static sizes into tensor.concat";
+  let description = [{
+    torch-mlir writes `torch.roll` (Swin's shifted windows) as two
+    `tensor.extract_slice`s, each cast to a type with the rolled dimension
+    dynamic, concatenated back into a static tensor. Each operand of a
+    `tensor.concat` that is a `tensor.cast` from a more static type is
+    replaced by the cast's source, and casts left without users are
+    erased, so that no value of the graph has a dynamic size: kopt's
+    kernels, runtime modules and fp64 reference need static shapes. Upstream
+    canonicalisation does not fold such casts into a concatenation.
+
+    Before:
+    ```mlir
+    %a = tensor.extract_slice %x[0, 3] [1, 53] [1, 1] : tensor<1x56xf32> to tensor<1x53xf32>
+    %ac = tensor.cast %a : tensor<1x53xf32> to tensor<1x?xf32>
+    %b = tensor.extract_slice %x[0, 0] [1, 3] [1, 1] : tensor<1x56xf32> to tensor<1x3xf32>
+    %bc = tensor.cast %b : tensor<1x3xf32> to tensor<1x?xf32>
+    %r = tensor.concat dim(1) %ac, %bc : (tensor<1x?xf32>, tensor<1x?xf32>) -> tensor<1x56xf32>
+    ```
+    After:
+    ```mlir
+    %r = tensor.concat dim(1) %a, %b : (tensor<1x53xf32>, tensor<1x3xf32>) -> tensor<1x56xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+}
+
 def FormFusionGroupsPass
     : Pass<"kopt-form-fusion-groups", "mlir::func::FuncOp"> {
   let summary = "Partition linalg ops into fusion groups worth tuning";

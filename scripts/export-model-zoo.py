@@ -10,7 +10,8 @@
 # downloaded) and exports them with the torch-mlir FX importer to
 # test/Inputs/zoo/:
 #
-#   resnet18, resnet50, mobilenet_v2   torchvision definitions, 1x3x224x224
+#   resnet18, resnet50, mobilenet_v2, alexnet, vgg16
+#                      torchvision definitions, 1x3x224x224
 #   vit_b16_block      ViT-B/16 patch embedding, class token, position
 #                      embedding and one torchvision encoder block
 #   bert_base_layer    BERT-base embeddings (i64 token ids, token types,
@@ -163,7 +164,7 @@ def tensor_entry(name, kind, tensor, dynamic_batch):
 def describe_arguments(model, inputs, names, weights, dynamic_batch):
     """The exported function's arguments in order: the model's inputs
     (named after its forward's parameters), then its parameters and
-    floating-point buffers by state-dict name."""
+    buffers (`weight_names`) by state-dict name."""
     input_names = list(inspect.signature(model.forward).parameters)
     parameters = {n for n, _ in model.named_parameters()}
     return ([

@@ -26,10 +26,16 @@ from torchvision.models.vision_transformer import EncoderBlock
 
 
 def weight_names(model):
-    """Parameters and floating-point buffers (batch-norm statistics); the
-    integer batch counters are unused in eval mode and left out."""
+    """Parameters, then buffers (batch-norm statistics, Swin's relative
+    position index), but batch norm's counters (`num_batches_tracked`),
+    which eval mode does not read. An integer buffer the model reads is an
+    argument too: frozen into the graph inside an index list, torch-mlir's
+    importer refuses it ("Heterogeneous lists are not supported")."""
     names = [n for n, _ in model.named_parameters()]
-    names += [n for n, b in model.named_buffers() if b.is_floating_point()]
+    names += [
+        n for n, _ in model.named_buffers()
+        if n.split(".")[-1] != "num_batches_tracked"
+    ]
     return names
 
 
@@ -234,6 +240,10 @@ MODELS = {
     "mobilenet_v2":
         (lambda: torchvision.models.mobilenet_v2(weights=None), image,
          "torchvision mobilenet_v2, x: [1,3,224,224]"),
+    "alexnet": (lambda: torchvision.models.alexnet(weights=None), image,
+                "torchvision alexnet, x: [1,3,224,224]"),
+    "vgg16": (lambda: torchvision.models.vgg16(weights=None), image,
+              "torchvision vgg16, x: [1,3,224,224]"),
     "vit_b16_block": (VitPatchBlock, image,
                       "ViT-B/16 patch embedding + class token + position "
                       "embedding + one encoder block, x: [1,3,224,224]"),

@@ -9,6 +9,7 @@
 #include "kopt/Analysis/EntryFunction.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Analysis/GroupReport.h"
 #include "kopt/Analysis/OpClassification.h"
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
@@ -58,10 +59,13 @@ llvm::Expected<bool> mlir::kopt::tagSingletonGroups(func::FuncOp entry) {
     if (!isa<linalg::LinalgOp>(op))
       continue;
     OpClassification classification = classifyOp(&op);
-    if (classification.kind == OpKind::Unsupported)
-      return makeError("op '" + op.getName().getStringRef() +
-                       "' outside the fusion groups is not supported: " +
+    if (classification.kind == OpKind::Unsupported) {
+      std::string where = formatLocation(op.getLoc());
+      return makeError("op '" + op.getName().getStringRef() + "'" +
+                       (where.empty() ? "" : " at " + where) +
+                       " outside the fusion groups is not supported: " +
                        classification.reason);
+    }
     StringRef kind = classification.kind == OpKind::Other
                          ? StringRef("elementwise")
                          : stringifyOpKind(classification.kind);

@@ -128,7 +128,8 @@ static bool isPooling(Operation *op) {
 OpClassification mlir::kopt::classifyOp(Operation *op) {
   OpClassification result;
   if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)) {
-    if (checkTensorTypes(op).empty())
+    // A reshape of an empty tensor is an empty tensor: cloned, not fused.
+    if (checkTensorTypes(op).empty() && !isCheapToClone(op))
       result.kind = OpKind::Reshape;
     return result;
   }
@@ -273,6 +274,15 @@ bool mlir::kopt::isMultiplyAccumulate(Operation *op) {
 bool mlir::kopt::isCheapToClone(Operation *op) {
   if (isa<tensor::EmptyOp>(op))
     return true;
+  // torch-mlir's grouped convolutions fill an empty tensor reshaped to
+  // [N, G, C/G, H, W]; the reshape is as empty as its source.
+  if (isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op)) {
+    Operation *source = op->getOperand(0).getDefiningOp();
+    return source &&
+           isa<tensor::EmptyOp, tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+               source) &&
+           isCheapToClone(source);
+  }
   if (op->hasTrait<OpTrait::ConstantLike>() && op->getNumResults() == 1)
     return isCheapConstant(op->getResult(0));
   if (auto fill = dyn_cast<linalg::FillOp>(op)) {

@@ -21,6 +21,7 @@
 #include "kopt/Analysis/EntryFunction.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Analysis/GroupReport.h"
 #include "kopt/Autotune/Autotuner.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/Codegen/Proposers.h"
@@ -140,8 +141,10 @@ static llvm::Expected<std::string> getConstantBytes(DenseElementsAttr attr) {
   return makeError("a constant of unsupported element type");
 }
 
-/// `op`'s location as text.
+/// `op`'s location as `file:line:col`, else as MLIR prints it.
 static std::string printLoc(Operation *op) {
+  if (std::string text = formatLocation(op->getLoc()); !text.empty())
+    return text;
   std::string text;
   llvm::raw_string_ostream os(text);
   op->getLoc().print(os);
@@ -354,8 +357,8 @@ llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
   };
   for (Operation &op : body) {
     auto where = [&](llvm::Error error) {
-      return makeError("'" + op.getName().getStringRef() +
-                       "': " + llvm::toString(std::move(error)));
+      return makeError("'" + op.getName().getStringRef() + "' at " +
+                       printLoc(&op) + ": " + llvm::toString(std::move(error)));
     };
     if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
       auto dense = dyn_cast<DenseElementsAttr>(constant.getValue());
@@ -380,8 +383,9 @@ llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
         return where(spec.takeError());
       auto source = bufferOf.find(op.getOperand(0));
       if (source == bufferOf.end())
-        return makeError("'" + op.getName().getStringRef() +
-                         "' of a value the module does not hold");
+        return makeError("'" + op.getName().getStringRef() + "' at " +
+                         printLoc(&op) +
+                         " of a value the module does not hold");
       bufferOf[op.getResult(0)] = addBuffer(
           *spec, rt::ModuleBuffer::Kind::Alias, rootOf(source->second));
       continue;
@@ -389,7 +393,8 @@ llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
     if (auto call = dyn_cast<func::CallOp>(op)) {
       auto planIndex = getPlan(module, call.getCallee());
       if (!planIndex)
-        return planIndex.takeError();
+        return makeError("the group at " + printLoc(call) + ": " +
+                         llvm::toString(planIndex.takeError()));
       rt::ModuleStep step;
       step.plan = *planIndex;
       for (auto [number, operand] : llvm::enumerate(call.getOperands())) {
@@ -444,8 +449,9 @@ llvm::Expected<rt::RuntimeModule> Emitter::run(ModuleOp module,
       continue;
     if (op.use_empty())
       continue;
-    return makeError("op '" + op.getName().getStringRef() +
-                     "' outside the fusion groups has no runtime form");
+    return makeError("op '" + op.getName().getStringRef() + "' at " +
+                     printLoc(&op) +
+                     " outside the fusion groups has no runtime form");
   }
   // Output buffers promoted in place keep their `t` names; give every
   // output its `out<N>` name.

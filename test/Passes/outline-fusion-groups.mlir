@@ -163,3 +163,31 @@ func.func @separate_empties(%y: tensor<32xf32>) -> tensor<32xf32> {
   %b = linalg.negf ins(%a : tensor<32xf32>) outs(%e2 : tensor<32xf32>) -> tensor<32xf32>
   return %b : tensor<32xf32>
 }
+
+// -----
+
+// torch-mlir's grouped convolution (RegNet, ResNeXt) fills an empty tensor
+// reshaped to [N, G, C/G, H, W]: the reshape of the empty tensor is cloned
+// with the fill into the convolution's group, never passed to it, and the
+// parent keeps only the reshapes of real values.
+// CHECK-LABEL: func.func private @grouped_conv_kopt_g0_convolution(
+//  CHECK-SAME:     %[[X:[a-zA-Z0-9]+]]: tensor<1x2x4x10x10xf32>, %[[W:[a-zA-Z0-9]+]]: tensor<2x4x4x3x3xf32>) -> tensor<1x2x4x8x8xf32>
+//       CHECK:   %[[EMPTY:.+]] = tensor.empty() : tensor<1x8x8x8xf32>
+//       CHECK:   %[[SPLIT:.+]] = tensor.expand_shape %[[EMPTY]]
+//       CHECK:   %[[FILL:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[SPLIT]] :
+//       CHECK:   linalg.conv_2d_ngchw_gfchw {{.*}} ins(%[[X]], %[[W]] : {{.*}}) outs(%[[FILL]] :
+// CHECK-LABEL: func.func @grouped_conv(
+//   CHECK-NOT:   tensor.empty
+//   CHECK-NOT:   linalg.
+//       CHECK:   call @grouped_conv_kopt_g0_convolution(
+func.func @grouped_conv(%x: tensor<1x8x10x10xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<1x8x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %xs = tensor.expand_shape %x [[0], [1, 2], [3], [4]] output_shape [1, 2, 4, 10, 10] : tensor<1x8x10x10xf32> into tensor<1x2x4x10x10xf32>
+  %ws = tensor.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [2, 4, 4, 3, 3] : tensor<8x4x3x3xf32> into tensor<2x4x4x3x3xf32>
+  %e = tensor.empty() : tensor<1x8x8x8xf32>
+  %es = tensor.expand_shape %e [[0], [1, 2], [3], [4]] output_shape [1, 2, 4, 8, 8] : tensor<1x8x8x8xf32> into tensor<1x2x4x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%es : tensor<1x2x4x8x8xf32>) -> tensor<1x2x4x8x8xf32>
+  %c = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%xs, %ws : tensor<1x2x4x10x10xf32>, tensor<2x4x4x3x3xf32>) outs(%f : tensor<1x2x4x8x8xf32>) -> tensor<1x2x4x8x8xf32>
+  %r = tensor.collapse_shape %c [[0], [1, 2], [3], [4]] : tensor<1x2x4x8x8xf32> into tensor<1x8x8x8xf32>
+  return %r : tensor<1x8x8x8xf32>
+}

@@ -431,6 +431,51 @@ func.func @crp(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x3
         }
 }
 
+TEST(ReferenceInterpreterTest, GroupedConvIntoReshapedEmptyMatchesNaiveLoop) {
+  // torch-mlir's grouped convolution (RegNet, ResNeXt): the zeros it
+  // accumulates into fill an empty tensor reshaped to [N, G, C/G, H, W].
+  auto context = makeContext();
+  auto module = parse(*context, R"mlir(
+func.func @grouped(%x: tensor<1x2x3x6x6xf32>, %w: tensor<2x3x3x3x3xf32>) -> tensor<1x2x3x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x6x4x4xf32>
+  %es = tensor.expand_shape %e [[0], [1, 2], [3], [4]] output_shape [1, 2, 3, 4, 4] : tensor<1x6x4x4xf32> into tensor<1x2x3x4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%es : tensor<1x2x3x4x4xf32>) -> tensor<1x2x3x4x4xf32>
+  %c = linalg.conv_2d_ngchw_gfchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%x, %w : tensor<1x2x3x6x6xf32>, tensor<2x3x3x3x3xf32>) outs(%f : tensor<1x2x3x4x4xf32>) -> tensor<1x2x3x4x4xf32>
+  return %c : tensor<1x2x3x4x4xf32>
+}
+)mlir");
+  auto ri = makeInterpreter(firstFunction(*module));
+  ASSERT_TRUE(ri);
+  auto inputs = randomInputs(*ri, 7);
+  const std::vector<double> &x = inputs[0], &w = inputs[1];
+  std::vector<double> expected;
+  for (int g = 0; g < 2; ++g)
+    for (int f = 0; f < 3; ++f)
+      for (int h = 0; h < 4; ++h)
+        for (int v = 0; v < 4; ++v) {
+          double acc = 0.0;
+          for (int c = 0; c < 3; ++c)
+            for (int kh = 0; kh < 3; ++kh)
+              for (int kw = 0; kw < 3; ++kw)
+                acc += x[((g * 3 + c) * 6 + h + kh) * 6 + v + kw] *
+                       w[(((g * 3 + f) * 3 + c) * 3 + kh) * 3 + kw];
+          expected.push_back(acc);
+        }
+  auto outputs = evaluateAll(*ri, inputs);
+  ASSERT_EQ(outputs.size(), 1u);
+  ASSERT_EQ(outputs[0].size(), expected.size());
+  std::vector<int64_t> points(expected.size());
+  std::iota(points.begin(), points.end(), 0);
+  std::vector<double> sampled = evaluatePoints(*ri, inputs, 0, points);
+  ASSERT_EQ(sampled.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(outputs[0][i], expected[i], 1e-12) << "element " << i;
+    EXPECT_EQ(sampled[i], outputs[0][i]) << "element " << i;
+  }
+}
+
 TEST(ReferenceInterpreterTest, PadsSlicesAndConcatenationsMoveElements) {
   auto context = makeContext();
   auto module = parse(*context, R"mlir(

@@ -75,8 +75,8 @@ OpClassification classifyOp(Operation *op);
 
 /// Returns true if `op` is cheap to recompute and so is cloned into every
 /// group that uses it instead of becoming a group input: scalar or splat
-/// constants, `tensor.empty`, and `linalg.fill` of such a constant into such
-/// an empty tensor.
+/// constants, `tensor.empty` and reshapes of it, and `linalg.fill` of such
+/// a constant into such an empty tensor.
 bool isCheapToClone(Operation *op);
 
 /// The source tensor of `op` when `op` transposes the two innermost
