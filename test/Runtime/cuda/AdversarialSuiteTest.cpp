@@ -31,6 +31,8 @@
 #include "kopt/Runtime/Protocol.h"
 #include "kopt/Runtime/TaskPlan.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -51,11 +53,6 @@ extern char **environ;
 using namespace kopt::runtime;
 
 namespace {
-
-bool isGpuRequired() {
-  const char *require = std::getenv("KOPT_REQUIRE_GPU");
-  return require && std::string(require) == "1";
-}
 
 bool isDirectory(const std::string &path) {
   struct stat info;
@@ -216,7 +213,7 @@ struct Row {
 TEST(AdversarialSuiteTest, EveryCheatIsRejectedForItsReason) {
   auto driver = loadCudaDriver();
   if (!driver) {
-    if (isGpuRequired())
+    if (gputest::isGpuRequired())
       FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
     GTEST_SKIP() << "the adversarial suite needs a GPU: "
                  << driver.status().message();

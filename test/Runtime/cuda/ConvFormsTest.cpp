@@ -20,6 +20,8 @@
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 #include "kopt/Runtime/Cuda/TensorData.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <cctype>
@@ -86,23 +88,9 @@ void forEachPoint(const std::string &letters, const std::vector<int64_t> &shape,
   }
 }
 
-class ConvFormsTest : public ::testing::TestWithParam<std::string> {
+class ConvFormsTest
+    : public gputest::WithCudaContext<::testing::TestWithParam<std::string>> {
 protected:
-  void SetUp() override {
-    const char *require = std::getenv("KOPT_REQUIRE_GPU");
-    bool required = require && std::string(require) == "1";
-    auto driver = loadCudaDriver();
-    if (!driver) {
-      if (required)
-        FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
-      GTEST_SKIP() << driver.status().message();
-    }
-    auto created = CudaContext::create(0);
-    ASSERT_TRUE(bool(created)) << created.status().message();
-    context = std::move(*created);
-  }
-
-  std::unique_ptr<CudaContext> context;
 };
 
 TEST_P(ConvFormsTest, MatchesLoopsOnTheHost) {

@@ -17,6 +17,8 @@
 
 #include "runtime/Evaluator/Guards.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -27,20 +29,12 @@ using namespace kopt::runtime;
 
 namespace {
 
-class DeviceChecksTest : public ::testing::Test {
+class DeviceChecksTest : public gputest::WithCudaContext<> {
 protected:
   void SetUp() override {
-    const char *require = std::getenv("KOPT_REQUIRE_GPU");
-    bool required = require && std::string(require) == "1";
-    auto driver = loadCudaDriver();
-    if (!driver) {
-      if (required)
-        FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
-      GTEST_SKIP() << driver.status().message();
-    }
-    auto created = CudaContext::create(0);
-    ASSERT_TRUE(bool(created)) << created.status().message();
-    context = std::move(*created);
+    WithCudaContext::SetUp();
+    if (!context)
+      return;
     auto checks = DeviceChecks::create(*context);
     ASSERT_TRUE(bool(checks)) << checks.status().message();
     device = std::move(*checks);
@@ -62,7 +56,6 @@ protected:
     return host;
   }
 
-  std::unique_ptr<CudaContext> context;
   std::unique_ptr<DeviceChecks> device;
 };
 

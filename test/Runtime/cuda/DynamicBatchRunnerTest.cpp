@@ -18,6 +18,8 @@
 #include "kopt-c/Runtime.h"
 #include "kopt/Runtime/ModuleRunner.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <cstdio>
@@ -107,21 +109,8 @@ std::vector<float> inputOf(int64_t batch) {
   return x;
 }
 
-class DynamicBatchRunnerTest : public ::testing::Test {
+class DynamicBatchRunnerTest : public gputest::WithCudaContext<> {
 protected:
-  void SetUp() override {
-    const char *require = std::getenv("KOPT_REQUIRE_GPU");
-    auto driver = loadCudaDriver();
-    if (!driver) {
-      if (require && std::string(require) == "1")
-        FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
-      GTEST_SKIP() << driver.status().message();
-    }
-    auto created = CudaContext::create(0);
-    ASSERT_TRUE(bool(created)) << created.status().message();
-    context = std::move(*created);
-  }
-
   /// Runs `runner` at `batch` on its own buffers and checks y.
   void runAndCheck(ModuleRunner &runner, int64_t batch) {
     Status set = runner.setBatch(batch);
@@ -143,8 +132,6 @@ protected:
     for (size_t i = 0; i < y.size(); ++i)
       EXPECT_EQ(y[i], x[i] + kWeights[i % 4]) << "batch " << batch << ", " << i;
   }
-
-  std::unique_ptr<CudaContext> context;
 };
 
 TEST_F(DynamicBatchRunnerTest, RunsTunedSizesAndChunks) {

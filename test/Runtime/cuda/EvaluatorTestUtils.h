@@ -17,6 +17,8 @@
 
 #include "kopt/Runtime/Evaluator/Evaluator.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <cstdlib>
@@ -25,24 +27,8 @@
 
 namespace kopt::runtime::evaltest {
 
-class EvaluatorTest : public ::testing::Test {
-protected:
-  void SetUp() override {
-    const char *require = std::getenv("KOPT_REQUIRE_GPU");
-    bool required = require && std::string(require) == "1";
-    auto driver = loadCudaDriver();
-    if (!driver) {
-      if (required)
-        FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
-      GTEST_SKIP() << driver.status().message();
-    }
-    auto created = CudaContext::create(0);
-    ASSERT_TRUE(bool(created)) << created.status().message();
-    context = std::move(*created);
-  }
-
-  std::unique_ptr<CudaContext> context;
-};
+/// The engine tests' fixture: a context on device 0.
+class EvaluatorTest : public gputest::WithCudaContext<> {};
 
 constexpr int64_t kElements = 1 << 16;
 

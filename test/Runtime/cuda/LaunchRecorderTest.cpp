@@ -19,6 +19,8 @@
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 #include "kopt/Runtime/Cuda/TensorData.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <cstdlib>
@@ -26,11 +28,6 @@
 using namespace kopt::runtime;
 
 namespace {
-
-bool isGpuRequired() {
-  const char *require = std::getenv("KOPT_REQUIRE_GPU");
-  return require && std::string(require) == "1";
-}
 
 const char *kSource = R"(
 extern "C" __global__ void scale(const float *x, float *y, int n) {
@@ -43,21 +40,15 @@ extern "C" __global__ void shift(const float *y, float *z, int n) {
 }
 )";
 
-class LaunchRecorderTest : public ::testing::Test {
+class LaunchRecorderTest : public gputest::WithCudaContext<> {
 protected:
   void SetUp() override {
-    auto driver = loadCudaDriver();
-    if (!driver) {
-      if (isGpuRequired())
-        FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
-      GTEST_SKIP() << driver.status().message();
-    }
-    auto created = CudaContext::create(0);
-    ASSERT_TRUE(bool(created)) << created.status().message();
-    context = std::move(*created);
+    WithCudaContext::SetUp();
+    if (!context)
+      return;
     auto recorderOr = LaunchRecorder::create();
     if (!recorderOr) {
-      if (isGpuRequired() ||
+      if (gputest::isGpuRequired() ||
           recorderOr.status().code() != StatusCode::Unavailable)
         FAIL() << recorderOr.status().message();
       GTEST_SKIP() << recorderOr.status().message();
@@ -86,7 +77,6 @@ protected:
     }
   }
 
-  std::unique_ptr<CudaContext> context;
   std::unique_ptr<LaunchRecorder> recorder;
   KernelTask task;
   KernelPlan plan;

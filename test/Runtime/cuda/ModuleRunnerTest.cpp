@@ -19,6 +19,8 @@
 #include "kopt/Runtime/Cuda/BoundPlan.h"
 #include "kopt/Runtime/Cuda/Nvrtc.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <cstdio>
@@ -98,21 +100,8 @@ RuntimeModule makeModule(std::vector<SourceBinary> binaries) {
   return module;
 }
 
-class ModuleRunnerTest : public ::testing::Test {
+class ModuleRunnerTest : public gputest::WithCudaContext<> {
 protected:
-  void SetUp() override {
-    const char *require = std::getenv("KOPT_REQUIRE_GPU");
-    auto driver = loadCudaDriver();
-    if (!driver) {
-      if (require && std::string(require) == "1")
-        FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
-      GTEST_SKIP() << driver.status().message();
-    }
-    auto created = CudaContext::create(0);
-    ASSERT_TRUE(bool(created)) << created.status().message();
-    context = std::move(*created);
-  }
-
   /// Runs the module on x = 0.5, 1.5, ... and checks both outputs.
   void runAndCheck(ModuleRunner &runner) {
     std::vector<float> x = {0.5f, 1.5f, 2.5f, 3.5f, 4.5f, 5.5f, 6.5f, 7.5f};
@@ -128,8 +117,6 @@ protected:
         EXPECT_EQ(values[i], 2 * (x[i] + float(i + 1))) << name << i;
     }
   }
-
-  std::unique_ptr<CudaContext> context;
 };
 
 TEST_F(ModuleRunnerTest, RunsFromCubinPtxAndSource) {

@@ -19,6 +19,8 @@
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/TensorData.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <cmath>
@@ -29,25 +31,8 @@ using namespace kopt::runtime;
 
 namespace {
 
-class PlanRunnerTest : public ::testing::Test {
+class PlanRunnerTest : public gputest::WithCudaContext<> {
 protected:
-  void SetUp() override {
-    const char *require = std::getenv("KOPT_REQUIRE_GPU");
-    bool required = require && std::string(require) == "1";
-    auto driver = loadCudaDriver();
-    if (!driver) {
-      std::string message = driver.status().message();
-      if (required)
-        FAIL() << "KOPT_REQUIRE_GPU=1 but " << message;
-      if (message.rfind("no CUDA driver", 0) == 0)
-        GTEST_SKIP() << message;
-      GTEST_SKIP() << "no CUDA driver: " << message;
-    }
-    auto created = CudaContext::create(0);
-    ASSERT_TRUE(bool(created)) << created.status().message();
-    context = std::move(*created);
-  }
-
   /// Runs `plan` on `inputs` and returns the decoded outputs; fails the test
   /// on any error.
   std::vector<std::vector<double>>
@@ -65,8 +50,6 @@ protected:
           decodeTensorData(task.outputs[i].elementType, (*outputs)[i]));
     return decoded;
   }
-
-  std::unique_ptr<CudaContext> context;
 };
 
 TensorSpec f32(const std::string &name, std::vector<int64_t> shape) {

@@ -26,6 +26,8 @@
 #include "kopt/Runtime/Cuda/TensorData.h"
 #include "kopt/Runtime/TaskPlan.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <algorithm>
@@ -185,22 +187,9 @@ double relativeError(const std::vector<double> &actual,
   return std::sqrt(difference / norm);
 }
 
-class TensorCoreGemmTest : public ::testing::TestWithParam<const char *> {
+class TensorCoreGemmTest
+    : public gputest::WithCudaContext<::testing::TestWithParam<const char *>> {
 protected:
-  void SetUp() override {
-    const char *require = std::getenv("KOPT_REQUIRE_GPU");
-    bool required = require && std::string(require) == "1";
-    auto driver = loadCudaDriver();
-    if (!driver) {
-      if (required)
-        FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
-      GTEST_SKIP() << driver.status().message();
-    }
-    auto created = CudaContext::create(0);
-    ASSERT_TRUE(bool(created)) << created.status().message();
-    context = std::move(*created);
-  }
-
   /// Runs `plan` on `inputs` and returns its one output as doubles.
   std::vector<double> run(const KernelTask &task, const KernelPlan &plan,
                           const std::vector<std::vector<uint8_t>> &inputs) {
@@ -213,8 +202,6 @@ protected:
       return {};
     return decodeTensorData(task.outputs[0].elementType, (*outputs)[0]);
   }
-
-  std::unique_ptr<CudaContext> context;
 };
 
 TEST_P(TensorCoreGemmTest, MatchesTheFp64ProductMoreCloselyThanFp32Needs) {
