@@ -29,6 +29,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <thread>
 #include <variant>
@@ -116,24 +117,31 @@ static int moveAboveStdio(int fd) {
   return moved;
 }
 
-/// The caller's environment with `overrides` (`NAME=VALUE`) in place of the
-/// variables they name.
-static std::vector<std::string>
-makeEnvironment(const std::vector<std::string> &overrides) {
+std::vector<std::string>
+mlir::kopt::makeWorkerEnvironment(const std::vector<std::string> &overrides,
+                                  char *const *parent) {
   auto nameOf = [](const std::string &entry) {
     return entry.substr(0, entry.find('='));
   };
+  std::vector<std::string> forced(std::begin(kMulticastOffEnvironment),
+                                  std::end(kMulticastOffEnvironment));
+  auto isSet = [&](const std::vector<std::string> &entries,
+                   const std::string &name) {
+    return std::any_of(
+        entries.begin(), entries.end(),
+        [&](const std::string &other) { return nameOf(other) == name; });
+  };
   std::vector<std::string> result;
-  for (char **entry = environ; entry && *entry; ++entry) {
+  for (char *const *entry = parent; entry && *entry; ++entry) {
     std::string text(*entry);
     std::string name = nameOf(text);
-    bool replaced = std::any_of(
-        overrides.begin(), overrides.end(),
-        [&](const std::string &other) { return nameOf(other) == name; });
-    if (!replaced)
+    if (!isSet(overrides, name) && !isSet(forced, name))
       result.push_back(std::move(text));
   }
-  result.insert(result.end(), overrides.begin(), overrides.end());
+  for (const std::string &entry : overrides)
+    if (!isSet(forced, nameOf(entry)))
+      result.push_back(entry);
+  result.insert(result.end(), forced.begin(), forced.end());
   return result;
 }
 
@@ -248,7 +256,8 @@ llvm::Error WorkerClient::spawn() {
   for (std::string &argument : arguments)
     argv.push_back(argument.data());
   argv.push_back(nullptr);
-  std::vector<std::string> environment = makeEnvironment(options.environment);
+  std::vector<std::string> environment =
+      makeWorkerEnvironment(options.environment, environ);
   std::vector<char *> envp;
   for (std::string &entry : environment)
     envp.push_back(entry.data());

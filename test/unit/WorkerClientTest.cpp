@@ -21,9 +21,11 @@
 #include "WorkerTestUtils.h"
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <sys/wait.h>
@@ -35,6 +37,25 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+TEST(WorkerEnvironmentTest, KeepsMulticastOffWhateverTheCallerSays) {
+  const char *parent[] = {"PATH=/bin", "CUDA_VISIBLE_DEVICES=0,1",
+                          "NCCL_NVLS_ENABLE=1", nullptr};
+  std::vector<std::string> environment = makeWorkerEnvironment(
+      {"CUDA_VISIBLE_DEVICES=1", "NVSHMEM_DISABLE_NVLS=0"},
+      const_cast<char *const *>(parent));
+  auto count = [&](const std::string &entry) {
+    return std::count(environment.begin(), environment.end(), entry);
+  };
+  EXPECT_EQ(count("PATH=/bin"), 1);
+  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES=1"), 1);
+  EXPECT_EQ(count("CUDA_VISIBLE_DEVICES=0,1"), 0);
+  EXPECT_EQ(count("NCCL_NVLS_ENABLE=1"), 0);
+  EXPECT_EQ(count("NVSHMEM_DISABLE_NVLS=0"), 0);
+  for (const char *entry : kMulticastOffEnvironment)
+    EXPECT_EQ(count(entry), 1) << entry;
+  EXPECT_EQ(environment.size(), 2u + std::size(kMulticastOffEnvironment));
+}
 
 /// Options that run the built worker in test mode `mode` ("" is normal),
 /// with short deadlines.

@@ -34,6 +34,21 @@
 
 namespace mlir::kopt {
 
+/// Variables every worker gets, whatever the caller's environment says:
+/// NVLink multicast off in NCCL, PyTorch and NVSHMEM. A process that uses
+/// multicast on a shared multi-GPU host can put its GPUs out of service,
+/// and a worker has no use for it.
+inline constexpr const char *kMulticastOffEnvironment[] = {
+    "NCCL_NVLS_ENABLE=0", "TORCH_SYMM_MEM_DISABLE_MULTICAST=1",
+    "NVSHMEM_DISABLE_NVLS=1"};
+
+/// The environment a worker starts with: `parent` (a null-terminated
+/// `NAME=VALUE` array, such as `environ`) with `overrides` in place of the
+/// variables they name, and kMulticastOffEnvironment in place of both.
+std::vector<std::string>
+makeWorkerEnvironment(const std::vector<std::string> &overrides,
+                      char *const *parent);
+
 /// How a WorkerClient starts and drives its worker.
 struct WorkerOptions {
   /// The worker executable. Empty means `getDefaultWorkerPath()`.
