@@ -97,6 +97,24 @@ void Engine::dropForeignKeptOutputs() {
                       "seed, and were freed");
 }
 
+void Engine::dropKeptOutputsOverCap() {
+  BaselineCache *cache = options.baselineCache;
+  if (!cache || cache->impl->sets.empty())
+    return;
+  unsigned numKept = unsigned(cache->impl->sets.size());
+  if (countKeptSetsUnderCap(*memory, numKept) >= numKept)
+    return;
+  std::optional<uint64_t> peak =
+      estimatePeakWithKeptSets(*memory, numKept, numKept);
+  cache->clear();
+  noteBaselineOutputs(
+      "the kept outputs were freed: beside this request's buffers they "
+      "would take its peak to " +
+      (peak ? formatBytes(*peak) : std::string("more than 16 EiB")) +
+      ", over " + std::to_string(kTaskMemoryMultiple) +
+      " times the task's tensors (" + formatBytes(memory->taskBytes) + ")");
+}
+
 bool Engine::freeKeptOutputsForMemory() {
   BaselineCache *cache = options.baselineCache;
   if (!cache || cache->impl->sets.empty())
@@ -117,7 +135,8 @@ void Engine::planBaselineOutputs() {
     return;
   }
   KeepDecision decision =
-      decideBaselineKeeping(*memory, numSets, freeBytes + keptBytesAtStart);
+      decideBaselineKeeping(*memory, numSets, getFreeToRequest() + keptBytesAtStart,
+                            candidates.size());
   keepingBaseline = decision.keep;
   keptBytesPlanned = decision.keptBytes;
   if (!decision.keep)
@@ -134,7 +153,8 @@ bool Engine::reuseKeptBaseline() {
     cache.clear();
     noteBaselineOutputs(std::move(why));
     KeepDecision decision =
-        decideBaselineKeeping(*memory, numSets, freeBytes + keptBytesAtStart);
+        decideBaselineKeeping(*memory, numSets, getFreeToRequest() + keptBytesAtStart,
+                            candidates.size());
     keepingBaseline = decision.keep;
     keptBytesPlanned = decision.keptBytes;
     return false;
