@@ -102,8 +102,8 @@ static Result<std::shared_ptr<void>> makeL2Flush(const CudaContext &context) {
 static Result<std::shared_ptr<L2Flush>> getL2Flush(const CudaContext &context) {
   if (Status status = context.makeCurrent(); !status.isOk())
     return status;
-  auto shared = context.getShared(kL2FlushKey,
-                                  [&] { return makeL2Flush(context); });
+  auto shared =
+      context.getShared(kL2FlushKey, [&] { return makeL2Flush(context); });
   if (!shared)
     return shared.status();
   return std::static_pointer_cast<L2Flush>(*shared);

@@ -134,9 +134,9 @@ void Engine::planBaselineOutputs() {
     reusingBaseline = true;
     return;
   }
-  KeepDecision decision =
-      decideBaselineKeeping(*memory, numSets, getFreeToRequest() + keptBytesAtStart,
-                            candidates.size());
+  KeepDecision decision = decideBaselineKeeping(
+      *memory, numSets, getFreeToRequest() + keptBytesAtStart,
+      candidates.size());
   keepingBaseline = decision.keep;
   keptBytesPlanned = decision.keptBytes;
   if (!decision.keep)
@@ -152,9 +152,9 @@ bool Engine::reuseKeptBaseline() {
   auto giveUp = [&](std::string why) {
     cache.clear();
     noteBaselineOutputs(std::move(why));
-    KeepDecision decision =
-        decideBaselineKeeping(*memory, numSets, getFreeToRequest() + keptBytesAtStart,
-                            candidates.size());
+    KeepDecision decision = decideBaselineKeeping(
+        *memory, numSets, getFreeToRequest() + keptBytesAtStart,
+        candidates.size());
     keepingBaseline = decision.keep;
     keptBytesPlanned = decision.keptBytes;
     return false;

@@ -37,10 +37,8 @@ static std::optional<uint64_t> sumBytes(const std::vector<TensorSpec> &tensors,
   return total;
 }
 
-std::optional<uint64_t>
-kopt::runtime::estimateRunnerBytes(const KernelTask &task,
-                                   const KernelPlan &plan,
-                                   uint64_t redzoneBytes) {
+std::optional<uint64_t> kopt::runtime::estimateRunnerBytes(
+    const KernelTask &task, const KernelPlan &plan, uint64_t redzoneBytes) {
   uint64_t guards = (redzoneBytes + 255) / 256 * 256 + redzoneBytes;
   std::optional<uint64_t> total = 0;
   for (const std::vector<TensorSpec> *list :
@@ -81,9 +79,8 @@ std::optional<MemoryEstimate> kopt::runtime::estimateEvaluationMemory(
   if (!runners)
     return std::nullopt;
   estimate.runnerBytes = *runners;
-  std::optional<uint64_t> request =
-      add(add(runners, std::max(estimate.largestRunnerBytes, *outputs)),
-          *outputs);
+  std::optional<uint64_t> request = add(
+      add(runners, std::max(estimate.largestRunnerBytes, *outputs)), *outputs);
   std::optional<uint64_t> needed =
       add(add(request, flushBytes), kMemoryMarginBytes);
   if (!needed)
@@ -134,8 +131,7 @@ kopt::runtime::checkMemoryFits(const MemoryEstimate &estimate,
     return std::nullopt;
   std::string held;
   if (heldBytes)
-    held = ", of which the device holds " + formatBytes(heldBytes) +
-           " already";
+    held = ", of which the device holds " + formatBytes(heldBytes) + " already";
   return "the task does not fit the device: its tensors take " +
          formatBytes(estimate.taskBytes) + ", evaluating " +
          std::to_string(numCandidates) + " candidate" +

@@ -84,10 +84,9 @@ static CostTotals addCosts(const std::vector<CandidateCost> &costs) {
       totals.phases.*column.member += (*cost.phases).*column.member;
     totals.peakDeviceBytes =
         std::max(totals.peakDeviceBytes, cost.peakDeviceBytes.value_or(0));
-    totals.peakWithoutFlushBytes =
-        std::max(totals.peakWithoutFlushBytes,
-                 cost.peakDeviceBytes.value_or(0) -
-                     cost.flushDeviceBytes.value_or(0));
+    totals.peakWithoutFlushBytes = std::max(
+        totals.peakWithoutFlushBytes,
+        cost.peakDeviceBytes.value_or(0) - cost.flushDeviceBytes.value_or(0));
     totals.taskBytes = std::max(totals.taskBytes, cost.taskBytes.value_or(0));
     totals.baselineReused += cost.baselineReused;
     totals.timingCut += cost.timingCut;

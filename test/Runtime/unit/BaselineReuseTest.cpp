@@ -165,8 +165,7 @@ TEST(BaselineReuseTest, ALaterRequestHoldsACandidateToo) {
   ASSERT_TRUE(guarded);
   KeepDecision over = decideBaselineKeeping(*guarded, 5, 140 * kGiB, 1);
   EXPECT_FALSE(over.keep);
-  EXPECT_NE(over.reason.find("over 4 times"), std::string::npos)
-      << over.reason;
+  EXPECT_NE(over.reason.find("over 4 times"), std::string::npos) << over.reason;
 }
 
 TEST(BaselineReuseTest, FindsACorruptedKeptOutput) {

@@ -149,15 +149,13 @@ TEST(MemoryBudgetTest, KeptSetsUnderTheCapForRealSizes) {
   EXPECT_EQ(countKeptSetsUnderCap(*copy, 5), 0u);
   // 1 GiB in, 64 MiB out (a reduction): 3 * 1.0625 GiB of runners and
   // guards, and every set's outputs (320 MiB) stay under 4.25 GiB.
-  auto reduction =
-      estimateEvaluationMemory(makeTask(int64_t(256) << 20, int64_t(16) << 20),
-                               plans, 1024, 100 * kMiB);
+  auto reduction = estimateEvaluationMemory(
+      makeTask(int64_t(256) << 20, int64_t(16) << 20), plans, 1024, 100 * kMiB);
   ASSERT_TRUE(reduction);
   EXPECT_EQ(countKeptSetsUnderCap(*reduction, 5), 5u);
   // The flush buffer is outside the cap: a larger one keeps as many.
-  auto bigFlush =
-      estimateEvaluationMemory(makeTask(int64_t(256) << 20, int64_t(16) << 20),
-                               plans, 1024, 16 * kGiB);
+  auto bigFlush = estimateEvaluationMemory(
+      makeTask(int64_t(256) << 20, int64_t(16) << 20), plans, 1024, 16 * kGiB);
   ASSERT_TRUE(bigFlush);
   EXPECT_EQ(countKeptSetsUnderCap(*bigFlush, 5), 5u);
 }
