@@ -51,6 +51,8 @@ static CandidateCost makeCandidateCost(const ProposerAttempt &attempt) {
             report->evidence.find("device_memory")) {
       if (const rt::json::Value *peak = memory->find("peak_bytes"))
         cost.peakDeviceBytes = peak->getInteger();
+      if (const rt::json::Value *flush = memory->find("flush_bytes"))
+        cost.flushDeviceBytes = flush->getInteger();
       if (const rt::json::Value *task = memory->find("task_bytes"))
         cost.taskBytes = task->getInteger();
     }

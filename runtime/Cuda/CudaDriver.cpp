@@ -222,6 +222,9 @@ Result<std::unique_ptr<CudaContext>> CudaContext::create(int ordinal) {
 }
 
 CudaContext::~CudaContext() {
+  // The shared objects hold device memory of this context.
+  if (context && !shared.empty() && makeCurrent().isOk())
+    shared.clear();
   if (context && !modules.empty() && makeCurrent().isOk())
     for (auto &[image, module] : modules)
       driver->check(driver->cuModuleUnload(module), "cuModuleUnload").ignore();
@@ -232,6 +235,26 @@ CudaContext::~CudaContext() {
         ->check(driver->cuDevicePrimaryCtxRelease(device),
                 "cuDevicePrimaryCtxRelease")
         .ignore();
+}
+
+Result<std::shared_ptr<void>> CudaContext::getShared(
+    std::string_view key,
+    const std::function<Result<std::shared_ptr<void>>()> &make) const {
+  std::lock_guard<std::mutex> lock(sharedMutex);
+  auto it = shared.find(key);
+  if (it != shared.end())
+    return it->second;
+  auto made = make();
+  if (!made)
+    return made.status();
+  shared.emplace(std::string(key), *made);
+  return *made;
+}
+
+std::shared_ptr<void> CudaContext::findShared(std::string_view key) const {
+  std::lock_guard<std::mutex> lock(sharedMutex);
+  auto it = shared.find(key);
+  return it == shared.end() ? nullptr : it->second;
 }
 
 Status CudaContext::makeCurrent() const {

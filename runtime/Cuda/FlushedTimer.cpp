@@ -13,6 +13,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 using namespace kopt::runtime;
 
@@ -53,13 +54,81 @@ static Result<CompiledKernel> compileFlushKernel(const std::string &arch) {
   return *compiled;
 }
 
+namespace {
+/// A context's L2 flush: the buffer every flush reads and the kernel that
+/// reads it. One per context (`CudaContext::getShared`).
+struct L2Flush {
+  /// Read by every flush; its last 16 bytes are the flush kernel's sink.
+  DeviceBuffer buffer;
+  int64_t bytes = 0;
+  CUfunction kernel = nullptr;
+  unsigned blocks = 1;
+};
+} // namespace
+
+/// The key of the flush in `CudaContext::getShared`.
+static constexpr std::string_view kL2FlushKey = "kopt.l2_flush";
+
+/// Allocates and fills the flush buffer of `context` and loads its kernel.
+static Result<std::shared_ptr<void>> makeL2Flush(const CudaContext &context) {
+  auto flush = std::make_shared<L2Flush>();
+  flush->bytes = computeL2FlushBytes(context.getDeviceInfo().l2Bytes);
+  auto buffer = DeviceBuffer::allocate(context, flush->bytes);
+  if (!buffer)
+    return buffer.status().withContext("the timer's L2 flush");
+  flush->buffer = std::move(*buffer);
+  const CudaDriver &api = context.getDriver();
+  if (Status status = api.check(
+          api.cuMemsetD8(flush->buffer.get(), 0x5a, size_t(flush->bytes)),
+          "cuMemsetD8(L2 flush buffer)");
+      !status.isOk())
+    return status;
+  auto compiled = compileFlushKernel(context.getDeviceInfo().getArch());
+  if (!compiled)
+    return compiled.status();
+  auto module = context.loadModule(compiled->cubin);
+  if (!module)
+    return module.status().withContext("the timer's L2 flush");
+  if (Status status = api.check(
+          api.cuModuleGetFunction(&flush->kernel, *module, "kopt_l2_flush"),
+          "cuModuleGetFunction(kopt_l2_flush)");
+      !status.isOk())
+    return status;
+  flush->blocks = unsigned(std::max(1, context.getDeviceInfo().smCount)) * 4;
+  return std::shared_ptr<void>(std::move(flush));
+}
+
+/// The flush of `context`, made on first use.
+static Result<std::shared_ptr<L2Flush>> getL2Flush(const CudaContext &context) {
+  if (Status status = context.makeCurrent(); !status.isOk())
+    return status;
+  auto shared =
+      context.getShared(kL2FlushKey, [&] { return makeL2Flush(context); });
+  if (!shared)
+    return shared.status();
+  return std::static_pointer_cast<L2Flush>(*shared);
+}
+
+int64_t kopt::runtime::computeL2FlushBytes(int64_t l2Bytes) {
+  return std::max<int64_t>(2 * l2Bytes, 1 << 20);
+}
+
+Result<int64_t> kopt::runtime::prepareL2Flush(const CudaContext &context) {
+  auto flush = getL2Flush(context);
+  if (!flush)
+    return flush.status();
+  return (*flush)->bytes;
+}
+
+int64_t kopt::runtime::getL2FlushBytesHeld(const CudaContext &context) {
+  std::shared_ptr<void> shared = context.findShared(kL2FlushKey);
+  return shared ? static_cast<L2Flush *>(shared.get())->bytes : 0;
+}
+
 struct FlushedTimer::Impl {
   const CudaContext *context = nullptr;
-  /// Read by every flush; its last 16 bytes are the flush kernel's sink.
-  DeviceBuffer flush;
-  int64_t flushBytes = 0;
-  CUfunction flushKernel = nullptr;
-  unsigned flushBlocks = 1;
+  /// The context's flush, shared with its other timers.
+  std::shared_ptr<L2Flush> flush;
   CUevent begin = nullptr, end = nullptr;
 
   ~Impl() {
@@ -77,35 +146,13 @@ FlushedTimer::~FlushedTimer() = default;
 
 Result<std::unique_ptr<FlushedTimer>>
 FlushedTimer::create(const CudaContext &context) {
-  if (Status status = context.makeCurrent(); !status.isOk())
-    return status;
-  auto impl = std::make_unique<Impl>();
-  impl->context = &context;
-  impl->flushBytes =
-      std::max<int64_t>(2 * context.getDeviceInfo().l2Bytes, 1 << 20);
-  auto flush = DeviceBuffer::allocate(context, impl->flushBytes);
+  auto flush = getL2Flush(context);
   if (!flush)
     return flush.status();
+  auto impl = std::make_unique<Impl>();
+  impl->context = &context;
   impl->flush = std::move(*flush);
   const CudaDriver &api = context.getDriver();
-  if (Status status = api.check(
-          api.cuMemsetD8(impl->flush.get(), 0x5a, size_t(impl->flushBytes)),
-          "cuMemsetD8(L2 flush buffer)");
-      !status.isOk())
-    return status;
-  auto compiled = compileFlushKernel(context.getDeviceInfo().getArch());
-  if (!compiled)
-    return compiled.status();
-  auto module = context.loadModule(compiled->cubin);
-  if (!module)
-    return module.status().withContext("the timer's L2 flush");
-  if (Status status = api.check(
-          api.cuModuleGetFunction(&impl->flushKernel, *module, "kopt_l2_flush"),
-          "cuModuleGetFunction(kopt_l2_flush)");
-      !status.isOk())
-    return status;
-  impl->flushBlocks =
-      unsigned(std::max(1, context.getDeviceInfo().smCount)) * 4;
   for (CUevent *event : {&impl->begin, &impl->end})
     if (Status status = api.check(api.cuEventCreate(event, CU_EVENT_DEFAULT),
                                   "cuEventCreate");
@@ -154,13 +201,13 @@ Status FlushedTimer::flush() {
   if (Status status = context.makeCurrent(); !status.isOk())
     return status;
   const CudaDriver &api = context.getDriver();
-  CUdeviceptr data = impl->flush.get();
-  unsigned long long count = (unsigned long long)(impl->flushBytes - 16) / 16;
-  CUdeviceptr sink = data + CUdeviceptr(impl->flushBytes - 16);
+  const L2Flush &l2 = *impl->flush;
+  CUdeviceptr data = l2.buffer.get();
+  unsigned long long count = (unsigned long long)(l2.bytes - 16) / 16;
+  CUdeviceptr sink = data + CUdeviceptr(l2.bytes - 16);
   void *arguments[] = {&data, &count, &sink};
-  return api.check(api.cuLaunchKernel(impl->flushKernel, impl->flushBlocks, 1,
-                                      1, 512, 1, 1, 0, context.getStream(),
-                                      arguments, nullptr),
+  return api.check(api.cuLaunchKernel(l2.kernel, l2.blocks, 1, 1, 512, 1, 1, 0,
+                                      context.getStream(), arguments, nullptr),
                    "cuLaunchKernel(L2 flush)");
 }
 

@@ -10,6 +10,8 @@
 
 #include "kopt/Runtime/Json.h"
 
+#include <algorithm>
+
 using namespace kopt::runtime;
 
 bool BaselineSetKey::operator==(const BaselineSetKey &other) const {
@@ -40,15 +42,42 @@ bool kopt::runtime::matchesKeptSets(const std::vector<KeptSetRecord> &kept,
   return true;
 }
 
+MemoryEstimate
+kopt::runtime::estimateLaterRequest(const MemoryEstimate &estimate,
+                                    size_t numPlans) {
+  MemoryEstimate later = estimate;
+  if (numPlans >= 2)
+    return later;
+  uint64_t more = estimate.largestRunnerBytes;
+  later.runnerBytes += std::min(more, UINT64_MAX - later.runnerBytes);
+  later.requestBytes += std::min(more, UINT64_MAX - later.requestBytes);
+  later.neededBytes += std::min(more, UINT64_MAX - later.neededBytes);
+  return later;
+}
+
 KeepDecision
 kopt::runtime::decideBaselineKeeping(const MemoryEstimate &estimate,
-                                     unsigned numSets, uint64_t freeBytes) {
+                                     unsigned numSets, uint64_t freeBytes,
+                                     size_t numPlans) {
   KeepDecision decision;
   if (numSets == 0 || estimate.outputBytes > UINT64_MAX / numSets) {
     decision.reason = "nothing to keep";
     return decision;
   }
   decision.keptBytes = estimate.outputBytes * numSets;
+  MemoryEstimate later = estimateLaterRequest(estimate, numPlans);
+  if (countKeptSetsUnderCap(later, numSets) < numSets) {
+    std::optional<uint64_t> peak =
+        estimatePeakWithKeptSets(later, numSets, numSets);
+    decision.reason =
+        "keeping the baseline's outputs of " + std::to_string(numSets) +
+        " sets (" + formatBytes(decision.keptBytes) +
+        ") would take a request's peak to " +
+        (peak ? formatBytes(*peak) : std::string("more than 16 EiB")) +
+        ", over " + std::to_string(kTaskMemoryMultiple) +
+        " times the task's tensors (" + formatBytes(estimate.taskBytes) + ")";
+    return decision;
+  }
   uint64_t needed = estimate.neededBytes;
   for (uint64_t more : {estimate.largestRunnerBytes, decision.keptBytes}) {
     if (needed > UINT64_MAX - more) {

@@ -82,15 +82,27 @@ struct KeepDecision {
   std::string reason;
 };
 
-/// Keeps when the request's own peak (`estimate.neededBytes`), one more
-/// runner of its largest plan (a later request holds the baseline and a
-/// candidate, where the first holds the baseline alone) and the kept copies
-/// fit in `freeBytes`, the device memory free when the request started. The
-/// request's own need is unchanged by keeping: the kept copies use memory
-/// that is otherwise idle, and the engine frees them before a request that
-/// would not fit beside them.
+/// The estimate of a later request of the task that `estimate` (a request
+/// of `numPlans` plans) describes: a request of the baseline alone is
+/// followed by the baseline beside a candidate, counted as one more runner
+/// of its largest plan; a request with candidates, by one like it.
+MemoryEstimate estimateLaterRequest(const MemoryEstimate &estimate,
+                                    size_t numPlans);
+
+/// Keeps every set or none (a request reuses the kept outputs only when
+/// they hold every set it validates). Keeps when both hold:
+/// - the cap: the later request (`estimateLaterRequest`) holding every set
+///   stays within `kTaskMemoryMultiple` times the task's tensors
+///   (`countKeptSetsUnderCap` is `numSets`);
+/// - the free memory: the request's own peak (`estimate.neededBytes`), one
+///   more runner of its largest plan and the kept copies fit in
+///   `freeBytes`, the device memory free when the request started.
+/// The request's own need is unchanged by keeping: the kept copies use
+/// memory that is otherwise idle, and the engine frees them before a request
+/// that would not fit beside them or that they would take over the cap.
 KeepDecision decideBaselineKeeping(const MemoryEstimate &estimate,
-                                   unsigned numSets, uint64_t freeBytes);
+                                   unsigned numSets, uint64_t freeBytes,
+                                   size_t numPlans);
 
 /// A kept output whose bits changed since it was kept.
 struct KeptCorruption {

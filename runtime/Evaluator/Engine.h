@@ -221,6 +221,9 @@ private:
   /// Frees kept outputs of another task, plan or seed before the request's
   /// memory is counted.
   void dropForeignKeptOutputs();
+  /// Frees kept outputs that would take this request's peak (without the
+  /// flush buffer) over `kTaskMemoryMultiple` times the task's tensors.
+  void dropKeptOutputsOverCap();
   /// Frees the kept outputs so that the request fits; false when there were
   /// none.
   bool freeKeptOutputsForMemory();
@@ -301,6 +304,12 @@ private:
   int64_t bytesAtStart = 0;
   std::optional<MemoryEstimate> memory;
   uint64_t freeBytes = 0;
+  /// The device's L2 flush buffer, held from before the request's bytes
+  /// were counted (0 when it could not be allocated then).
+  uint64_t flushBytesAtStart = 0;
+  /// The device memory free to this request: what the device has free and
+  /// the flush buffer it already holds, which the estimate counts.
+  uint64_t getFreeToRequest() const { return freeBytes + flushBytesAtStart; }
 
   // The baseline's outputs across requests (options.baselineCache).
   /// This request compares with the kept outputs instead of validating the

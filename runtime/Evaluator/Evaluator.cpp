@@ -46,6 +46,7 @@
 
 #include "kopt/Runtime/Evaluator/Evaluator.h"
 
+#include "kopt/Runtime/Cuda/FlushedTimer.h"
 #include "kopt/Runtime/Evaluator/Comparison.h"
 #include "kopt/Runtime/Evaluator/EvaluationChecks.h"
 #include "kopt/Runtime/Evaluator/InputGenerator.h"
@@ -143,18 +144,23 @@ Status Engine::checkMemory(const std::vector<KernelPlan> &plans) {
     (void)measureCopyBandwidth(context);
   // Kept outputs of another task are freed before anything is counted.
   dropForeignKeptOutputs();
-  bytesAtStart = DeviceBuffer::getBytesInUse();
-  DeviceBuffer::resetPeakBytes();
-  // Each runner that is timed or traced flushes L2 with a buffer twice its
-  // size (FlushedTimer).
-  uint64_t flushBytes = std::max<uint64_t>(
-      2 * uint64_t(std::max<int64_t>(context.getDeviceInfo().l2Bytes, 0)),
-      uint64_t(1) << 20);
+  // Every runner's timer flushes L2 with the device's one buffer, twice the
+  // L2 (FlushedTimer), kept across requests: allocated before the request's
+  // bytes are counted, so that every report counts it the same way. A
+  // failure shows again where a timer needs it.
+  uint64_t flushBytes = uint64_t(computeL2FlushBytes(
+      std::max<int64_t>(context.getDeviceInfo().l2Bytes, 0)));
+  (void)prepareL2Flush(context);
+  flushBytesAtStart = uint64_t(getL2FlushBytesHeld(context));
   memory =
       estimateEvaluationMemory(task, plans, kDefaultRedzoneBytes, flushBytes);
   if (!memory)
     return Status::error(StatusCode::OutOfRange,
                          "the task's tensors are too large to allocate");
+  // Kept outputs never take the request's peak over the cap.
+  dropKeptOutputsOverCap();
+  bytesAtStart = DeviceBuffer::getBytesInUse();
+  DeviceBuffer::resetPeakBytes();
   auto readFreeBytes = [&]() -> Status {
     if (options.freeDeviceMemory) {
       auto free = options.freeDeviceMemory();
@@ -174,7 +180,7 @@ Status Engine::checkMemory(const std::vector<KernelPlan> &plans) {
   if (Status status = readFreeBytes(); !status.isOk())
     return status;
   // Kept outputs never make a request refused: they go first.
-  if (checkMemoryFits(*memory, freeBytes, plans.size()) &&
+  if (checkMemoryFits(*memory, freeBytes, plans.size(), flushBytesAtStart) &&
       freeKeptOutputsForMemory()) {
     bytesAtStart = DeviceBuffer::getBytesInUse();
     DeviceBuffer::resetPeakBytes();
@@ -182,7 +188,7 @@ Status Engine::checkMemory(const std::vector<KernelPlan> &plans) {
       return status;
   }
   if (std::optional<std::string> refusal =
-          checkMemoryFits(*memory, freeBytes, plans.size()))
+          checkMemoryFits(*memory, freeBytes, plans.size(), flushBytesAtStart))
     return Status::error(StatusCode::OutOfRange, *refusal);
   planBaselineOutputs();
   return Status::success();
@@ -236,12 +242,15 @@ std::vector<EvalReport> Engine::finish() {
   // the start, or those it keeps.
   uint64_t keptBytes =
       std::max(keptBytesAtStart, keepingBaseline ? keptBytesPlanned : 0);
+  // So do the device's flush buffer, reported apart too: a fixed cost per
+  // device, whatever the task.
   json::Value deviceMemory = json::Value::object();
   deviceMemory.set(
       "peak_bytes",
       json::Value(
           std::max<int64_t>(0, DeviceBuffer::getPeakBytes() - bytesAtStart) +
-          int64_t(keptBytesAtStart)));
+          int64_t(keptBytesAtStart) + int64_t(flushBytesAtStart)));
+  deviceMemory.set("flush_bytes", json::Value(getL2FlushBytesHeld(context)));
   if (memory) {
     deviceMemory.set("task_bytes", json::Value(memory->taskBytes));
     deviceMemory.set("estimated_bytes",

@@ -97,6 +97,24 @@ void Engine::dropForeignKeptOutputs() {
                       "seed, and were freed");
 }
 
+void Engine::dropKeptOutputsOverCap() {
+  BaselineCache *cache = options.baselineCache;
+  if (!cache || cache->impl->sets.empty())
+    return;
+  unsigned numKept = unsigned(cache->impl->sets.size());
+  if (countKeptSetsUnderCap(*memory, numKept) >= numKept)
+    return;
+  std::optional<uint64_t> peak =
+      estimatePeakWithKeptSets(*memory, numKept, numKept);
+  cache->clear();
+  noteBaselineOutputs(
+      "the kept outputs were freed: beside this request's buffers they "
+      "would take its peak to " +
+      (peak ? formatBytes(*peak) : std::string("more than 16 EiB")) +
+      ", over " + std::to_string(kTaskMemoryMultiple) +
+      " times the task's tensors (" + formatBytes(memory->taskBytes) + ")");
+}
+
 bool Engine::freeKeptOutputsForMemory() {
   BaselineCache *cache = options.baselineCache;
   if (!cache || cache->impl->sets.empty())
@@ -116,8 +134,9 @@ void Engine::planBaselineOutputs() {
     reusingBaseline = true;
     return;
   }
-  KeepDecision decision =
-      decideBaselineKeeping(*memory, numSets, freeBytes + keptBytesAtStart);
+  KeepDecision decision = decideBaselineKeeping(
+      *memory, numSets, getFreeToRequest() + keptBytesAtStart,
+      candidates.size());
   keepingBaseline = decision.keep;
   keptBytesPlanned = decision.keptBytes;
   if (!decision.keep)
@@ -133,8 +152,9 @@ bool Engine::reuseKeptBaseline() {
   auto giveUp = [&](std::string why) {
     cache.clear();
     noteBaselineOutputs(std::move(why));
-    KeepDecision decision =
-        decideBaselineKeeping(*memory, numSets, freeBytes + keptBytesAtStart);
+    KeepDecision decision = decideBaselineKeeping(
+        *memory, numSets, getFreeToRequest() + keptBytesAtStart,
+        candidates.size());
     keepingBaseline = decision.keep;
     keptBytesPlanned = decision.keptBytes;
     return false;

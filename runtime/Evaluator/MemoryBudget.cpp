@@ -37,10 +37,8 @@ static std::optional<uint64_t> sumBytes(const std::vector<TensorSpec> &tensors,
   return total;
 }
 
-std::optional<uint64_t>
-kopt::runtime::estimateRunnerBytes(const KernelTask &task,
-                                   const KernelPlan &plan,
-                                   uint64_t redzoneBytes, uint64_t flushBytes) {
+std::optional<uint64_t> kopt::runtime::estimateRunnerBytes(
+    const KernelTask &task, const KernelPlan &plan, uint64_t redzoneBytes) {
   uint64_t guards = (redzoneBytes + 255) / 256 * 256 + redzoneBytes;
   std::optional<uint64_t> total = 0;
   for (const std::vector<TensorSpec> *list :
@@ -55,7 +53,7 @@ kopt::runtime::estimateRunnerBytes(const KernelTask &task,
       [](const PlanStep &step) { return step.kind == PlanStep::Kind::Gemm; });
   if (gemm)
     total = add(total, kGemmWorkspaceBytes);
-  return add(total, flushBytes);
+  return total;
 }
 
 std::optional<MemoryEstimate> kopt::runtime::estimateEvaluationMemory(
@@ -71,7 +69,7 @@ std::optional<MemoryEstimate> kopt::runtime::estimateEvaluationMemory(
   std::optional<uint64_t> runners = 0;
   for (const KernelPlan &plan : plans) {
     std::optional<uint64_t> runner =
-        estimateRunnerBytes(task, plan, redzoneBytes, flushBytes);
+        estimateRunnerBytes(task, plan, redzoneBytes);
     if (!runner)
       return std::nullopt;
     estimate.largestRunnerBytes =
@@ -81,27 +79,67 @@ std::optional<MemoryEstimate> kopt::runtime::estimateEvaluationMemory(
   if (!runners)
     return std::nullopt;
   estimate.runnerBytes = *runners;
+  std::optional<uint64_t> request = add(
+      add(runners, std::max(estimate.largestRunnerBytes, *outputs)), *outputs);
   std::optional<uint64_t> needed =
-      add(runners, std::max(estimate.largestRunnerBytes, *outputs));
-  needed = add(add(needed, *outputs), kMemoryMarginBytes);
+      add(add(request, flushBytes), kMemoryMarginBytes);
   if (!needed)
     return std::nullopt;
+  estimate.flushBytes = flushBytes;
+  estimate.requestBytes = *request;
   estimate.neededBytes = *needed;
   return estimate;
 }
 
+std::optional<uint64_t>
+kopt::runtime::estimatePeakWithKeptSets(const MemoryEstimate &estimate,
+                                        unsigned keptSets, unsigned numSets) {
+  if (keptSets == 0)
+    return estimate.requestBytes;
+  if (estimate.outputBytes > UINT64_MAX / keptSets)
+    return std::nullopt;
+  std::optional<uint64_t> peak =
+      add(estimate.requestBytes, estimate.outputBytes * keptSets);
+  // Every set kept: the kept last set is the baseline's copy of its last
+  // outputs, which the request's own buffers count.
+  if (peak && keptSets >= numSets)
+    *peak -= std::min(*peak, estimate.outputBytes);
+  return peak;
+}
+
+unsigned kopt::runtime::countKeptSetsUnderCap(const MemoryEstimate &estimate,
+                                              unsigned numSets) {
+  if (estimate.taskBytes > UINT64_MAX / kTaskMemoryMultiple)
+    return 0;
+  uint64_t cap = estimate.taskBytes * kTaskMemoryMultiple;
+  // Not monotone at the end: keeping every set frees the last-output copy.
+  for (unsigned keptSets = numSets; keptSets > 0; --keptSets) {
+    std::optional<uint64_t> peak =
+        estimatePeakWithKeptSets(estimate, keptSets, numSets);
+    if (peak && *peak <= cap)
+      return keptSets;
+  }
+  return 0;
+}
+
 std::optional<std::string>
 kopt::runtime::checkMemoryFits(const MemoryEstimate &estimate,
-                               uint64_t freeBytes, size_t numCandidates) {
-  if (estimate.neededBytes <= freeBytes)
+                               uint64_t freeBytes, size_t numCandidates,
+                               uint64_t heldBytes) {
+  heldBytes = std::min(heldBytes, estimate.neededBytes);
+  if (estimate.neededBytes - heldBytes <= freeBytes)
     return std::nullopt;
+  std::string held;
+  if (heldBytes)
+    held = ", of which the device holds " + formatBytes(heldBytes) + " already";
   return "the task does not fit the device: its tensors take " +
          formatBytes(estimate.taskBytes) + ", evaluating " +
          std::to_string(numCandidates) + " candidate" +
          (numCandidates == 1 ? "" : "s") + " needs " +
          formatBytes(estimate.neededBytes) + " of device memory (" +
-         formatBytes(estimate.runnerBytes) + " for the candidates' buffers), " +
-         "and " + formatBytes(freeBytes) + " is free";
+         formatBytes(estimate.runnerBytes) + " for the candidates' buffers, " +
+         formatBytes(estimate.flushBytes) + " for the L2 flush buffer" + held +
+         "), and " + formatBytes(freeBytes) + " is free";
 }
 
 std::string kopt::runtime::formatBytes(uint64_t bytes) {

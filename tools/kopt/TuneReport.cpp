@@ -57,6 +57,8 @@ struct CostTotals {
          workerSeconds = 0;
   ::kopt::runtime::EvalPhases phases;
   int64_t peakDeviceBytes = 0;
+  /// The most any request held without the device's L2 flush buffer.
+  int64_t peakWithoutFlushBytes = 0;
   int64_t taskBytes = 0;
   /// Requests that reused the baseline's kept outputs; candidates timed
   /// briefly because they could not win.
@@ -82,6 +84,9 @@ static CostTotals addCosts(const std::vector<CandidateCost> &costs) {
       totals.phases.*column.member += (*cost.phases).*column.member;
     totals.peakDeviceBytes =
         std::max(totals.peakDeviceBytes, cost.peakDeviceBytes.value_or(0));
+    totals.peakWithoutFlushBytes = std::max(
+        totals.peakWithoutFlushBytes,
+        cost.peakDeviceBytes.value_or(0) - cost.flushDeviceBytes.value_or(0));
     totals.taskBytes = std::max(totals.taskBytes, cost.taskBytes.value_or(0));
     totals.baselineReused += cost.baselineReused;
     totals.timingCut += cost.timingCut;
@@ -103,8 +108,10 @@ static void printCosts(llvm::raw_ostream &os, const CostTotals &totals) {
                         totals.phases.*column.member);
   os << " s";
   if (totals.peakDeviceBytes)
-    os << llvm::formatv("; peak {0:F2} GiB for {1:F2} GiB of tensors",
+    os << llvm::formatv("; peak {0:F2} GiB ({1:F2} GiB without the L2 flush "
+                        "buffer) for {2:F2} GiB of tensors",
                         double(totals.peakDeviceBytes) / double(1 << 30),
+                        double(totals.peakWithoutFlushBytes) / double(1 << 30),
                         double(totals.taskBytes) / double(1 << 30));
   os << "\n";
   if (totals.baselineReused || totals.timingCut)
@@ -140,6 +147,8 @@ static llvm::json::Array toJsonCosts(const std::vector<CandidateCost> &costs) {
     }
     if (cost.peakDeviceBytes)
       entry["peak_device_bytes"] = *cost.peakDeviceBytes;
+    if (cost.flushDeviceBytes)
+      entry["flush_device_bytes"] = *cost.flushDeviceBytes;
     if (cost.taskBytes)
       entry["task_bytes"] = *cost.taskBytes;
     if (cost.baselineReused)

@@ -16,6 +16,8 @@
 
 #include "EvaluatorTestUtils.h"
 
+#include "kopt/Runtime/Cuda/FlushedTimer.h"
+
 using namespace kopt::runtime;
 using namespace kopt::runtime::evaltest;
 
@@ -39,6 +41,31 @@ std::string getNote(const EvalReport &report) {
   return note && note->getString() ? *note->getString() : "";
 }
 
+/// The vector add with inputs four times as long as its output (the
+/// kernels read the first `kElements`): a request holding five sets of its
+/// outputs stays within four times the task's tensors, where the plain
+/// vector add's (inputs as long as the output) would not, so nothing of it
+/// is kept (docs/Evaluator.md, "Device memory").
+KernelTask makeKeptTask() {
+  KernelTask task = makeTask();
+  for (TensorSpec &input : task.inputs)
+    input.shape = {4 * kElements};
+  return task;
+}
+
+/// `peak_bytes` less the device's flush buffer, over `task_bytes`.
+double getPeakOverTask(const EvalReport &report) {
+  const json::Value *memory = report.evidence.find("device_memory");
+  if (!memory)
+    return 0;
+  auto read = [&](const char *name) {
+    const json::Value *value = memory->find(name);
+    return value ? double(value->getInteger().value_or(0)) : 0.0;
+  };
+  double task = read("task_bytes");
+  return task > 0 ? (read("peak_bytes") - read("flush_bytes")) / task : 0;
+}
+
 EvaluatorOptions withCache(BaselineCache &cache, uint64_t seed = 11) {
   EvaluatorOptions options = quickOptions();
   options.baselineCache = &cache;
@@ -52,7 +79,7 @@ using EvaluatorReuseTest = EvaluatorTest;
 
 TEST_F(EvaluatorReuseTest, LaterRequestsReuseTheBaselineAndStillCatchCheats) {
   BaselineCache cache;
-  KernelTask task = makeTask();
+  KernelTask task = makeKeptTask();
   KernelPlan baseline = makePlan("baseline", kBaseline);
   EvaluatorOptions options = withCache(cache);
 
@@ -78,6 +105,11 @@ TEST_F(EvaluatorReuseTest, LaterRequestsReuseTheBaselineAndStillCatchCheats) {
     EXPECT_GE(report.times->repetitions, 20);
   }
   EXPECT_TRUE((*honest)[1].speedup.has_value());
+  // The kept outputs count in the request's peak, within four times the
+  // task's tensors without the device's flush buffer.
+  EXPECT_GT(getPeakOverTask((*honest)[1]), 0);
+  EXPECT_LE(getPeakOverTask((*honest)[1]), 4.0)
+      << json::write((*honest)[1].evidence);
 
   // Every cheat is still caught against the kept outputs.
   std::vector<std::pair<const char *, std::vector<FailedCheck>>> cheats = {
@@ -101,7 +133,7 @@ TEST_F(EvaluatorReuseTest, LaterRequestsReuseTheBaselineAndStillCatchCheats) {
 
 TEST_F(EvaluatorReuseTest, AnotherSeedOrTaskIsValidatedAgain) {
   BaselineCache cache;
-  KernelTask task = makeTask();
+  KernelTask task = makeKeptTask();
   KernelPlan baseline = makePlan("baseline", kBaseline);
   auto first =
       evaluateCandidates(*context, task, {baseline}, withCache(cache, 11));
@@ -131,7 +163,7 @@ TEST_F(EvaluatorReuseTest, AnotherSeedOrTaskIsValidatedAgain) {
 
 TEST_F(EvaluatorReuseTest, ACorruptedKeptOutputIsNotUsed) {
   BaselineCache cache;
-  KernelTask task = makeTask();
+  KernelTask task = makeKeptTask();
   KernelPlan baseline = makePlan("baseline", kBaseline);
   EvaluatorOptions options = withCache(cache);
   auto first = evaluateCandidates(*context, task, {baseline}, options);
@@ -168,7 +200,7 @@ TEST_F(EvaluatorReuseTest, ACorruptedKeptOutputIsNotUsed) {
 }
 
 TEST_F(EvaluatorReuseTest, KeepsNothingWithoutRoomAndFreesWhatARequestNeeds) {
-  KernelTask task = makeTask();
+  KernelTask task = makeKeptTask();
   KernelPlan baseline = makePlan("baseline", kBaseline);
   std::vector<KernelPlan> pair = {baseline,
                                   makePlan("vectorised", kVectorised, 4)};
@@ -187,8 +219,12 @@ TEST_F(EvaluatorReuseTest, KeepsNothingWithoutRoomAndFreesWhatARequestNeeds) {
   // Room for the request, not for keeping beside it.
   BaselineCache cache;
   EvaluatorOptions options = withCache(cache);
+  // The estimates count the flush buffer, which the device holds already
+  // and which is then not among the free bytes.
+  uint64_t flushBytes = uint64_t(getL2FlushBytesHeld(*context));
+  ASSERT_GT(flushBytes, 0u);
   options.freeDeviceMemory = [&]() -> Result<uint64_t> {
-    return aloneBytes + (1u << 20);
+    return aloneBytes - flushBytes + (1u << 20);
   };
   auto refused = evaluateCandidates(*context, task, {baseline}, options);
   ASSERT_TRUE(bool(refused)) << refused.status().message();
@@ -206,7 +242,7 @@ TEST_F(EvaluatorReuseTest, KeepsNothingWithoutRoomAndFreesWhatARequestNeeds) {
   ASSERT_EQ(cache.getNumSets(), 5u);
   uint64_t keptBytes = cache.getBytes();
   options.freeDeviceMemory = [&]() -> Result<uint64_t> {
-    return pairBytes + keptBytes / 2 - cache.getBytes();
+    return pairBytes - flushBytes + keptBytes / 2 - cache.getBytes();
   };
   auto squeezed = evaluateCandidates(*context, task, pair, options);
   ASSERT_TRUE(bool(squeezed)) << squeezed.status().message();
@@ -220,7 +256,7 @@ TEST_F(EvaluatorReuseTest, KeepsNothingWithoutRoomAndFreesWhatARequestNeeds) {
 
 TEST_F(EvaluatorReuseTest, ACandidateThatWritesIntoTheKeptOutputsFails) {
   BaselineCache cache;
-  KernelTask task = makeTask();
+  KernelTask task = makeKeptTask();
   KernelPlan baseline = makePlan("baseline", kBaseline);
   EvaluatorOptions options = withCache(cache);
   auto first = evaluateCandidates(*context, task, {baseline}, options);
@@ -253,4 +289,31 @@ extern "C" __global__ void add(const float *a, const float *b, float *c,
   EXPECT_TRUE((*reports)[0].valid) << json::write((*reports)[0].evidence);
   EXPECT_TRUE((*reports)[0].times.has_value());
   EXPECT_EQ(cache.getNumSets(), 0u);
+}
+
+TEST_F(EvaluatorReuseTest, KeepsNothingThatWouldPassFourTimesTheTask) {
+  // The plain vector add: five sets of its outputs beside the baseline and a
+  // candidate would take a request to about 5.5 times its tensors.
+  BaselineCache cache;
+  KernelTask task = makeTask();
+  KernelPlan baseline = makePlan("baseline", kBaseline);
+  EvaluatorOptions options = withCache(cache);
+  auto first = evaluateCandidates(*context, task, {baseline}, options);
+  ASSERT_TRUE(bool(first)) << first.status().message();
+  EXPECT_TRUE((*first)[0].valid) << json::write((*first)[0].evidence);
+  EXPECT_FALSE(getFlag((*first)[0], "kept"));
+  EXPECT_NE(getNote((*first)[0]).find("over 4 times the task's tensors"),
+            std::string::npos)
+      << getNote((*first)[0]);
+  EXPECT_EQ(cache.getNumSets(), 0u);
+  // The candidates' requests validate the baseline on every set, as
+  // without a cache.
+  auto pair = evaluateCandidates(
+      *context, task, {baseline, makePlan("vectorised", kVectorised, 4)},
+      options);
+  ASSERT_TRUE(bool(pair)) << pair.status().message();
+  EXPECT_FALSE(getFlag((*pair)[1], "reused"));
+  EXPECT_TRUE((*pair)[1].valid) << json::write((*pair)[1].evidence);
+  EXPECT_LE(getPeakOverTask((*pair)[1]), 4.0)
+      << json::write((*pair)[1].evidence);
 }

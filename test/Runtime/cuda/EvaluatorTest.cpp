@@ -14,6 +14,7 @@
 
 #include "EvaluatorTestUtils.h"
 
+#include "kopt/Runtime/Cuda/FlushedTimer.h"
 #include "kopt/Runtime/Evaluator/ElementCodec.h"
 #include "kopt/Runtime/Evaluator/InputGenerator.h"
 
@@ -52,7 +53,17 @@ TEST_F(EvaluatorTest, HonestCandidatesPassAndAreTimed) {
     ASSERT_TRUE(peak && estimate);
     EXPECT_GT(*peak, 0);
     EXPECT_LE(*peak, *estimate);
+    // The device's one L2 flush buffer, whatever the number of runners:
+    // inside the peak, and reported apart.
+    const json::Value *flush = memory->find("flush_bytes");
+    ASSERT_NE(flush, nullptr);
+    EXPECT_EQ(flush->getInteger(),
+              computeL2FlushBytes(context->getDeviceInfo().l2Bytes));
+    EXPECT_GE(*peak, *flush->getInteger());
   }
+  // Kept for the next request, once.
+  EXPECT_EQ(getL2FlushBytesHeld(*context),
+            computeL2FlushBytes(context->getDeviceInfo().l2Bytes));
 }
 
 TEST_F(EvaluatorTest, RefusesATaskThatDoesNotFit) {

@@ -17,6 +17,7 @@
 
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
+#include "kopt/Runtime/Cuda/FlushedTimer.h"
 #include "kopt/Runtime/Cuda/TensorData.h"
 
 #include "GpuTestFixture.h"
@@ -161,6 +162,33 @@ TEST_F(PlanRunnerTest, TimesThePlan) {
   EXPECT_LE(timing->medianUs, timing->p90Us);
   // A 1000-element kernel takes microseconds, not a second.
   EXPECT_LT(timing->medianUs, 1e6);
+}
+
+TEST_F(PlanRunnerTest, RunnersShareTheContextsFlushBuffer) {
+  // Every runner's timer reads the context's one L2 flush buffer, which
+  // outlives the runners.
+  KernelTask task = makeAxpyTask(1000);
+  KernelPlan plan = makeAxpyPlan();
+  std::vector<uint8_t> data = makeRandomTensorData(task.inputs[0], 3);
+  int64_t flush = computeL2FlushBytes(context->getDeviceInfo().l2Bytes);
+  auto first = PlanRunner::create(*context, task, plan);
+  ASSERT_TRUE(bool(first)) << first.status().message();
+  ASSERT_TRUE((*first)->setInputs({data, data}).isOk());
+  auto time = (*first)->timeRun();
+  ASSERT_TRUE(bool(time)) << time.status().message();
+  EXPECT_EQ(getL2FlushBytesHeld(*context), flush);
+  auto second = PlanRunner::create(*context, task, plan);
+  ASSERT_TRUE(bool(second)) << second.status().message();
+  ASSERT_TRUE((*second)->setInputs({data, data}).isOk());
+  int64_t before = DeviceBuffer::getBytesInUse();
+  time = (*second)->timeRun();
+  ASSERT_TRUE(bool(time)) << time.status().message();
+  ASSERT_TRUE((*second)->flushL2().isOk());
+  // The second runner's timer allocated nothing.
+  EXPECT_EQ(DeviceBuffer::getBytesInUse(), before);
+  (*first).reset();
+  (*second).reset();
+  EXPECT_EQ(getL2FlushBytesHeld(*context), flush);
 }
 
 TEST_F(PlanRunnerTest, ReadsHalfInputsConvertedOnTheHost) {

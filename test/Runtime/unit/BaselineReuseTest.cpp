@@ -90,32 +90,82 @@ TEST(BaselineReuseTest, KeptSetsMatchOnlyTheSameSetsInOrder) {
   EXPECT_FALSE(matchesKeptSets({}, {}));
 }
 
+/// A reduction: `inElements` f32 in, `outElements` f32 out.
+KernelTask makeReduction(int64_t inElements, int64_t outElements) {
+  KernelTask task;
+  task.key = "sum";
+  task.inputs.push_back({"in0", ElementType::F32, {inElements}});
+  task.outputs.push_back({"out0", ElementType::F32, {outElements}});
+  return task;
+}
+
 TEST(BaselineReuseTest, KeepsOnlyWhenTheDeviceHasRoom) {
-  // 1 GiB in, 1 GiB out: the baseline's own request holds one runner.
+  // 1 GiB in, 128 MiB out: the baseline's own request holds one runner,
+  // and the five sets' outputs stay under the cap.
+  KernelTask task = makeReduction(int64_t(1) << 28, int64_t(1) << 25);
+  std::vector<KernelPlan> plans(1);
+  auto estimate = estimateEvaluationMemory(task, plans, 1024, 100 * kMiB);
+  ASSERT_TRUE(estimate);
+  ASSERT_EQ(estimate->outputBytes, 128 * kMiB);
+  uint64_t needed =
+      estimate->neededBytes + estimate->largestRunnerBytes + 640 * kMiB;
+
+  KeepDecision fits = decideBaselineKeeping(*estimate, 5, needed, 1);
+  EXPECT_TRUE(fits.keep) << fits.reason;
+  EXPECT_EQ(fits.keptBytes, 640 * kMiB);
+
+  KeepDecision tight = decideBaselineKeeping(*estimate, 5, needed - 1, 1);
+  EXPECT_FALSE(tight.keep);
+  EXPECT_NE(tight.reason.find("640.0 MiB"), std::string::npos) << tight.reason;
+  EXPECT_NE(tight.reason.find("free"), std::string::npos) << tight.reason;
+
+  // Fewer sets take less.
+  EXPECT_TRUE(decideBaselineKeeping(*estimate, 4, needed - 1, 1).keep);
+  EXPECT_FALSE(decideBaselineKeeping(*estimate, 0, needed, 1).keep);
+  // Sizes that overflow are refused, not wrapped.
+  MemoryEstimate huge = *estimate;
+  huge.outputBytes = UINT64_MAX / 2;
+  EXPECT_FALSE(decideBaselineKeeping(huge, 5, UINT64_MAX, 1).keep);
+}
+
+TEST(BaselineReuseTest, KeepsOnlyUnderFourTimesTheTask) {
+  // 1 GiB in, 1 GiB out: a later request (the baseline and a candidate)
+  // is 3.5 times the task on its own; the five sets would take it to 5.5.
+  // The device has room, but nothing is kept.
   KernelTask task = makeTask(int64_t(1) << 14, int64_t(1) << 14);
   std::vector<KernelPlan> plans(1);
   auto estimate = estimateEvaluationMemory(task, plans, 1024, 100 * kMiB);
   ASSERT_TRUE(estimate);
-  ASSERT_EQ(estimate->outputBytes, kGiB);
-  uint64_t needed =
-      estimate->neededBytes + estimate->largestRunnerBytes + 5 * kGiB;
+  KeepDecision over = decideBaselineKeeping(*estimate, 5, 140 * kGiB, 1);
+  EXPECT_FALSE(over.keep);
+  EXPECT_NE(over.reason.find("over 4 times the task's tensors (2.00 GiB)"),
+            std::string::npos)
+      << over.reason;
+  EXPECT_NE(over.reason.find("11.00 GiB"), std::string::npos) << over.reason;
+  // One set is within: 3.5 times, the kept set standing for the copy.
+  EXPECT_TRUE(decideBaselineKeeping(*estimate, 1, 140 * kGiB, 1).keep);
+}
 
-  KeepDecision fits = decideBaselineKeeping(*estimate, 5, needed);
-  EXPECT_TRUE(fits.keep) << fits.reason;
-  EXPECT_EQ(fits.keptBytes, 5 * kGiB);
-
-  KeepDecision tight = decideBaselineKeeping(*estimate, 5, needed - 1);
-  EXPECT_FALSE(tight.keep);
-  EXPECT_NE(tight.reason.find("5.00 GiB"), std::string::npos) << tight.reason;
-  EXPECT_NE(tight.reason.find("free"), std::string::npos) << tight.reason;
-
-  // Fewer sets take less.
-  EXPECT_TRUE(decideBaselineKeeping(*estimate, 4, needed - 1).keep);
-  EXPECT_FALSE(decideBaselineKeeping(*estimate, 0, needed).keep);
-  // Sizes that overflow are refused, not wrapped.
-  MemoryEstimate huge = *estimate;
-  huge.outputBytes = UINT64_MAX / 2;
-  EXPECT_FALSE(decideBaselineKeeping(huge, 5, UINT64_MAX).keep);
+TEST(BaselineReuseTest, ALaterRequestHoldsACandidateToo) {
+  // 1 GiB in, 256 MiB out: runners of 1.25 GiB, a cap of 5 GiB. The
+  // baseline alone (two runners and a copy) holding five sets would be
+  // 3.75 GiB; the baseline beside a candidate is one runner more, 5 GiB.
+  KernelTask task = makeReduction(int64_t(1) << 28, int64_t(1) << 26);
+  std::vector<KernelPlan> one(1), two(2);
+  auto alone = estimateEvaluationMemory(task, one, 0, 100 * kMiB);
+  auto pair = estimateEvaluationMemory(task, two, 0, 100 * kMiB);
+  ASSERT_TRUE(alone && pair);
+  MemoryEstimate later = estimateLaterRequest(*alone, 1);
+  EXPECT_EQ(later.requestBytes, pair->requestBytes);
+  EXPECT_EQ(later.neededBytes, pair->neededBytes);
+  EXPECT_EQ(estimateLaterRequest(*pair, 2).requestBytes, pair->requestBytes);
+  // At 5 GiB exactly the cap holds; a byte of guard more and it does not.
+  EXPECT_TRUE(decideBaselineKeeping(*alone, 5, 140 * kGiB, 1).keep);
+  auto guarded = estimateEvaluationMemory(task, one, 1, 100 * kMiB);
+  ASSERT_TRUE(guarded);
+  KeepDecision over = decideBaselineKeeping(*guarded, 5, 140 * kGiB, 1);
+  EXPECT_FALSE(over.keep);
+  EXPECT_NE(over.reason.find("over 4 times"), std::string::npos) << over.reason;
 }
 
 TEST(BaselineReuseTest, FindsACorruptedKeptOutput) {

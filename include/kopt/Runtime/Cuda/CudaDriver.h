@@ -29,6 +29,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -154,6 +155,16 @@ public:
   /// one (seen on an H200), which failed an honest candidate's launch check.
   Result<CUmodule> loadModule(std::string_view image) const;
 
+  /// The object named `key` that every user of the context shares, made by
+  /// `make` on the first call and held until the context is destroyed (it is
+  /// freed before the context). The timers' L2 flush buffer is one
+  /// (FlushedTimer.h): one per context, not one per timer.
+  Result<std::shared_ptr<void>>
+  getShared(std::string_view key,
+            const std::function<Result<std::shared_ptr<void>>()> &make) const;
+  /// The object named `key` when one was made; null otherwise.
+  std::shared_ptr<void> findShared(std::string_view key) const;
+
 private:
   CudaContext(const CudaDriver &driver) : driver(&driver) {}
 
@@ -165,6 +176,9 @@ private:
   mutable std::mutex moduleMutex;
   /// Loaded modules by image bytes.
   mutable std::map<std::string, CUmodule, std::less<>> modules;
+  mutable std::mutex sharedMutex;
+  /// What `getShared` made, by key.
+  mutable std::map<std::string, std::shared_ptr<void>, std::less<>> shared;
 };
 
 /// A device allocation, freed on destruction.

@@ -14,6 +14,12 @@
 // evaluator (PlanRunner::timeRun), `kopt plan --run` (PlanRunner::timePlan)
 // and `kopt-run --bench` all time through this class.
 //
+// The scratch buffer belongs to the context, not to the timer: one per
+// context (so one per device in a process), allocated by the first timer
+// that needs it (or by `prepareL2Flush`) and kept until the context is
+// destroyed. Every runner's timer reads the same buffer, so a request that
+// times many runners holds it once (docs/Evaluator.md, "Device memory").
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KOPT_RUNTIME_CUDA_FLUSHEDTIMER_H
@@ -29,8 +35,8 @@ namespace kopt::runtime {
 
 class FlushedTimer {
 public:
-  /// Allocates the flush buffer and the two events on `context`, which must
-  /// outlive the timer.
+  /// Makes the two events on `context`, which must outlive the timer, and
+  /// the context's flush buffer when it has none yet.
   static Result<std::unique_ptr<FlushedTimer>>
   create(const CudaContext &context);
   ~FlushedTimer();
@@ -54,6 +60,18 @@ private:
   explicit FlushedTimer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl;
 };
+
+/// The bytes of the L2 flush buffer on a device with `l2Bytes` of L2: twice
+/// the L2, at least 1 MiB.
+int64_t computeL2FlushBytes(int64_t l2Bytes);
+
+/// Allocates `context`'s flush buffer when it has none yet (it is kept until
+/// the context is destroyed) and returns its bytes.
+Result<int64_t> prepareL2Flush(const CudaContext &context);
+
+/// The bytes `context`'s flush buffer holds: 0 before a timer of the context
+/// or `prepareL2Flush` allocated it.
+int64_t getL2FlushBytesHeld(const CudaContext &context);
 
 /// Calls `run` (which runs and waits) until `warmupMs` milliseconds have
 /// passed, at least once; returns how many times it ran.
