@@ -287,7 +287,7 @@ static std::optional<GemmEpilogue> matchGemmEpilogue(Operation *anchor,
 /// them in memory. A pad the call folds (ConvForm::foldedPad) is not
 /// written.
 static llvm::Error materializeMovedOperands(PlanBuilder &builder,
-                                           Operation *anchor) {
+                                            Operation *anchor) {
   std::optional<ConvForm> form = matchConvForm(anchor);
   auto linalgOp = dyn_cast<linalg::LinalgOp>(anchor);
   if (!linalgOp)
