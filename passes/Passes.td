@@ -50,8 +50,10 @@ def FormFusionGroupsPass
 
     1. a contraction (matmul, batch_matmul) or a convolution anchors a
        group and absorbs its elementwise epilogue (bias, scale, activation,
-       residual add); a convolution group also absorbs one pooling op and the
-       elementwise ops after it;
+       residual add) and the broadcast (a bias) it accumulates into; a
+       convolution group also absorbs the constant `tensor.pad` of its input
+       (nothing else reading it), one pooling op (with its input's pad) and
+       the elementwise ops after it;
     2. a reduction or `linalg.softmax` anchors a group and absorbs its
        elementwise producers and consumers and further reductions over the
        same rows (softmax, layernorm, rmsnorm, logsumexp forms);
@@ -60,7 +62,8 @@ def FormFusionGroupsPass
     Reshapes (`tensor.expand_shape`, `tensor.collapse_shape`) join a group
     only to connect its members; they never start one.
     4. a heavy op left alone (a reduction, softmax, pooling, contraction)
-       is a group of one; a lone cheap op is left ungrouped.
+       is a group of one (a pooling op with the constant pad of its input);
+       a lone cheap op is left ungrouped.
 
     No op is duplicated: every op belongs to at most one group, and a value
     used outside its group becomes a group output. No merge may create a

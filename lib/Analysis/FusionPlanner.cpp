@@ -13,10 +13,14 @@
 //      elementwise epilogues (and, for convolutions, one pooling op and what
 //      follows it on the pooled shape); a contraction also takes the
 //      transposes of its operands' innermost dimensions, which GEMMs read
-//      in place;
+//      in place, and a convolution or pooling op the constant pad of its
+//      input, which cuDNN and the generated kernels apply as they read; an
+//      anchor also takes the broadcast (a bias) it accumulates into, which
+//      its epilogue then reads as the vector it is;
 //   2. reductions and softmax anchor groups and absorb elementwise producers
 //      and consumers and further reductions over the same rows;
-//   3. the remaining elementwise ops form connected chains.
+//   3. the remaining elementwise ops form connected chains; a pooling op
+//      left alone is a group with the pad of its input.
 //
 // Every op joins at most one group, so nothing is recomputed. Before an op
 // joins, a reachability check makes sure no path leaves the grown group and
@@ -32,6 +36,7 @@
 
 #include "kopt/Analysis/FusionPlanner.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Operation.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -50,6 +55,25 @@ SmallVector<int64_t> dropUnitDims(ArrayRef<int64_t> shape) {
     if (size != 1)
       result.push_back(size);
   return result;
+}
+
+/// True if `op` only broadcasts its one input: a `linalg.broadcast`, or a
+/// parallel generic that yields its input read through a projection that
+/// drops dimensions.
+bool isBroadcast(Operation *op) {
+  if (isa<linalg::BroadcastOp>(op))
+    return true;
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0)
+    return false;
+  Block &body = generic.getRegion().front();
+  AffineMap in = generic.getMatchingIndexingMap(generic.getDpsInputOperand(0));
+  AffineMap out = generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+  return body.getOperations().size() == 1 &&
+         body.getTerminator()->getOperand(0) == body.getArgument(0) &&
+         out.isIdentity() && in.isProjectedPermutation() &&
+         in.getNumResults() < in.getNumDims();
 }
 
 int64_t countPoints(ArrayRef<int64_t> shape) {
@@ -128,6 +152,10 @@ private:
   void commit(Draft &draft);
 
   void absorbOperandTransposes(Draft &draft, Node &anchor);
+  void absorbInputPad(Draft &draft, Operation *member);
+  void absorbInitBroadcast(Draft &draft, Node &anchor);
+  bool tryAddPaddedPooling(Draft &draft, Node *pad);
+  void release(Draft &draft, Operation *op);
   void growAnchor(Draft &draft);
   void growReduction(Draft &draft);
   void growElementwise(Draft &draft);
@@ -275,6 +303,61 @@ void Planner::absorbOperandTransposes(Draft &draft, Node &anchor) {
       tryAdd(draft, producer->op);
 }
 
+void Planner::absorbInputPad(Draft &draft, Operation *member) {
+  // A constant pad of a convolution's or pooling op's input that nothing
+  // else reads: cuDNN pads with zeros as it reads, and a generated kernel
+  // reads the unpadded tensor with bounds checks, so inside the group the
+  // pad costs nothing; outside it is a copy of the whole tensor.
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(member);
+  if (!linalgOp || linalgOp.getNumDpsInputs() == 0)
+    return;
+  Operation *def = linalgOp.getDpsInputs()[0].getDefiningOp();
+  Node *producer = def ? lookup(def) : nullptr;
+  if (producer && producer->group < 0 && isFusiblePad(def) &&
+      llvm::all_of(usersOf(def),
+                   [&](Node *user) { return user->op == member; }))
+    tryAdd(draft, def);
+}
+
+void Planner::absorbInitBroadcast(Draft &draft, Node &anchor) {
+  // torch-mlir writes a convolution's bias as a broadcast of the bias
+  // vector that the convolution accumulates into. Outside the group the
+  // broadcast writes a tensor of the output's size; inside, the library
+  // call starts from zeros and the epilogue adds the vector as it reads it
+  // (prepareGroup, docs/Codegen.md).
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(anchor.op);
+  if (!linalgOp || linalgOp.getNumDpsInits() != 1)
+    return;
+  Operation *def = linalgOp.getDpsInits()[0].getDefiningOp();
+  Node *producer = def ? lookup(def) : nullptr;
+  if (producer && isFree(producer, OpKind::Elementwise) && isBroadcast(def) &&
+      llvm::all_of(usersOf(def), [&](Node *user) { return user == &anchor; }))
+    tryAdd(draft, def);
+}
+
+void Planner::release(Draft &draft, Operation *op) {
+  // Positions stay as they were: a superset of the members' keeps the
+  // reachability bounds safe.
+  draft.members.remove(op);
+  lookup(op)->group = -1;
+}
+
+bool Planner::tryAddPaddedPooling(Draft &draft, Node *pad) {
+  // A pooling op that reads the epilogue through a pad (torch-mlir's
+  // max-pool with padding): the pad and the pooling join together.
+  SmallVector<Node *> users = usersOf(pad->op);
+  if (!isFusiblePad(pad->op) || users.size() != 1 ||
+      !isFree(users.front(), OpKind::Pooling) ||
+      cast<linalg::LinalgOp>(users.front()->op).getDpsInputs()[0] !=
+          pad->op->getResult(0) ||
+      !tryAdd(draft, pad->op))
+    return false;
+  if (tryAdd(draft, users.front()->op))
+    return true;
+  release(draft, pad->op);
+  return false;
+}
+
 void Planner::growAnchor(Draft &draft) {
   // Absorb elementwise consumers over the anchor's output shape; a
   // convolution also takes one pooling op and the elementwise ops after it.
@@ -295,11 +378,16 @@ void Planner::growAnchor(Draft &draft) {
                  countPoints(draft.epilogueDomain)) ||
             user->info.kind == OpKind::Reshape) {
           changed |= tryAdd(draft, user->op);
-        } else if (user->info.kind == OpKind::Pooling &&
-                   draft.kind == OpKind::Convolution && !draft.hasPooling) {
-          if (tryAdd(draft, user->op)) {
+        } else if (draft.kind == OpKind::Convolution && !draft.hasPooling &&
+                   (user->info.kind == OpKind::Pooling ||
+                    isFusiblePad(user->op))) {
+          bool added = user->info.kind == OpKind::Pooling
+                           ? tryAdd(draft, user->op)
+                           : tryAddPaddedPooling(draft, user);
+          if (added) {
             draft.hasPooling = changed = true;
-            auto type = cast<ShapedType>(user->op->getResult(0).getType());
+            Operation *pooling = draft.members.back();
+            auto type = cast<ShapedType>(pooling->getResult(0).getType());
             draft.epilogueDomain.assign(type.getShape().begin(),
                                         type.getShape().end());
           }
@@ -379,6 +467,9 @@ FusionPlan Planner::run() {
     tryAdd(draft, node.op);
     if (node.info.kind == OpKind::Contraction)
       absorbOperandTransposes(draft, node);
+    else
+      absorbInputPad(draft, node.op);
+    absorbInitBroadcast(draft, node);
     growAnchor(draft);
     commit(draft);
   }
@@ -411,6 +502,7 @@ FusionPlan Planner::run() {
     if (node.info.kind == OpKind::Pooling) {
       Draft draft{OpKind::Pooling, {}, {}, false, {}, {}, {}};
       tryAdd(draft, node.op);
+      absorbInputPad(draft, node.op);
       commit(draft);
       continue;
     }

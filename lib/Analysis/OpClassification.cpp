@@ -248,6 +248,21 @@ Value mlir::kopt::getInnermostTransposeSource(Operation *op) {
              : Value();
 }
 
+bool mlir::kopt::isFusiblePad(Operation *op) {
+  auto pad = dyn_cast_or_null<tensor::PadOp>(op);
+  if (!pad || pad.getNofold() || !pad.getSourceType().hasStaticShape() ||
+      !pad.getResultType().hasStaticShape() ||
+      llvm::any_of(pad.getStaticLow(), ShapedType::isDynamic) ||
+      llvm::any_of(pad.getStaticHigh(), ShapedType::isDynamic) ||
+      llvm::any_of(pad.getStaticLow(), [](int64_t size) { return size < 0; }) ||
+      llvm::any_of(pad.getStaticHigh(), [](int64_t size) { return size < 0; }))
+    return false;
+  Value padding = pad.getConstantPaddingValue();
+  Attribute value;
+  return padding && matchPattern(padding, m_Constant(&value)) &&
+         isa<FloatAttr, IntegerAttr>(value);
+}
+
 bool mlir::kopt::isMultiplyAccumulate(Operation *op) {
   auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
   if (!linalgOp)

@@ -25,7 +25,10 @@
 //   where the innermost dimension allows;
 // - linalg.softmax: one row kernel, as eager frameworks run it;
 // - tensor.pad, extract_slice, insert_slice and concat: a pointwise kernel
-//   writing the result.
+//   writing the result; but a pad that only convolutions and pooling read
+//   (its group took it in, docs/FusionGroups.md) is never written: cuDNN
+//   applies zero padding itself, and the kernel of a pooling op reads the
+//   unpadded tensor with bounds checks, as eager frameworks do.
 //
 // Constants, fills and reshapes are folded into their users, as any
 // compiler would.
@@ -36,6 +39,7 @@
 
 #include "TiledRowVariants.h"
 
+#include "kopt/Codegen/ConvForms.h"
 #include "kopt/Codegen/GemmForms.h"
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
@@ -43,6 +47,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Support/DebugStringHelper.h"
 
@@ -50,6 +55,21 @@
 
 using namespace mlir;
 using namespace mlir::kopt;
+
+/// True if no step needs `op`'s result in memory: a pad that every user
+/// either reads as its cuDNN padding (isFoldedIntoConvs) or computes in a
+/// kernel of its own, which reads the pad's source with bounds checks
+/// (TensorEmitter). A pad a task returns, or a library call reads, is
+/// written.
+static bool isPadReadInPlace(Operation *op) {
+  if (!isa<tensor::PadOp>(op) || op->getResult(0).use_empty())
+    return false;
+  if (isFoldedIntoConvs(op))
+    return true;
+  return llvm::all_of(op->getResult(0).getUsers(), [](Operation *user) {
+    return isa<linalg::LinalgOp>(user) && !isLibraryCandidate(user);
+  });
+}
 
 /// Emits one generic op as its own kernel.
 static llvm::Error emitGenericOp(PlanBuilder &builder, linalg::GenericOp op) {
@@ -210,7 +230,8 @@ llvm::Expected<KernelPlan> mlir::kopt::proposeBaseline(func::FuncOp func,
     ops.push_back(&op);
   llvm::DenseSet<Operation *> done;
   for (Operation *op : ops) {
-    if (isInlinedOp(op) || done.contains(op) || isFoldedIntoGemms(op))
+    if (isInlinedOp(op) || done.contains(op) || isFoldedIntoGemms(op) ||
+        isPadReadInPlace(op))
       continue;
     if (op->hasAttr(kSoftmaxPartAttrName)) {
       if (llvm::Error error = emitSoftmax(builder, op, ops, done))

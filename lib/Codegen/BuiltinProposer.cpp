@@ -9,16 +9,17 @@
 // The embedded default proposer. By group kind:
 //
 // - elementwise and pooling groups: one pointwise kernel per output shape,
-//   every producer inlined, 16-byte vector accesses where the innermost
-//   dimension allows;
+//   every producer inlined (a pooling op's pad read with bounds checks),
+//   16-byte vector accesses where the innermost dimension allows;
 // - reduction and softmax groups: one row kernel, a block per row, every
 //   reduction of the row computed by the block with warp shuffles and its
 //   prologue and epilogue inlined; where the group sums squared deviations
 //   from its rows' means, each variant also with that variance computed in
 //   the mean's pass (OnePassMoments.h);
 // - contraction and convolution groups: the GEMM (cuBLASLt) or convolution
-//   (cuDNN), then one pointwise kernel for the rest of the chain (bias,
-//   activation, residual, pooling); a GEMM whose group is elementwise in
+//   (cuDNN, a zero pad of the input as its own padding), then one pointwise
+//   kernel for the rest of the chain (bias, activation, residual, pooling);
+//   a GEMM whose group is elementwise in
 //   its product also as one 3xTF32 tensor-core kernel with the group fused
 //   (TensorCoreGemm.h); a convolution with a small window (depthwise, few
 //   channels per group) also as pointwise kernels that sum the window in
@@ -40,6 +41,7 @@
 #include "kopt/Codegen/RuntimeStatus.h"
 #include "kopt/Codegen/SharedRowKernel.h"
 #include "kopt/Codegen/TensorCoreGemm.h"
+#include "kopt/Codegen/TensorMoves.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -168,6 +170,37 @@ struct GemmEpilogue {
 };
 } // namespace
 
+/// The vector `value` broadcasts when it is a broadcast of a 1-D tensor
+/// along its last dimension to every row (`linalg.broadcast`, or a generic
+/// that yields its input read at the last loop); a null value otherwise.
+static Value getRowBroadcastSource(Value value) {
+  Operation *op = value.getDefiningOp();
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  if (!op || !type || type.getRank() < 2)
+    return Value();
+  int64_t rank = type.getRank();
+  if (auto broadcast = dyn_cast<linalg::BroadcastOp>(op)) {
+    SmallVector<int64_t> expected =
+        llvm::to_vector(llvm::seq<int64_t>(0, rank - 1));
+    return llvm::to_vector(broadcast.getDimensions()) == expected
+               ? broadcast.getInput()
+               : Value();
+  }
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 || generic.getNumReductionLoops() != 0)
+    return Value();
+  Block &body = generic.getRegion().front();
+  AffineMap in = generic.getMatchingIndexingMap(generic.getDpsInputOperand(0));
+  AffineMap out = generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+  if (body.getOperations().size() != 1 ||
+      body.getTerminator()->getOperand(0) != body.getArgument(0) ||
+      !out.isIdentity() || in.getNumResults() != 1 ||
+      in.getResult(0) != getAffineDimExpr(rank - 1, generic.getContext()))
+    return Value();
+  return generic.getDpsInputOperand(0)->get();
+}
+
 static std::optional<GemmEpilogue> matchGemmEpilogue(Operation *anchor,
                                                      func::FuncOp group) {
   if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(anchor))
@@ -207,6 +240,13 @@ static std::optional<GemmEpilogue> matchGemmEpilogue(Operation *anchor,
         return std::nullopt;
       continue;
     }
+    // The bias read along N, or a broadcast of it over the rows (the
+    // matmul accumulated into it, prepareGroup split it off).
+    if (Value vector = getRowBroadcastSource(input->get());
+        vector && map.isIdentity()) {
+      epilogue.bias = vector;
+      continue;
+    }
     if (map.getNumResults() != 1 ||
         map.getResult(0) != getAffineDimExpr(rank - 1, add.getContext()))
       return std::nullopt;
@@ -241,6 +281,36 @@ static std::optional<GemmEpilogue> matchGemmEpilogue(Operation *anchor,
   return epilogue;
 }
 
+/// Writes the pads, slices and concatenations `anchor` reads that its
+/// library call cannot read in place (a pad cuDNN cannot apply: asymmetric,
+/// or not of zeros), each with a pointwise kernel, so that the call finds
+/// them in memory. A pad the call folds (ConvForm::foldedPad) is not
+/// written.
+static llvm::Error materializeMovedOperands(PlanBuilder &builder,
+                                            Operation *anchor) {
+  std::optional<ConvForm> form = matchConvForm(anchor);
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(anchor);
+  if (!linalgOp)
+    return llvm::Error::success();
+  for (Value operand : linalgOp.getDpsInputs()) {
+    Operation *def = operand.getDefiningOp();
+    if (!def || !isTensorMoveOp(def) || (form && form->foldedPad == def) ||
+        !builder.findBuffer(operand).empty())
+      continue;
+    PointwiseOptions options;
+    options.blockSize = 256;
+    options.vectorWidth = 16;
+    std::string name = def->getName().getStringRef().str();
+    auto kernel = generatePointwiseKernel(
+        anchor->getContext(), builder.entryName("move"), name,
+        {builder.outputFor(operand)}, builder.leafFn(), options);
+    if (!kernel)
+      return kernel.takeError();
+    builder.addKernel(*kernel, name);
+  }
+  return llvm::Error::success();
+}
+
 static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
                                    const KernelTask &task, Operation *anchor,
                                    bool useEpilogue) {
@@ -266,6 +336,10 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
   for (const PointwiseVariant &variant : variants) {
     std::string name = rest.empty() ? prefix : prefix + "_" + variant.name();
     PlanBuilder builder(task, group, "builtin", name);
+    if (llvm::Error error = materializeMovedOperands(builder, anchor)) {
+      addPlan(proposal, builder, task, group, std::move(error));
+      return;
+    }
     std::optional<LibraryStep> library = buildLibraryCall(anchor, builder);
     if (!library) {
       if (!epilogue)

@@ -21,10 +21,37 @@
 #include "kopt/Analysis/OpClassification.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
 using ::kopt::runtime::ConvLayout;
+
+/// Reads the input through a zero pad of its spatial dimensions that cuDNN
+/// can apply itself: static, +0.0 (cuDNN pads with +0.0; -0.0 could change
+/// the sign of a zero sum), nothing on other dimensions, and as much after
+/// as before each spatial dimension (cuDNN pads symmetrically). The
+/// output's size is then the same with the pad or with cuDNN's padding.
+static void foldInputPad(ConvForm &form) {
+  auto pad = form.input.getDefiningOp<tensor::PadOp>();
+  if (!pad || !isFusiblePad(pad) ||
+      !matchPattern(pad.getConstantPaddingValue(), m_PosZeroFloat()))
+    return;
+  const ConvLayout &layout = *form.layout;
+  SmallVector<int64_t> padding(layout.spatial.size(), 0);
+  for (auto [letter, low, high] :
+       llvm::zip(layout.input, pad.getStaticLow(), pad.getStaticHigh())) {
+    size_t spatial = layout.spatial.find(letter);
+    if (low != high || (spatial == std::string::npos && low != 0))
+      return;
+    if (spatial != std::string::npos)
+      padding[spatial] = low;
+  }
+  form.input = pad.getSource();
+  form.foldedPad = pad;
+  form.padding = std::move(padding);
+}
 
 static std::optional<ConvForm> matchLayout(linalg::LinalgOp op,
                                            const ConvLayout &layout) {
@@ -112,6 +139,9 @@ static std::optional<ConvForm> matchLayout(linalg::LinalgOp op,
   size_t groupDim = layout.input.find(groupLetter);
   form.groups =
       groupDim == std::string::npos ? 1 : inputType.getDimSize(groupDim);
+  form.input = op.getDpsInputs()[0];
+  form.padding.assign(layout.spatial.size(), 0);
+  foldInputPad(form);
   return form;
 }
 
@@ -131,4 +161,13 @@ std::optional<ConvForm> mlir::kopt::matchConvForm(Operation *op) {
     if (std::optional<ConvForm> form = matchLayout(linalgOp, layout))
       return form;
   return std::nullopt;
+}
+
+bool mlir::kopt::isFoldedIntoConvs(Operation *op) {
+  if (!isa_and_nonnull<tensor::PadOp>(op) || op->getResult(0).use_empty())
+    return false;
+  return llvm::all_of(op->getResult(0).getUsers(), [&](Operation *user) {
+    std::optional<ConvForm> form = matchConvForm(user);
+    return form && form->foldedPad == op;
+  });
 }

@@ -87,7 +87,15 @@ std::optional<LibraryStep> mlir::kopt::buildLibraryCall(Operation *op,
     return library;
   }
 
-  std::string input = builder.findBuffer(linalgOp.getDpsInputs()[0]);
+  // A folded zero pad: cuDNN reads its source with its own padding. Where
+  // the source is not in a plan tensor but the padded value is, the step
+  // reads that instead, unpadded.
+  std::string input = builder.findBuffer(convForm->input);
+  SmallVector<int64_t> padding = convForm->padding;
+  if (input.empty() && convForm->foldedPad) {
+    input = builder.findBuffer(linalgOp.getDpsInputs()[0]);
+    padding.assign(padding.size(), 0);
+  }
   std::string filter = builder.findBuffer(linalgOp.getDpsInputs()[1]);
   if (input.empty() || filter.empty())
     return std::nullopt;
@@ -95,12 +103,16 @@ std::optional<LibraryStep> mlir::kopt::buildLibraryCall(Operation *op,
   conv.layout = convForm->layout->name;
   conv.strides.assign(convForm->strides.begin(), convForm->strides.end());
   conv.dilations.assign(convForm->dilations.begin(), convForm->dilations.end());
+  if (llvm::any_of(padding, [](int64_t size) { return size != 0; }))
+    conv.padding.assign(padding.begin(), padding.end());
   conv.groups = convForm->groups;
   library.step.kind = PlanStep::Kind::Conv;
   conv.input = input;
   conv.filter = filter;
   conv.output = builder.materialize(result);
   library.step.comment = describeOp(op) + " through cuDNN";
+  if (!conv.padding.empty())
+    library.step.comment += " (zero padding in cuDNN)";
   library.writes.push_back(result);
   return library;
 }

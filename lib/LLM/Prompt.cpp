@@ -137,6 +137,8 @@ static std::string formatStep(const PlanStep &step) {
                       conv.output, conv.input, conv.filter, conv.layout,
                       joinSizes(conv.strides), joinSizes(conv.dilations))
             .str();
+    if (!conv.padding.empty())
+      text += ", zero padding " + joinSizes(conv.padding) + " on both sides";
     if (conv.groups != 1)
       text += ", " + std::to_string(conv.groups) + " groups";
     return text;

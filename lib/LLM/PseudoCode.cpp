@@ -25,6 +25,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Parser/Parser.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
@@ -255,6 +256,28 @@ void PseudoCodePrinter::print(func::FuncOp func) {
         stream << nameOf(fill.getInputs()[0]);
       os << nameOf(fill.getResult(0)) << " = " << typeOf(fill.getType(0))
          << " filled with " << value << "\n";
+      continue;
+    }
+    if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+      // The padding value, when constant; the MLIR has the region.
+      std::string value = "the pad's region";
+      Attribute attr;
+      if (Value padding = pad.getConstantPaddingValue();
+          padding && matchPattern(padding, m_Constant(&attr))) {
+        value.clear();
+        llvm::raw_string_ostream stream(value);
+        attr.print(stream, /*elideType=*/true);
+      }
+      auto join = [](llvm::ArrayRef<int64_t> sizes) {
+        std::string text;
+        llvm::raw_string_ostream stream(text);
+        llvm::interleaveComma(sizes, stream);
+        return text;
+      };
+      os << nameOf(pad.getResult()) << " = " << nameOf(pad.getSource())
+         << " padded with " << value << ": [" << join(pad.getStaticLow())
+         << "] before and [" << join(pad.getStaticHigh())
+         << "] after each dimension  (" << typeOf(pad.getResultType()) << ")\n";
       continue;
     }
     if (auto softmax = dyn_cast<linalg::SoftmaxOp>(op)) {

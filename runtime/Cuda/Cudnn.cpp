@@ -241,10 +241,11 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
     return described.status();
   const ConvProblem &problem = *described;
   for (const std::vector<int64_t> *list :
-       {&problem.strides, &problem.dilations})
+       {&problem.strides, &problem.dilations, &problem.padding})
     if (!std::all_of(list->begin(), list->end(), fitsInt))
-      return Status::error(StatusCode::InvalidArgument,
-                           "conv strides and dilations must fit an int");
+      return Status::error(
+          StatusCode::InvalidArgument,
+          "conv strides, dilations and padding must fit an int");
   int64_t channels = problem.groups * problem.channelsPerGroup;
   int64_t features = problem.groups * problem.featuresPerGroup;
   if (!fitsInt(channels) || !fitsInt(features))
@@ -297,13 +298,15 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
                     "cudnnCreateConvolutionDescriptor");
       !status.isOk())
     return status;
-  // kopt's convolutions are cross-correlations with no padding.
-  std::vector<int> pads(size_t(nbDims - 2), 0), strides, dilations;
+  // kopt's convolutions are cross-correlations, zero-padded symmetrically.
+  std::vector<int> pads, strides, dilations;
   if (problem.strides.size() == 1) {
+    pads.push_back(0);
     strides.push_back(1);
     dilations.push_back(1);
   }
   for (size_t i = 0; i < problem.strides.size(); ++i) {
+    pads.push_back(int(problem.padding[i]));
     strides.push_back(int(problem.strides[i]));
     dilations.push_back(int(problem.dilations[i]));
   }

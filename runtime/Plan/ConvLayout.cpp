@@ -121,6 +121,12 @@ Result<ConvProblem> kopt::runtime::describeConv(const ConvStep &step,
   for (size_t i = 0; i < rank; ++i)
     if (step.strides[i] < 1 || step.dilations[i] < 1)
       return invalid("conv strides and dilations must be positive");
+  if (!step.padding.empty() && step.padding.size() != rank)
+    return invalid("conv layout '" + layout->name + "' needs " +
+                   std::to_string(rank) + " paddings or none");
+  for (int64_t padding : step.padding)
+    if (padding < 0)
+      return invalid("conv padding must not be negative");
 
   auto mismatch = [&](char letter, const Operand &a, const Operand &b) {
     return invalid("conv tensors '" + a.tensor.name + "' and '" +
@@ -159,14 +165,25 @@ Result<ConvProblem> kopt::runtime::describeConv(const ConvStep &step,
     int64_t size = in.size(letter), kernel = fl.size(letter);
     int64_t outSize = out.size(letter);
     int64_t span = step.dilations[i] * (kernel - 1) + 1;
-    if (size < span || outSize != (size - span) / step.strides[i] + 1)
+    int64_t padding = step.padding.empty() ? 0 : step.padding[i];
+    // Both sizes are positive, so with padding below the size this cannot
+    // overflow.
+    if (padding > size)
+      return invalid("conv padding of '" + input.name +
+                     "' exceeds its size on dimension '" +
+                     std::string(1, letter) + "'");
+    int64_t padded = size + 2 * padding;
+    if (padded < span || outSize != (padded - span) / step.strides[i] + 1)
       return invalid(
           "conv output '" + output.name + "' has " + std::to_string(outSize) +
           " for dimension '" + std::string(1, letter) + "'; input '" +
           input.name + "', filter '" + filter.name +
-          "', strides and dilations make " +
-          (size < span ? std::string("none")
-                       : std::to_string((size - span) / step.strides[i] + 1)));
+          (padding ? "', strides, dilations and padding make "
+                   : "', strides and dilations make ") +
+          (padded < span
+               ? std::string("none")
+               : std::to_string((padded - span) / step.strides[i] + 1)));
+    problem.padding.push_back(padding);
     problem.inputSpatial.push_back(size);
     problem.filterSpatial.push_back(kernel);
     problem.outputSpatial.push_back(outSize);

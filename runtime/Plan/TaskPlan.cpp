@@ -306,6 +306,23 @@ static void readSizes(FieldReader &read, std::string_view field, size_t count,
   }
 }
 
+/// Reads a conv step's `padding`: `count` integers of at least 0.
+static void readPadding(FieldReader &read, size_t count,
+                        std::vector<int64_t> &padding) {
+  const json::Value *items = read.array("padding");
+  if (!items)
+    return;
+  if (items->size() != count)
+    return read.fail("'padding' needs " + std::to_string(count) + " entries");
+  padding.clear();
+  for (size_t i = 0; i < count; ++i) {
+    std::optional<int64_t> number = items->at(i).getInteger();
+    if (!number || *number < 0)
+      return read.fail("'padding' entries must be integers of at least 0");
+    padding.push_back(*number);
+  }
+}
+
 /// Reads step `index` of a plan.
 static Result<PlanStep> planStepFromJson(const json::Value &value,
                                          size_t index) {
@@ -363,6 +380,9 @@ static Result<PlanStep> planStepFromJson(const json::Value &value,
     if (read.isOk()) {
       readSizes(read, "strides", layout->spatial.size(), conv.strides);
       readSizes(read, "dilations", layout->spatial.size(), conv.dilations);
+      // Absent in plans without padding (and those written before it).
+      if (value.find("padding"))
+        readPadding(read, layout->spatial.size(), conv.padding);
     }
     // Absent in plans written before grouped layouts existed.
     conv.groups = read.integer("groups", 1, 1, kMaxInt64);
@@ -491,6 +511,14 @@ static json::Value stepToJson(const PlanStep &step) {
       dilations.push(dilation);
     object.set("strides", std::move(strides));
     object.set("dilations", std::move(dilations));
+    // Written only where there is padding, so that unpadded plans read and
+    // write as they did before padding existed.
+    if (!conv.padding.empty()) {
+      json::Value padding = json::Value::array();
+      for (int64_t size : conv.padding)
+        padding.push(size);
+      object.set("padding", std::move(padding));
+    }
     // Written only where it says something, so that ungrouped plans read
     // and write as they did before groups existed.
     if (conv.groups != 1)

@@ -682,3 +682,133 @@ func.func @dangling_reshape(%a: tensor<64x128xf32>, %b: tensor<128x256xf32>) -> 
   %x = tensor.expand_shape %act [[0, 1], [2]] output_shape [4, 16, 256] : tensor<64x256xf32> into tensor<4x16x256xf32>
   return %x : tensor<4x16x256xf32>
 }
+
+// -----
+
+// A convolution with padding and a bias, as torch-mlir writes it: a zero
+// pad of the input and a broadcast of the bias that the convolution
+// accumulates into. Both join the convolution's group (cuDNN pads as it
+// reads; the epilogue reads the bias vector).
+// CHECK-LABEL: func.func @padded_conv_bias
+//       CHECK:   %[[PAD:.+]] = tensor.pad %{{.*}} low[0, 0, 1, 1] high[0, 0, 1, 1]
+//       CHECK:   } {kopt.group_id = 0 : i64, kopt.group_kind = "convolution"}
+//       CHECK:   %[[BR:.+]] = linalg.broadcast {{.*}} {kopt.group_id = 0 : i64, kopt.group_kind = "convolution"}
+//       CHECK:   linalg.conv_2d_nchw_fchw {{{.*}}kopt.group_id = 0 : i64, kopt.group_kind = "convolution"{{.*}} ins(%[[PAD]], {{.*}} outs(%[[BR]] :
+//   CHECK-NOT:   kopt.group_id = 1
+func.func @padded_conv_bias(%x: tensor<2x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %bias: tensor<4xf32>) -> tensor<2x4x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<2x3x8x8xf32> to tensor<2x3x10x10xf32>
+  %e = tensor.empty() : tensor<2x4x8x8xf32>
+  %br = linalg.broadcast ins(%bias : tensor<4xf32>) outs(%e : tensor<2x4x8x8xf32>) dimensions = [0, 2, 3]
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%padded, %w : tensor<2x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%br : tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  return %c : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// A max-pool with padding: the -inf pad joins the pooling op's group.
+// CHECK-LABEL: func.func @padded_max_pool
+//       CHECK:   %[[PAD:.+]] = tensor.pad
+//       CHECK:   } {kopt.group_id = 0 : i64, kopt.group_kind = "pooling"}
+//       CHECK:   linalg.pooling_nchw_max {{{.*}}kopt.group_id = 0 : i64, kopt.group_kind = "pooling"{{.*}} ins(%[[PAD]],
+//   CHECK-NOT:   kopt.group_id = 1
+func.func @padded_max_pool(%x: tensor<2x3x8x8xf32>) -> tensor<2x3x4x4xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %ninf : f32
+  } : tensor<2x3x8x8xf32> to tensor<2x3x10x10xf32>
+  %e = tensor.empty() : tensor<2x3x4x4xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+      ins(%padded, %win : tensor<2x3x10x10xf32>, tensor<3x3xf32>) outs(%f : tensor<2x3x4x4xf32>) -> tensor<2x3x4x4xf32>
+  return %p : tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// Convolution, ReLU, then a padded max-pool: the pad between the ReLU and
+// the pooling op no longer stops the convolution group from taking the
+// pooling op; both join it.
+// CHECK-LABEL: func.func @conv_relu_padded_pool
+//       CHECK:   linalg.conv_2d_nchw_fchw {{{.*}}kopt.group_id = 0 : i64, kopt.group_kind = "convolution"
+//       CHECK:   %[[ACT:.+]] = linalg.map {{.*}} {kopt.group_id = 0 : i64, kopt.group_kind = "convolution"}
+//       CHECK:   %[[PAD:.+]] = tensor.pad %[[ACT]]
+//       CHECK:   } {kopt.group_id = 0 : i64, kopt.group_kind = "convolution"}
+//       CHECK:   linalg.pooling_nchw_max {{{.*}}kopt.group_id = 0 : i64, kopt.group_kind = "convolution"{{.*}} ins(%[[PAD]],
+//   CHECK-NOT:   kopt.group_id = 1
+func.func @conv_relu_padded_pool(%x: tensor<2x3x10x10xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x4x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%x, %w : tensor<2x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%f : tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  %r = linalg.map { math.tanh } ins(%c : tensor<2x4x8x8xf32>) outs(%e : tensor<2x4x8x8xf32>)
+  %padded = tensor.pad %r low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %ninf : f32
+  } : tensor<2x4x8x8xf32> to tensor<2x4x10x10xf32>
+  %pe = tensor.empty() : tensor<2x4x4x4xf32>
+  %pf = linalg.fill ins(%ninf : f32) outs(%pe : tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+      ins(%padded, %win : tensor<2x4x10x10xf32>, tensor<3x3xf32>) outs(%pf : tensor<2x4x4x4xf32>) -> tensor<2x4x4x4xf32>
+  return %p : tensor<2x4x4x4xf32>
+}
+
+// -----
+
+// Pads that stay outside: one read by two convolutions (it can join only
+// one group, and nothing is duplicated), one the function also returns, and
+// one whose padding value is not a constant.
+// CHECK-LABEL: func.func @pads_left_alone
+//       CHECK:   tensor.pad
+//   CHECK-NOT:     kopt.group
+//       CHECK:   } : tensor<1x3x8x8xf32> to tensor<1x3x10x10xf32>
+//       CHECK:   linalg.conv_2d_nchw_fchw {{{.*}}kopt.group_id = 0 : i64
+//       CHECK:   linalg.conv_2d_nchw_fchw {{{.*}}kopt.group_id = 1 : i64
+//       CHECK:   tensor.pad
+//   CHECK-NOT:     kopt.group
+//       CHECK:   } : tensor<1x3x8x8xf32> to tensor<1x3x10x10xf32>
+//       CHECK:   linalg.pooling_nchw_max {{{.*}}kopt.group_id = 2 : i64
+//       CHECK:   tensor.pad
+//   CHECK-NOT:     kopt.group
+//       CHECK:   } : tensor<1x3x8x8xf32> to tensor<1x3x10x10xf32>
+//       CHECK:   linalg.pooling_nchw_max {{{.*}}kopt.group_id = 3 : i64
+func.func @pads_left_alone(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %v: f32)
+    -> (tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x3x10x10xf32>, tensor<1x3x8x8xf32>, tensor<1x3x8x8xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %shared = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x3x8x8xf32> to tensor<1x3x10x10xf32>
+  %e = tensor.empty() : tensor<1x4x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %c0 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%shared, %w : tensor<1x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%f : tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %c1 = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%shared, %w : tensor<1x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%f : tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %returned = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %ninf : f32
+  } : tensor<1x3x8x8xf32> to tensor<1x3x10x10xf32>
+  %pe = tensor.empty() : tensor<1x3x8x8xf32>
+  %pf = linalg.fill ins(%ninf : f32) outs(%pe : tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %p0 = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%returned, %win : tensor<1x3x10x10xf32>, tensor<3x3xf32>) outs(%pf : tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf32>
+  %computed = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %v : f32
+  } : tensor<1x3x8x8xf32> to tensor<1x3x10x10xf32>
+  %p1 = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%computed, %win : tensor<1x3x10x10xf32>, tensor<3x3xf32>) outs(%pf : tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf32>
+  return %c0, %c1, %returned, %p0, %p1 : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x3x10x10xf32>, tensor<1x3x8x8xf32>, tensor<1x3x8x8xf32>
+}

@@ -431,6 +431,104 @@ func.func @crp(%x: tensor<2x3x9x9xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<2x4x3
         }
 }
 
+TEST(ReferenceInterpreterTest, PaddedConvBiasPoolMatchesNaiveLoop) {
+  // A group as the planner forms it from torch-mlir's padded convolution
+  // with a bias and a padded max-pool: the zero pad, the bias broadcast
+  // the convolution accumulates into, ReLU, the -inf pad and the pooling.
+  // The reference must read the pads as the naive loop's bounds checks.
+  auto context = makeContext();
+  auto module = parse(*context, R"mlir(
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @padded(%x: tensor<2x3x7x6xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) -> tensor<2x4x4x3xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %xp = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<2x3x7x6xf32> to tensor<2x3x9x8xf32>
+  %e = tensor.empty() : tensor<2x4x7x6xf32>
+  %br = linalg.broadcast ins(%b : tensor<4xf32>) outs(%e : tensor<2x4x7x6xf32>) dimensions = [0, 2, 3]
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%xp, %w : tensor<2x3x9x8xf32>, tensor<4x3x3x3xf32>) outs(%br : tensor<2x4x7x6xf32>) -> tensor<2x4x7x6xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%c : tensor<2x4x7x6xf32>) outs(%e : tensor<2x4x7x6xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maxnumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<2x4x7x6xf32>
+  %rp = tensor.pad %r low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %ninf : f32
+  } : tensor<2x4x7x6xf32> to tensor<2x4x9x8xf32>
+  %pe = tensor.empty() : tensor<2x4x4x3xf32>
+  %pf = linalg.fill ins(%ninf : f32) outs(%pe : tensor<2x4x4x3xf32>) -> tensor<2x4x4x3xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+      ins(%rp, %win : tensor<2x4x9x8xf32>, tensor<3x3xf32>) outs(%pf : tensor<2x4x4x3xf32>) -> tensor<2x4x4x3xf32>
+  return %p : tensor<2x4x4x3xf32>
+}
+)mlir");
+  auto ri = makeInterpreter(firstFunction(*module));
+  ASSERT_TRUE(ri);
+  auto inputs = randomInputs(*ri, 11);
+  const std::vector<double> &x = inputs[0], &w = inputs[1], &b = inputs[2];
+  // The input read with its zero padding of 1.
+  auto X = [&](int n, int c, int h, int v) {
+    h -= 1;
+    v -= 1;
+    if (h < 0 || h >= 7 || v < 0 || v >= 6)
+      return 0.0;
+    return x[((n * 3 + c) * 7 + h) * 6 + v];
+  };
+  auto W = [&](int f, int c, int h, int v) {
+    return w[((f * 3 + c) * 3 + h) * 3 + v];
+  };
+  std::vector<double> relu(2 * 4 * 7 * 6);
+  for (int n = 0; n < 2; ++n)
+    for (int f = 0; f < 4; ++f)
+      for (int h = 0; h < 7; ++h)
+        for (int v = 0; v < 6; ++v) {
+          double acc = b[f];
+          for (int c = 0; c < 3; ++c)
+            for (int kh = 0; kh < 3; ++kh)
+              for (int kw = 0; kw < 3; ++kw)
+                acc += X(n, c, h + kh, v + kw) * W(f, c, kh, kw);
+          relu[((n * 4 + f) * 7 + h) * 6 + v] = std::max(acc, 0.0);
+        }
+  // The ReLU read with its -inf padding of 1.
+  auto R = [&](int n, int f, int h, int v) -> double {
+    h -= 1;
+    v -= 1;
+    if (h < 0 || h >= 7 || v < 0 || v >= 6)
+      return -INFINITY;
+    return relu[((n * 4 + f) * 7 + h) * 6 + v];
+  };
+  std::vector<double> expected(2 * 4 * 4 * 3);
+  for (int n = 0; n < 2; ++n)
+    for (int f = 0; f < 4; ++f)
+      for (int h = 0; h < 4; ++h)
+        for (int v = 0; v < 3; ++v) {
+          double best = -INFINITY;
+          for (int kh = 0; kh < 3; ++kh)
+            for (int kw = 0; kw < 3; ++kw)
+              best = std::max(best, R(n, f, 2 * h + kh, 2 * v + kw));
+          expected[((n * 4 + f) * 4 + h) * 3 + v] = best;
+        }
+  auto outputs = evaluateAll(*ri, inputs);
+  ASSERT_EQ(outputs.size(), 1u);
+  ASSERT_EQ(outputs[0].size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(outputs[0][i], expected[i], 1e-12) << "element " << i;
+  // Every element on demand too, the corners (which read padding) among
+  // them.
+  std::vector<int64_t> points(expected.size());
+  std::iota(points.begin(), points.end(), 0);
+  auto values = evaluatePoints(*ri, inputs, 0, points);
+  ASSERT_EQ(values.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i)
+    EXPECT_NEAR(values[i], expected[i], 1e-12) << "point " << i;
+}
+
 TEST(ReferenceInterpreterTest, GroupedConvIntoReshapedEmptyMatchesNaiveLoop) {
   // torch-mlir's grouped convolution (RegNet, ResNeXt): the zeros it
   // accumulates into fill an empty tensor reshaped to [N, G, C/G, H, W].

@@ -87,6 +87,15 @@ bool isCheapToClone(Operation *op);
 /// (docs/FusionGroups.md, docs/Codegen.md).
 Value getInnermostTransposeSource(Operation *op);
 
+/// True if `op` is a `tensor.pad` kopt can pull into the group of the
+/// convolution or pooling op that reads it: static shapes and padding, and
+/// a padding value that is a scalar constant (zero before a convolution,
+/// -inf or the lowest value before a max-pool). Such a pad is never
+/// computed on its own: cuDNN takes zero padding as its own parameter, and
+/// generated kernels read the unpadded tensor with bounds checks
+/// (docs/FusionGroups.md).
+bool isFusiblePad(Operation *op);
+
 /// True if `op` is a linalg op whose body takes (a, b, acc) and yields
 /// `acc + a * b` in floats (either order of each): the multiply-add of a
 /// GEMM or a convolution.

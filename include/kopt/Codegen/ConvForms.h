@@ -32,6 +32,15 @@ struct ConvForm {
   /// The step's `groups`: the size of `g`, the channels of a depthwise
   /// layout, 1 otherwise.
   int64_t groups = 1;
+  /// The tensor cuDNN reads: the op's input, or the source of the zero pad
+  /// that produced it (`foldedPad`), padded by `padding` on both sides of
+  /// each spatial dimension as cuDNN reads it.
+  Value input;
+  /// A `tensor.pad` of +0.0 that pads only spatial dimensions, by the same
+  /// amount before and after; null when the input is not such a pad.
+  Operation *foldedPad = nullptr;
+  /// One entry per spatial dimension; zeros without a folded pad.
+  SmallVector<int64_t> padding;
 };
 
 /// Returns the form of `op` when it is a convolution in a conv step's
@@ -39,8 +48,16 @@ struct ConvForm {
 /// that index the input by `stride * output + dilation * kernel` on each
 /// spatial dimension and every other dimension by one loop, reduction
 /// loops exactly over the kernel and the input channels, and a body that
-/// yields `acc + input * filter` on floats. std::nullopt otherwise.
+/// yields `acc + input * filter` on floats. std::nullopt otherwise. When
+/// the input is a symmetric zero pad of spatial dimensions (torch-mlir's
+/// padded convolution), the form reads the pad's source with cuDNN's own
+/// padding.
 std::optional<ConvForm> matchConvForm(Operation *op);
+
+/// True if `op` is a `tensor.pad` that every user reads as the folded pad
+/// of its convolution form (matchConvForm): a conv step reads its source
+/// in place and the pad is never computed.
+bool isFoldedIntoConvs(Operation *op);
 
 } // namespace mlir::kopt
 

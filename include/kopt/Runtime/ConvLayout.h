@@ -68,6 +68,8 @@ struct ConvProblem {
   /// One entry per spatial dimension, in the layout's order.
   std::vector<int64_t> inputSpatial, filterSpatial, outputSpatial;
   std::vector<int64_t> strides, dilations;
+  /// Zeros read before and after each spatial dimension.
+  std::vector<int64_t> padding;
   /// The filter in cuDNN's order, with its groups and features apart:
   /// [groups][features][channels][spatial...] for channels first,
   /// [groups][features][spatial...][channels] for channels last. The size
@@ -80,8 +82,8 @@ struct ConvProblem {
 
 /// Reads the shapes of `step`'s tensors through its layout. Fails with
 /// InvalidArgument naming the step's tensors when the layout is unknown,
-/// a rank or size disagrees with the others, the strides, dilations or
-/// groups do not fit, or a size is not positive.
+/// a rank or size disagrees with the others, the strides, dilations,
+/// padding or groups do not fit, or a size is not positive.
 Result<ConvProblem> describeConv(const ConvStep &step, const TensorSpec &input,
                                  const TensorSpec &filter,
                                  const TensorSpec &output);

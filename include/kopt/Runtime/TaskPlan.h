@@ -123,7 +123,7 @@ struct GemmStep {
   std::string activation = "none";
 };
 
-/// A 1-D, 2-D or 3-D cross-correlation through cuDNN, with no padding.
+/// A 1-D, 2-D or 3-D cross-correlation through cuDNN, with zero padding.
 struct ConvStep {
   std::string input, filter, output;
   /// The operands' layout, as linalg names its convolutions: `nchw_fchw`,
@@ -136,6 +136,10 @@ struct ConvStep {
   /// Feature groups: the size of `g`, the channels of a depthwise layout,
   /// 1 otherwise.
   int64_t groups = 1;
+  /// Zeros cuDNN reads around the input, as many before as after each
+  /// spatial dimension: one entry per spatial dimension, or none for no
+  /// padding at all.
+  std::vector<int64_t> padding;
 };
 
 /// One step of a plan; `kind` says which of the members applies.

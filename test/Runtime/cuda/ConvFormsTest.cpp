@@ -7,10 +7,11 @@
 //===----------------------------------------------------------------------===//
 //
 // Runs a conv step in every layout a plan may name (1-D, 2-D and 3-D,
-// plain, grouped and depthwise, with strides and dilations) through cuDNN
-// and compares it with a loop on the CPU written from the layout's letters
-// alone: `stride * position + dilation * offset` on each spatial letter,
-// the sum over `c` (per group) and the kernel offsets. Skips without a CUDA
+// plain, grouped and depthwise, with strides and dilations, without and
+// with zero padding) through cuDNN and compares it with a loop on the CPU
+// written from the layout's letters alone: `stride * position + dilation *
+// offset - padding` on each spatial letter (zero outside the input), the
+// sum over `c` (per group) and the kernel offsets. Skips without a CUDA
 // driver; fails instead under KOPT_REQUIRE_GPU=1.
 //
 //===----------------------------------------------------------------------===//
@@ -40,23 +41,31 @@ const std::map<char, int64_t> kSizes = {{'n', 2}, {'g', 2}, {'c', 3}, {'f', 4},
 const std::map<char, int64_t> kKernel = {{'d', 2}, {'h', 3}, {'w', 2}};
 const std::map<char, int64_t> kStride = {{'d', 1}, {'h', 2}, {'w', 1}};
 const std::map<char, int64_t> kDilation = {{'d', 2}, {'h', 1}, {'w', 2}};
+/// Zeros before and after each spatial letter in the padded cases.
+const std::map<char, int64_t> kPadding = {{'d', 1}, {'h', 2}, {'w', 1}};
 
 bool isSpatial(char letter) {
   return letter == 'd' || letter == 'h' || letter == 'w';
 }
 
-int64_t outputSize(char letter) {
+int64_t paddingOf(char letter, bool padded) {
+  return padded ? kPadding.at(letter) : 0;
+}
+
+int64_t outputSize(char letter, bool padded) {
   int64_t span = kDilation.at(letter) * (kKernel.at(letter) - 1) + 1;
-  return (kSizes.at(letter) - span) / kStride.at(letter) + 1;
+  return (kSizes.at(letter) + 2 * paddingOf(letter, padded) - span) /
+             kStride.at(letter) +
+         1;
 }
 
 std::vector<int64_t> shapeOf(const std::string &letters, bool kernel,
-                             bool output) {
+                             bool output, bool padded) {
   std::vector<int64_t> shape;
   for (char letter : letters)
     shape.push_back(!isSpatial(letter) ? kSizes.at(letter)
                     : kernel           ? kKernel.at(letter)
-                    : output           ? outputSize(letter)
+                    : output           ? outputSize(letter, padded)
                                        : kSizes.at(letter));
   return shape;
 }
@@ -93,14 +102,15 @@ class ConvFormsTest
 protected:
 };
 
-TEST_P(ConvFormsTest, MatchesLoopsOnTheHost) {
-  const ConvLayout *layout = findConvLayout(GetParam());
+void runLayout(CudaContext &context, const std::string &name, bool padded) {
+  const ConvLayout *layout = findConvLayout(name);
   ASSERT_NE(layout, nullptr);
   KernelTask task;
   task.key = task.name = "conv_" + layout->name;
-  std::vector<int64_t> inShape = shapeOf(layout->input, false, false);
-  std::vector<int64_t> filterShape = shapeOf(layout->filter, true, false);
-  std::vector<int64_t> outShape = shapeOf(layout->output, false, true);
+  std::vector<int64_t> inShape = shapeOf(layout->input, false, false, padded);
+  std::vector<int64_t> filterShape =
+      shapeOf(layout->filter, true, false, padded);
+  std::vector<int64_t> outShape = shapeOf(layout->output, false, true, padded);
   task.inputs = {{"x", ElementType::F32, inShape},
                  {"k", ElementType::F32, filterShape}};
   task.outputs = {{"y", ElementType::F32, outShape}};
@@ -119,6 +129,8 @@ TEST_P(ConvFormsTest, MatchesLoopsOnTheHost) {
   for (char letter : layout->spatial) {
     step.conv.strides.push_back(kStride.at(letter));
     step.conv.dilations.push_back(kDilation.at(letter));
+    if (padded)
+      step.conv.padding.push_back(kPadding.at(letter));
   }
   bool grouped = layout->input.find('g') != std::string::npos;
   step.conv.groups = layout->depthwise ? kSizes.at('c')
@@ -153,9 +165,12 @@ TEST_P(ConvFormsTest, MatchesLoopsOnTheHost) {
         in['c'] = fl['c'] = red.at('c');
       for (char letter : layout->spatial) {
         int64_t offset = red.at(char(std::toupper(letter)));
-        in[letter] =
-            out.at(letter) * kStride.at(letter) + offset * kDilation.at(letter);
+        in[letter] = out.at(letter) * kStride.at(letter) +
+                     offset * kDilation.at(letter) - paddingOf(letter, padded);
         fl[letter] = offset;
+        // The padding: zeros, which add nothing.
+        if (in[letter] < 0 || in[letter] >= kSizes.at(letter))
+          return;
       }
       sum += x[size_t(offsetOf(layout->input, inShape, in))] *
              k[size_t(offsetOf(layout->filter, filterShape, fl))];
@@ -163,7 +178,7 @@ TEST_P(ConvFormsTest, MatchesLoopsOnTheHost) {
     reference[size_t(offsetOf(layout->output, outShape, out))] = sum;
   });
 
-  auto outputs = runPlan(*context, task, plan, {xb, kb});
+  auto outputs = runPlan(context, task, plan, {xb, kb});
   ASSERT_TRUE(bool(outputs)) << outputs.status().message();
   std::vector<double> actual =
       decodeTensorData(ElementType::F32, (*outputs)[0]);
@@ -172,9 +187,17 @@ TEST_P(ConvFormsTest, MatchesLoopsOnTheHost) {
   for (size_t i = 0; i < actual.size(); ++i) {
     double bound = 1e-5 * (std::fabs(reference[i]) + 10.0);
     if (!(std::fabs(actual[i] - reference[i]) <= bound) && reported++ < 5)
-      ADD_FAILURE() << layout->name << " element " << i << ": " << actual[i]
-                    << " vs " << reference[i];
+      ADD_FAILURE() << layout->name << (padded ? " padded" : "") << " element "
+                    << i << ": " << actual[i] << " vs " << reference[i];
   }
+}
+
+TEST_P(ConvFormsTest, MatchesLoopsOnTheHost) {
+  runLayout(*context, GetParam(), /*padded=*/false);
+}
+
+TEST_P(ConvFormsTest, MatchesLoopsOnTheHostWithPadding) {
+  runLayout(*context, GetParam(), /*padded=*/true);
 }
 
 std::vector<std::string> layoutNames() {

@@ -162,6 +162,40 @@ TEST(PlanVerifierTest, ChecksTheArithmeticAgainstThePrecisionPolicy) {
   EXPECT_FALSE(isKnownArithmetic("tf32"));
 }
 
+TEST(PlanVerifierTest, ChecksConvPaddingAgainstTheOutput) {
+  // AlexNet's first layer: 11x11, stride 4, padding 2, 224 to 55.
+  KernelTask task;
+  task.key = task.name = "alex";
+  task.inputs = {f32("in0", {2, 3, 224, 224}), f32("in1", {96, 3, 11, 11})};
+  task.outputs = {f32("out0", {2, 96, 55, 55})};
+  KernelPlan plan;
+  plan.taskKey = "alex";
+  plan.proposer = "baseline";
+  PlanStep conv;
+  conv.kind = PlanStep::Kind::Conv;
+  conv.conv = {"in0", "in1", "out0", "nchw_fchw", {4, 4}, {1, 1}};
+  conv.conv.padding = {2, 2};
+  plan.steps = {conv};
+  EXPECT_TRUE(verifyPlan(plan, task).isOk());
+  auto expectError = [&](const std::string &message) {
+    Status status = verifyPlan(plan, task);
+    EXPECT_EQ(status.code(), StatusCode::InvalidArgument) << message;
+    EXPECT_NE(status.message().find(message), std::string::npos)
+        << status.message();
+  };
+  // Without the padding, 224 - 11 = 213 / 4 + 1 = 54 rows, not 55.
+  plan.steps[0].conv.padding.clear();
+  expectError("conv output 'out0' has 55 for dimension 'h'; input 'in0', "
+              "filter 'in1', strides and dilations make 54");
+  plan.steps[0].conv.padding = {2, 4};
+  expectError("conv output 'out0' has 55 for dimension 'w'; input 'in0', "
+              "filter 'in1', strides, dilations and padding make 56");
+  plan.steps[0].conv.padding = {2};
+  expectError("conv layout 'nchw_fchw' needs 2 paddings or none");
+  plan.steps[0].conv.padding = {2, -1};
+  expectError("conv padding must not be negative");
+}
+
 TEST(PlanVerifierTest, ChecksConvShapesThroughTheLayout) {
   // A depthwise 2-D convolution: 8 channels, stride 2, 17x17 to 8x8.
   KernelTask task;

@@ -677,6 +677,49 @@ TEST(ProtocolTest, RoundTripsGroupedAndThreeDimensionalConvSteps) {
   EXPECT_EQ(depthwise.groups, 8);
 }
 
+TEST(ProtocolTest, RoundTripsConvPaddingAndWritesNoneWithout) {
+  KernelPlan plan;
+  plan.taskKey = "k";
+  plan.proposer = "baseline";
+  PlanStep step;
+  step.kind = PlanStep::Kind::Conv;
+  step.conv = {"in0", "in1", "out0", "nchw_fchw", {4, 4}, {1, 1}};
+  step.conv.padding = {2, 0};
+  plan.steps.push_back(step);
+  Result<KernelPlan> again = kernelPlanFromJson(toJson(plan));
+  ASSERT_TRUE(again.isOk()) << again.status().message();
+  EXPECT_EQ(again->steps[0].conv.padding, (std::vector<int64_t>{2, 0}));
+  // Without padding the step reads and writes as before padding existed.
+  plan.steps[0].conv.padding.clear();
+  EXPECT_EQ(json::write(toJson(plan)).find("padding"), std::string::npos);
+  again = kernelPlanFromJson(toJson(plan));
+  ASSERT_TRUE(again.isOk()) << again.status().message();
+  EXPECT_TRUE(again->steps[0].conv.padding.empty());
+
+  auto parse = [](const std::string &padding) {
+    return kernelPlanFromJson(*json::parse(
+        R"({"schema": "kopt.plan/1", "task_key": "k", "proposer": "baseline",
+            "variant": "per-op", "temporaries": [], "sources": [],
+            "steps": [{"kind": "conv", "input": "in0", "filter": "in1",
+                       "output": "out0", "layout": "nchw_fchw",
+                       "strides": [1, 1], "dilations": [1, 1],
+                       "padding": )" +
+        padding + "}]}"));
+  };
+  EXPECT_TRUE(parse("[1, 0]").isOk());
+  auto count = parse("[1]");
+  ASSERT_FALSE(count.isOk());
+  EXPECT_NE(count.status().message().find("'padding' needs 2 entries"),
+            std::string::npos)
+      << count.status().message();
+  auto negative = parse("[1, -1]");
+  ASSERT_FALSE(negative.isOk());
+  EXPECT_NE(negative.status().message().find(
+                "'padding' entries must be integers of at least 0"),
+            std::string::npos)
+      << negative.status().message();
+}
+
 TEST(ProtocolTest, ReadsConvStepsWrittenBeforeGroups) {
   // A 2-D step as plans stored in databases carry it: two strides, two
   // dilations, no `groups`.
