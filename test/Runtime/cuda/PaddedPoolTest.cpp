@@ -24,6 +24,8 @@
 #include "kopt/Runtime/Cuda/TensorData.h"
 #include "kopt/Runtime/TaskPlan.h"
 
+#include "GpuTestFixture.h"
+
 #include "gtest/gtest.h"
 
 #include <dirent.h>
@@ -169,23 +171,8 @@ std::vector<double> referenceOf(const std::string &name, const KernelTask &task,
   return maxPool(relu, n, f, h, w);
 }
 
-class PaddedPoolTest : public ::testing::TestWithParam<const char *> {
-protected:
-  void SetUp() override {
-    const char *require = std::getenv("KOPT_REQUIRE_GPU");
-    bool required = require && std::string(require) == "1";
-    auto driver = loadCudaDriver();
-    if (!driver) {
-      if (required)
-        FAIL() << "KOPT_REQUIRE_GPU=1 but " << driver.status().message();
-      GTEST_SKIP() << driver.status().message();
-    }
-    auto created = CudaContext::create(0);
-    ASSERT_TRUE(bool(created)) << created.status().message();
-    context = std::move(*created);
-  }
-
-  std::unique_ptr<CudaContext> context;
+class PaddedPoolTest
+    : public gputest::WithCudaContext<::testing::TestWithParam<const char *>> {
 };
 
 TEST_P(PaddedPoolTest, EveryPlanMatchesTheFp64Loops) {
