@@ -147,9 +147,23 @@ __device__ __forceinline__ uint64_t makeDesc(uint32_t addr) {
   return desc;
 }
 
-// d += A * B^T for one m64n128k8 step, A and B K-major in shared memory.
+// d = A * B^T + (scaleD ? d : 0) for one m64n64k8 step, A and B K-major in shared memory.
+__device__ __forceinline__ void wgmmaTf32N64(float *d, uint64_t descA,
+                                              uint64_t descB, int scaleD) {
+  asm volatile("{\n"
+               ".reg .pred p;\n"
+               "setp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n"
+               "}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(descA), "l"(descB), "r"(scaleD)
+               : "memory");
+}
+
+// d = A * B^T + (scaleD ? d : 0) for one m64n128k8 step, A and B K-major in shared memory.
 __device__ __forceinline__ void wgmmaTf32N128(float *d, uint64_t descA,
-                                              uint64_t descB) {
+                                              uint64_t descB, int scaleD) {
   asm volatile("{\n"
                ".reg .pred p;\n"
                "setp.ne.b32 p, %66, 0;\n"
@@ -157,21 +171,7 @@ __device__ __forceinline__ void wgmmaTf32N128(float *d, uint64_t descA,
                "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n"
                "}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-               : "l"(descA), "l"(descB), "r"(1)
-               : "memory");
-}
-
-// d += A * B^T for one m64n256k8 step, A and B K-major in shared memory.
-__device__ __forceinline__ void wgmmaTf32N256(float *d, uint64_t descA,
-                                              uint64_t descB) {
-  asm volatile("{\n"
-               ".reg .pred p;\n"
-               "setp.ne.b32 p, %130, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
-               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n"
-               "}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-               : "l"(descA), "l"(descB), "r"(1)
+               : "l"(descA), "l"(descB), "r"(scaleD)
                : "memory");
 }
 
@@ -193,12 +193,13 @@ template <int BN, int BK, int Stages> struct Config {
   static constexpr int kSmemBytes = Stages * kStageBytes + 1024;
 };
 
-template <int BN, int BK, int Stages>
+template <int BN, int BK, int Stages, int PN>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm3xTf32(const __grid_constant__ CUtensorMap mapA,
                const __grid_constant__ CUtensorMap mapB, const float *bias,
                float *c, int M, int N, int K) {
   using Cfg = Config<BN, BK, Stages>;
+  static_assert(BN % PN == 0, "partial width");
   extern __shared__ uint8_t smemRaw[];
   uint8_t *smem = reinterpret_cast<uint8_t *>(
       (reinterpret_cast<uintptr_t>(smemRaw) + 1023) & ~uintptr_t(1023));
@@ -264,10 +265,13 @@ __global__ void __launch_bounds__(kThreads, 1)
         mbarArrive(&splitBar[s]);
       }
     }
-    return;
-  }
+  } else {
 
   // Consumers: warpgroup 1 -> rows 0..63, warpgroup 2 -> rows 64..127.
+  // The tensor cores truncate when they add into a large accumulator, which
+  // over K = 8192 leaves a biased error far above fp32's. So each k-block is
+  // accumulated from zero into a partial (wgmma, scale-d = 0 first) and the
+  // partial is added to the running sum with ordinary fp32 adds.
   setMaxRegsInc<224>();
   const int cw = warpGroup - 1;
   float acc[BN / 2];
@@ -276,46 +280,50 @@ __global__ void __launch_bounds__(kThreads, 1)
     acc[i] = 0.f;
 
   const uint32_t smemBase = smemAddr(smem);
+  // Each k-block runs in BN / PN column chunks: the chunk's wgmmas accumulate
+  // into the partial p from zero, then p is added to acc. The other consumer
+  // warpgroup keeps the tensor cores busy while one waits and adds.
+  float p[PN / 2];
   for (int kb = 0; kb < kBlocks; ++kb) {
-    int s = kb % Stages;
+    const int s = kb % Stages;
     mbarWait(&splitBar[s], (kb / Stages) & 1);
-    uint32_t bigA = smemBase + s * Cfg::kStageBytes + cw * 64 * BK * 4;
-    uint32_t bigB = smemBase + s * Cfg::kStageBytes + Cfg::kABytes;
-    uint32_t smallA = bigA + Cfg::kHalfBytes;
-    uint32_t smallB = bigB + Cfg::kHalfBytes;
+    const uint32_t bigA = smemBase + s * Cfg::kStageBytes + cw * 64 * BK * 4;
+    const uint32_t smallA = bigA + Cfg::kHalfBytes;
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i)
-      fenceReg(acc[i]);
-    wgmmaFence();
+    for (int h = 0; h < BN / PN; ++h) {
+      const uint32_t bigB = smemBase + s * Cfg::kStageBytes + Cfg::kABytes +
+                            h * PN * BK * 4;
+      const uint32_t smallB = bigB + Cfg::kHalfBytes;
 #pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk) {
-      uint64_t dBigA = makeDesc<BK * 4>(bigA + kk * 32);
-      uint64_t dBigB = makeDesc<BK * 4>(bigB + kk * 32);
-      uint64_t dSmallA = makeDesc<BK * 4>(smallA + kk * 32);
-      uint64_t dSmallB = makeDesc<BK * 4>(smallB + kk * 32);
-      if constexpr (BN == 128) {
-        wgmmaTf32N128(acc, dSmallA, dBigB);
-        wgmmaTf32N128(acc, dBigA, dSmallB);
-        wgmmaTf32N128(acc, dBigA, dBigB);
-      } else {
-        wgmmaTf32N256(acc, dSmallA, dBigB);
-        wgmmaTf32N256(acc, dBigA, dSmallB);
-        wgmmaTf32N256(acc, dBigA, dBigB);
+      for (int i = 0; i < PN / 2; ++i)
+        fenceReg(p[i]);
+      wgmmaFence();
+#pragma unroll
+      for (int kk = 0; kk < BK / 8; ++kk) {
+        uint64_t dBigA = makeDesc<BK * 4>(bigA + kk * 32);
+        uint64_t dBigB = makeDesc<BK * 4>(bigB + kk * 32);
+        uint64_t dSmallA = makeDesc<BK * 4>(smallA + kk * 32);
+        uint64_t dSmallB = makeDesc<BK * 4>(smallB + kk * 32);
+        if constexpr (PN == 128) {
+          wgmmaTf32N128(p, dSmallA, dBigB, kk > 0);
+          wgmmaTf32N128(p, dBigA, dSmallB, 1);
+          wgmmaTf32N128(p, dBigA, dBigB, 1);
+        } else {
+          wgmmaTf32N64(p, dSmallA, dBigB, kk > 0);
+          wgmmaTf32N64(p, dBigA, dSmallB, 1);
+          wgmmaTf32N64(p, dBigA, dBigB, 1);
+        }
+      }
+      wgmmaCommit();
+      wgmmaWait<0>();
+#pragma unroll
+      for (int i = 0; i < PN / 2; ++i) {
+        fenceReg(p[i]);
+        acc[h * PN / 2 + i] += p[i];
       }
     }
-    wgmmaCommit();
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i)
-      fenceReg(acc[i]);
-    // Keep one group in flight: the previous k-block's wgmmas are done now.
-    wgmmaWait<1>();
-    if (kb > 0)
-      mbarArrive(&emptyBar[(kb - 1) % Stages]);
+    mbarArrive(&emptyBar[s]);
   }
-  wgmmaWait<0>();
-#pragma unroll
-  for (int i = 0; i < BN / 2; ++i)
-    fenceReg(acc[i]);
 
   // Epilogue: bias + ReLU from registers.
   const int lt = tid % 128;
@@ -332,6 +340,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     hi.y = fmaxf(acc[j * 4 + 3] + bv.y, 0.f);
     *reinterpret_cast<float2 *>(c + size_t(row) * N + col) = lo;
     *reinterpret_cast<float2 *>(c + size_t(row + 8) * N + col) = hi;
+  }
   }
 }
 
@@ -386,13 +395,13 @@ struct Problem {
   std::vector<float> hA, hW, hBias;
 };
 
-template <int BN, int BK, int Stages>
+template <int BN, int BK, int Stages, int PN>
 void launch(const Problem &p, EncodeTiledFn encode, cudaStream_t stream) {
   using Cfg = Config<BN, BK, Stages>;
   static bool once = false;
   static CUtensorMap mapA, mapB;
   if (!once) {
-    CHECK(cudaFuncSetAttribute(gemm3xTf32<BN, BK, Stages>,
+    CHECK(cudaFuncSetAttribute(gemm3xTf32<BN, BK, Stages, PN>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                Cfg::kSmemBytes));
     mapA = makeMap(encode, p.a, p.M, p.K, kBM, BK);
@@ -400,7 +409,7 @@ void launch(const Problem &p, EncodeTiledFn encode, cudaStream_t stream) {
     once = true;
   }
   dim3 grid(p.M / kBM, p.N / BN);
-  gemm3xTf32<BN, BK, Stages><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(
+  gemm3xTf32<BN, BK, Stages, PN><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(
       mapA, mapB, p.bias, p.c, p.M, p.N, p.K);
 }
 
@@ -507,8 +516,8 @@ int main(int argc, char **argv) {
   p.M = argc > 4 ? std::atoi(argv[2]) : 1024;
   p.N = argc > 4 ? std::atoi(argv[3]) : 8192;
   p.K = argc > 4 ? std::atoi(argv[4]) : 8192;
-  if (p.M % kBM || p.N % 256 || p.K % 32) {
-    std::fprintf(stderr, "M must be a multiple of 128, N of 256, K of 32\n");
+  if (p.M % kBM || p.N % 256 || p.K % 64) {
+    std::fprintf(stderr, "M must be a multiple of 128, N of 256, K of 64\n");
     return 1;
   }
   cudaDeviceProp prop;
@@ -587,20 +596,24 @@ int main(int argc, char **argv) {
   };
   switch (config) {
   case 0:
-    runConfig("wgmma 3xtf32 128x128x32 s3",
-              [&] { launch<128, 32, 3>(p, encode, stream); });
+    runConfig("wgmma 3xtf32 128x128x32 s3 p128",
+              [&] { launch<128, 32, 3, 128>(p, encode, stream); });
     break;
   case 1:
-    runConfig("wgmma 3xtf32 128x256x32 s2",
-              [&] { launch<256, 32, 2>(p, encode, stream); });
+    runConfig("wgmma 3xtf32 128x128x16 s6 p128",
+              [&] { launch<128, 16, 6, 128>(p, encode, stream); });
     break;
   case 2:
-    runConfig("wgmma 3xtf32 128x256x16 s4",
-              [&] { launch<256, 16, 4>(p, encode, stream); });
+    runConfig("wgmma 3xtf32 128x256x16 s4 p64",
+              [&] { launch<256, 16, 4, 64>(p, encode, stream); });
     break;
   case 3:
-    runConfig("wgmma 3xtf32 128x128x16 s6",
-              [&] { launch<128, 16, 6>(p, encode, stream); });
+    runConfig("wgmma 3xtf32 128x256x32 s2 p64",
+              [&] { launch<256, 32, 2, 64>(p, encode, stream); });
+    break;
+  case 4:
+    runConfig("wgmma 3xtf32 128x128x32 s3 p64",
+              [&] { launch<128, 32, 3, 64>(p, encode, stream); });
     break;
   default:
     std::fprintf(stderr, "unknown config %d\n", config);
