@@ -180,6 +180,25 @@ __device__ __forceinline__ float roundTf32(float x) {
   return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xFFFFE000u);
 }
 
+__device__ __forceinline__ void splitTf32(float4 v, float4 &b, float4 &r) {
+  b.x = roundTf32(v.x);
+  b.y = roundTf32(v.y);
+  b.z = roundTf32(v.z);
+  b.w = roundTf32(v.w);
+  r.x = roundTf32(v.x - b.x);
+  r.y = roundTf32(v.y - b.y);
+  r.z = roundTf32(v.z - b.z);
+  r.w = roundTf32(v.w - b.w);
+}
+
+// Byte offset of byte `off` of a K-major tile with RowBytes-long rows in the
+// swizzled layout that the copy engine writes and wgmma reads: 16-byte chunk
+// bits [4, 7) XOR row bits [7, 10) (128B) or [4, 6) XOR [7, 9) (64B).
+template <int RowBytes> __device__ __forceinline__ uint32_t swizzle(uint32_t off) {
+  constexpr uint32_t kMask = RowBytes == 128 ? 7 : 3;
+  return off ^ (((off >> 7) & kMask) << 4);
+}
+
 //===----------------------------------------------------------------------===//
 // The kernel.
 //===----------------------------------------------------------------------===//
@@ -193,11 +212,13 @@ template <int BN, int BK, int Stages> struct Config {
   static constexpr int kSmemBytes = Stages * kStageBytes + 1024;
 };
 
-template <int BN, int BK, int Stages, int PN>
+template <int BN, int BK, int Stages, int PN, bool Tma>
 __global__ void __launch_bounds__(kThreads, 1)
     gemm3xTf32(const __grid_constant__ CUtensorMap mapA,
-               const __grid_constant__ CUtensorMap mapB, const float *bias,
-               float *c, int M, int N, int K) {
+               const __grid_constant__ CUtensorMap mapB,
+               const float *__restrict__ a, const float *__restrict__ w,
+               const float *__restrict__ bias, float *__restrict__ c, int M,
+               int N, int K) {
   using Cfg = Config<BN, BK, Stages>;
   static_assert(BN % PN == 0, "partial width");
   extern __shared__ uint8_t smemRaw[];
@@ -212,7 +233,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int m0 = blockIdx.x * kBM;
   const int n0 = blockIdx.y * BN;
   const int kBlocks = K / BK;
-  constexpr int kSplitThreads = 96;
+  constexpr int kSplitThreads = Tma ? 96 : 128;
 
   if (tid == 0) {
     for (int s = 0; s < Stages; ++s) {
@@ -224,8 +245,38 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
-  if (warpGroup == 0) {
-    setMaxRegsDec<56>();
+  if (warpGroup == 0 && !Tma) {
+    // Loaders: global -> registers -> split -> both swizzled buffers.
+    constexpr int kRowVecs = BK / 4;
+    constexpr int kVecsA = kBM * kRowVecs;
+    constexpr int kPer = (kVecsA + BN * kRowVecs) / 128;
+    static_assert(kVecsA % 128 == 0, "whole vectors per thread");
+    for (int kb = 0; kb < kBlocks; ++kb) {
+      const int s = kb % Stages;
+      mbarWait(&emptyBar[s], ((kb / Stages) & 1) ^ 1);
+      float4 v[kPer];
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        const int i = tid + j * 128;
+        const float *src =
+            i < kVecsA ? a + size_t(m0 + i / kRowVecs) * K
+                       : w + size_t(n0 + (i - kVecsA) / kRowVecs) * K;
+        v[j] = __ldg(reinterpret_cast<const float4 *>(src + kb * BK +
+                                                      (i % kRowVecs) * 4));
+      }
+      uint8_t *stage = smem + s * Cfg::kStageBytes;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        const uint32_t off = swizzle<BK * 4>((tid + j * 128) * 16);
+        float4 b, r;
+        splitTf32(v[j], b, r);
+        *reinterpret_cast<float4 *>(stage + off) = b;
+        *reinterpret_cast<float4 *>(stage + Cfg::kHalfBytes + off) = r;
+      }
+      fenceProxyAsync();
+      mbarArrive(&splitBar[s]);
+    }
+  } else if (warpGroup == 0) {
     if (tid == 0) {
       // Copy engine issuer.
       for (int kb = 0; kb < kBlocks; ++kb) {
@@ -248,16 +299,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         constexpr int kVecs = Cfg::kHalfBytes / 16;
 #pragma unroll 4
         for (int i = st; i < kVecs; i += kSplitThreads) {
-          float4 v = big[i];
           float4 b, r;
-          b.x = roundTf32(v.x);
-          b.y = roundTf32(v.y);
-          b.z = roundTf32(v.z);
-          b.w = roundTf32(v.w);
-          r.x = roundTf32(v.x - b.x);
-          r.y = roundTf32(v.y - b.y);
-          r.z = roundTf32(v.z - b.z);
-          r.w = roundTf32(v.w - b.w);
+          splitTf32(big[i], b, r);
           big[i] = b;
           small[i] = r;
         }
@@ -272,7 +315,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   // over K = 8192 leaves a biased error far above fp32's. So each k-block is
   // accumulated from zero into a partial (wgmma, scale-d = 0 first) and the
   // partial is added to the running sum with ordinary fp32 adds.
-  setMaxRegsInc<224>();
   const int cw = warpGroup - 1;
   float acc[BN / 2];
 #pragma unroll
@@ -395,13 +437,13 @@ struct Problem {
   std::vector<float> hA, hW, hBias;
 };
 
-template <int BN, int BK, int Stages, int PN>
+template <int BN, int BK, int Stages, int PN, bool Tma = true>
 void launch(const Problem &p, EncodeTiledFn encode, cudaStream_t stream) {
   using Cfg = Config<BN, BK, Stages>;
   static bool once = false;
   static CUtensorMap mapA, mapB;
   if (!once) {
-    CHECK(cudaFuncSetAttribute(gemm3xTf32<BN, BK, Stages, PN>,
+    CHECK(cudaFuncSetAttribute(gemm3xTf32<BN, BK, Stages, PN, Tma>,
                                cudaFuncAttributeMaxDynamicSharedMemorySize,
                                Cfg::kSmemBytes));
     mapA = makeMap(encode, p.a, p.M, p.K, kBM, BK);
@@ -409,8 +451,8 @@ void launch(const Problem &p, EncodeTiledFn encode, cudaStream_t stream) {
     once = true;
   }
   dim3 grid(p.M / kBM, p.N / BN);
-  gemm3xTf32<BN, BK, Stages, PN><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(
-      mapA, mapB, p.bias, p.c, p.M, p.N, p.K);
+  gemm3xTf32<BN, BK, Stages, PN, Tma><<<grid, kThreads, Cfg::kSmemBytes, stream>>>(
+      mapA, mapB, p.a, p.w, p.bias, p.c, p.M, p.N, p.K);
 }
 
 // cuBLAS through dlopen, so that the binary runs without it.
@@ -614,6 +656,18 @@ int main(int argc, char **argv) {
   case 4:
     runConfig("wgmma 3xtf32 128x128x32 s3 p64",
               [&] { launch<128, 32, 3, 64>(p, encode, stream); });
+    break;
+  case 5:
+    runConfig("loads 3xtf32 128x256x32 s2 p64",
+              [&] { launch<256, 32, 2, 64, false>(p, encode, stream); });
+    break;
+  case 6:
+    runConfig("loads 3xtf32 128x128x32 s3 p128",
+              [&] { launch<128, 32, 3, 128, false>(p, encode, stream); });
+    break;
+  case 7:
+    runConfig("loads 3xtf32 128x256x16 s4 p64",
+              [&] { launch<256, 16, 4, 64, false>(p, encode, stream); });
     break;
   default:
     std::fprintf(stderr, "unknown config %d\n", config);
