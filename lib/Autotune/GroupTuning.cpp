@@ -335,9 +335,9 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   if (runtimePlan.sources.size() == 1 && arch) {
     rt::NvrtcOptions nvrtc;
     nvrtc.extra = runtimePlan.compileOptions;
-    auto compiled = rt::compileCuda(runtimePlan.sources[0].code,
-                                    runtimePlan.sources[0].id + ".cu", *arch,
-                                    nvrtc);
+    auto compiled =
+        rt::compileCuda(runtimePlan.sources[0].code,
+                        runtimePlan.sources[0].id + ".cu", *arch, nvrtc);
     if (compiled) {
       record.cubin = compiled->cubin;
       record.ptx = compiled->ptx;

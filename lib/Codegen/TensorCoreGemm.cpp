@@ -683,7 +683,6 @@ buildGemmKernelParts(MLIRContext *context, llvm::StringRef entry,
   return parts;
 }
 
-
 llvm::Expected<GeneratedKernel> mlir::kopt::generateTensorCoreGemm(
     MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
     const GemmForm &form, const GemmOperands &operands,
@@ -848,7 +847,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWgmmaGemm(
             ", (long long)tileM * 128, (long long)tileN * " +
             std::to_string(config.blockN) + ", kopt_acc))");
   code.line("  return;");
-  code.line("const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;");
+  code.line(
+      "const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;");
   code.line("const long long rowBase = (long long)tileM * 128 + "
             "((int)threadIdx.x / 128 - 1) * 64 + warp * 16 + (lane >> 2);");
   code.line("const long long colBase = (long long)tileN * " +

@@ -149,10 +149,10 @@ void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
   if (!isWgmmaGemmForm(*form))
     return;
   for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs()) {
-    std::string comment =
-        "3xTF32 GEMM on wgmma (sm_90a), 128x" + std::to_string(config.blockN) +
-        "x" + std::to_string(config.blockK) + " tiles, " +
-        std::to_string(config.stages) + " stages:" + ops;
+    std::string comment = "3xTF32 GEMM on wgmma (sm_90a), 128x" +
+                          std::to_string(config.blockN) + "x" +
+                          std::to_string(config.blockK) + " tiles, " +
+                          std::to_string(config.stages) + " stages:" + ops;
     auto generate = [&](llvm::StringRef entry, llvm::StringRef comment,
                         const GemmOperands &operands,
                         llvm::ArrayRef<KernelOutput> kernelOutputs,

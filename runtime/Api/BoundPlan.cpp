@@ -68,8 +68,7 @@ struct BoundPlan::Impl {
 };
 
 Result<CUmodule>
-BoundPlan::Impl::loadSource(const KernelSource &source,
-                            const std::string &arch,
+BoundPlan::Impl::loadSource(const KernelSource &source, const std::string &arch,
                             const std::vector<std::string> &options,
                             const std::vector<SourceBinary> &binaries) {
   std::string tried;

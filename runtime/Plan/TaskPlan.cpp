@@ -112,8 +112,9 @@ bool kopt::runtime::isValidPlanArch(std::string_view arch) {
   });
 }
 
-Result<std::string> kopt::runtime::getCompileArch(const KernelPlan &plan,
-                                                  const std::string &deviceArch) {
+Result<std::string>
+kopt::runtime::getCompileArch(const KernelPlan &plan,
+                              const std::string &deviceArch) {
   if (plan.arch.empty())
     return deviceArch;
   if (!isValidPlanArch(plan.arch))

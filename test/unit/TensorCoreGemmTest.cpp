@@ -159,8 +159,7 @@ TEST(TensorCoreGemmTest, OffersWgmmaForKMajorOperandsOnSm90a) {
     ASSERT_EQ(launch.args.size(), 4u);
     const std::string &code = plan->sources[0].code;
     EXPECT_NE(code.find("wgmma.mma_async.sync.aligned.m64n" +
-                        std::to_string(config.partialN) +
-                        "k8.f32.tf32.tf32"),
+                        std::to_string(config.partialN) + "k8.f32.tf32.tf32"),
               std::string::npos);
     EXPECT_NE(code.find("kopt_wg::Gemm<" + std::to_string(config.blockN) +
                         ", 32, " + std::to_string(config.stages) + ", " +
@@ -171,8 +170,8 @@ TEST(TensorCoreGemmTest, OffersWgmmaForKMajorOperandsOnSm90a) {
   }
   EXPECT_EQ(plans.front()->variant, "wgmma3xtf32_128x256x32_s2");
   // After the mma.sync variants.
-  EXPECT_TRUE(llvm::StringRef(proposal.plans.front().variant)
-                  .starts_with("tc3xtf32_"));
+  EXPECT_TRUE(
+      llvm::StringRef(proposal.plans.front().variant).starts_with("tc3xtf32_"));
 }
 
 TEST(TensorCoreGemmTest, OffersNothingUnderIeeeFp32) {

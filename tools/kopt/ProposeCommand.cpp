@@ -204,8 +204,8 @@ static llvm::Error proposeGroup(func::FuncOp func, const KernelTask &task,
   for (const KernelSource &source : plan->sources) {
     ::kopt::runtime::NvrtcOptions options;
     options.extra = plan->compileOptions;
-    auto compiled = ::kopt::runtime::compileCuda(source.code, stem + ".cu",
-                                                 *arch, options);
+    auto compiled =
+        ::kopt::runtime::compileCuda(source.code, stem + ".cu", *arch, options);
     if (!compiled) {
       ++tally.compileFailed;
       return verdict("compile error (" + archOption +
