@@ -333,12 +333,13 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   rt::KernelPlan runtimePlan = *chosenPlan;
   record.plan = rt::toJson(runtimePlan);
   // The binaries for the device, when the plan has one source.
-  if (runtimePlan.sources.size() == 1) {
+  auto arch = rt::getCompileArch(runtimePlan, fingerprint->computeCapability);
+  if (runtimePlan.sources.size() == 1 && arch) {
     rt::NvrtcOptions nvrtc;
     nvrtc.extra = runtimePlan.compileOptions;
-    auto compiled = rt::compileCuda(runtimePlan.sources[0].code,
-                                    runtimePlan.sources[0].id + ".cu",
-                                    fingerprint->computeCapability, nvrtc);
+    auto compiled =
+        rt::compileCuda(runtimePlan.sources[0].code,
+                        runtimePlan.sources[0].id + ".cu", *arch, nvrtc);
     if (compiled) {
       record.cubin = compiled->cubin;
       record.ptx = compiled->ptx;

@@ -258,16 +258,18 @@ llvm::Expected<rt::TensorSpec> Emitter::specOf(Value value,
 llvm::Error Emitter::addBinaries(rt::ModulePlan &plan) {
   if (options.arch.empty())
     return llvm::Error::success();
+  auto arch = rt::getCompileArch(*plan.plan, options.arch);
+  if (!arch)
+    return makeError("@" + plan.function + ": " + arch.status().message());
   for (const rt::KernelSource &source : plan.plan->sources) {
     rt::NvrtcOptions nvrtc;
     nvrtc.extra = plan.plan->compileOptions;
     auto compiled =
-        rt::compileCuda(source.code, source.id + ".cu", options.arch, nvrtc);
+        rt::compileCuda(source.code, source.id + ".cu", *arch, nvrtc);
     if (!compiled)
       return makeError("@" + plan.function + ", source '" + source.id +
                        "': " + compiled.status().message());
-    plan.binaries.push_back(
-        {source.id, options.arch, compiled->cubin, compiled->ptx});
+    plan.binaries.push_back({source.id, *arch, compiled->cubin, compiled->ptx});
   }
   return llvm::Error::success();
 }

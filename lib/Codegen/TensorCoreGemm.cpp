@@ -248,6 +248,242 @@ struct Gemm {
 #endif // KOPT_TC_GEMM_MAIN_LOOP
 )cuda";
 
+/// The wgmma main loop, once per source.
+static constexpr llvm::StringLiteral kWgmmaMainLoop = R"cuda(
+#ifndef KOPT_WG_GEMM_MAIN_LOOP
+#define KOPT_WG_GEMM_MAIN_LOOP
+// fp32 GEMM on Hopper's wgmma (sm_90a), 3xTF32, for A [M, K] and B [N, K]
+// (both K-major). 3 warpgroups: warpgroup 0 loads each K tile from global
+// memory, splits every element into big = tf32(x) and small = tf32(x - big)
+// and stores both parts in the 128-byte-swizzled layout wgmma reads;
+// warpgroups 1 and 2 (64 rows each) multiply, small*big + big*small +
+// big*big, each K tile from zero in PN-column chunks that are then added
+// to the accumulators in fp32. Stages are handed over with mbarriers.
+namespace kopt_wg {
+
+__device__ __forceinline__ unsigned sharedAddress(const void *pointer) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(pointer));
+}
+
+__device__ __forceinline__ void barrierInit(unsigned long long *bar,
+                                            unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(
+                   sharedAddress(bar)),
+               "r"(count)
+               : "memory");
+}
+
+__device__ __forceinline__ void barrierArrive(unsigned long long *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(
+                   sharedAddress(bar))
+               : "memory");
+}
+
+// Waits for the completion of the barrier's phase of the given parity.
+__device__ __forceinline__ void barrierWait(unsigned long long *bar,
+                                            unsigned parity) {
+  const unsigned address = sharedAddress(bar);
+  unsigned done = 0;
+  while (!done)
+    asm volatile("{\n"
+                 ".reg .pred p;\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n"
+                 "}\n"
+                 : "=r"(done)
+                 : "r"(address), "r"(parity)
+                 : "memory");
+}
+
+__device__ __forceinline__ void fenceRegister(float &r) {
+  asm volatile("" : "+f"(r)::"memory");
+}
+
+// TF32 rounding (to nearest, ties away from zero), as cvt.rna.tf32.f32.
+__device__ __forceinline__ float roundTf32(float x) {
+  return __uint_as_float((__float_as_uint(x) + 0x1000u) & 0xFFFFE000u);
+}
+
+// The descriptor of a K-major tile of 128-byte rows, 128-byte swizzle,
+// 8-row groups 1024 bytes apart.
+__device__ __forceinline__ unsigned long long descriptor(unsigned address) {
+  return ((address & 0x3FFFFu) >> 4) | (1ull << 16) | (64ull << 32) |
+         (1ull << 62);
+}
+
+// d = A B^T + (scaleD ? d : 0), one m64n64k8 step, A and B K-major in
+// shared memory.
+__device__ __forceinline__ void wgmma64(float *d, unsigned long long descA,
+                                        unsigned long long descB, int scaleD) {
+  asm volatile("{\n"
+               ".reg .pred p;\n"
+               "setp.ne.b32 p, %34, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n"
+               "}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+               : "l"(descA), "l"(descB), "r"(scaleD)
+               : "memory");
+}
+
+// d = A B^T + (scaleD ? d : 0), one m64n128k8 step, A and B K-major in
+// shared memory.
+__device__ __forceinline__ void wgmma128(float *d, unsigned long long descA,
+                                        unsigned long long descB, int scaleD) {
+  asm volatile("{\n"
+               ".reg .pred p;\n"
+               "setp.ne.b32 p, %66, 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+               "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n"
+               "}\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+               : "l"(descA), "l"(descB), "r"(scaleD)
+               : "memory");
+}
+
+template <int BN, int BK, int STAGES, int PN, long long M, long long N,
+          long long K>
+struct Gemm {
+  static constexpr int kBM = 128;
+  static constexpr int kAcc = BN / 2;
+  static constexpr int kABytes = kBM * BK * 4, kBBytes = BN * BK * 4;
+  // Per stage: big parts of A and B, then small parts of A and B.
+  static constexpr int kHalfBytes = kABytes + kBBytes;
+  static constexpr int kStageBytes = 2 * kHalfBytes;
+  static constexpr int kTiles = int(K / BK);
+  static_assert(BK == 32 && K % BK == 0, "rows of 128 bytes, whole K tiles");
+  static_assert(BN % PN == 0 && (PN == 64 || PN == 128), "partial chunks");
+
+  // Loader thread t of warpgroup 0: its 16-byte vectors of each K tile are
+  // t + 128 j, A's rows first (row t / 8 + 16 j, column 4 (t % 8)); a
+  // vector's shared offset is swizzled. Rows past M or N are read at the
+  // last row instead: they only reach C's elements that are not stored.
+  static __device__ __forceinline__ void load(unsigned char *stage,
+                                              const float *a, const float *b,
+                                              long long row0, long long col0,
+                                              int tile) {
+    constexpr int kRowVectors = BK / 4;
+    constexpr int kRowsPerPass = 128 / kRowVectors;
+    constexpr int kPerA = kBM / kRowsPerPass, kPerB = BN / kRowsPerPass;
+    const int t = threadIdx.x;
+    const int r = t / kRowVectors;
+    const long long column = (long long)tile * BK + (t % kRowVectors) * 4;
+    float4 v[kPerA + kPerB];
+#pragma unroll
+    for (int j = 0; j < kPerA; ++j) {
+      const long long row = min(row0 + r + j * kRowsPerPass, M - 1);
+      v[j] = __ldg(reinterpret_cast<const float4 *>(a + row * K + column));
+    }
+#pragma unroll
+    for (int j = 0; j < kPerB; ++j) {
+      const long long row = min(col0 + r + j * kRowsPerPass, N - 1);
+      v[kPerA + j] =
+          __ldg(reinterpret_cast<const float4 *>(b + row * K + column));
+    }
+#pragma unroll
+    for (int j = 0; j < kPerA + kPerB; ++j) {
+      unsigned offset = (t + j * 128) * 16;
+      offset ^= ((offset >> 7) & 7) << 4;
+      float4 big, small;
+      big.x = roundTf32(v[j].x);
+      big.y = roundTf32(v[j].y);
+      big.z = roundTf32(v[j].z);
+      big.w = roundTf32(v[j].w);
+      small.x = roundTf32(v[j].x - big.x);
+      small.y = roundTf32(v[j].y - big.y);
+      small.z = roundTf32(v[j].z - big.z);
+      small.w = roundTf32(v[j].w - big.w);
+      *reinterpret_cast<float4 *>(stage + offset) = big;
+      *reinterpret_cast<float4 *>(stage + kHalfBytes + offset) = small;
+    }
+  }
+
+  // Returns true on the 256 threads of warpgroups 1 and 2, whose acc[4 j +
+  // h] is C's element (row0 + 64 (warpgroup - 1) + 16 warp + lane / 4 +
+  // 8 (h / 2), col0 + 8 j + 2 (lane % 4) + h % 2).
+  static __device__ __forceinline__ bool run(unsigned char *smemRaw,
+                                             const float *a, const float *b,
+                                             long long row0, long long col0,
+                                             float (&acc)[kAcc]) {
+    __shared__ __align__(8) unsigned long long readyBar[STAGES];
+    __shared__ __align__(8) unsigned long long emptyBar[STAGES];
+    unsigned char *smem = reinterpret_cast<unsigned char *>(
+        (reinterpret_cast<unsigned long long>(smemRaw) + 1023) & ~1023ull);
+    const int warpGroup = threadIdx.x / 128;
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < STAGES; ++s) {
+        barrierInit(&readyBar[s], 128);
+        barrierInit(&emptyBar[s], 256);
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (warpGroup == 0) {
+      for (int tile = 0; tile < kTiles; ++tile) {
+        const int s = tile % STAGES;
+        barrierWait(&emptyBar[s], ((tile / STAGES) & 1) ^ 1);
+        load(smem + s * kStageBytes, a, b, row0, col0, tile);
+        // The tensor cores read what these generic stores wrote.
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        barrierArrive(&readyBar[s]);
+      }
+      return false;
+    }
+
+    const int half = warpGroup - 1;
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i)
+      acc[i] = 0.0f;
+    const unsigned base = sharedAddress(smem);
+    float part[PN / 2];
+    for (int tile = 0; tile < kTiles; ++tile) {
+      const int s = tile % STAGES;
+      barrierWait(&readyBar[s], (tile / STAGES) & 1);
+      const unsigned bigA = base + s * kStageBytes + half * 64 * BK * 4;
+      const unsigned smallA = bigA + kHalfBytes;
+#pragma unroll
+      for (int c = 0; c < BN / PN; ++c) {
+        const unsigned bigB = base + s * kStageBytes + kABytes + c * PN * BK * 4;
+        const unsigned smallB = bigB + kHalfBytes;
+#pragma unroll
+        for (int i = 0; i < PN / 2; ++i)
+          fenceRegister(part[i]);
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < BK / 8; ++kk) {
+          const unsigned long long dBigA = descriptor(bigA + kk * 32);
+          const unsigned long long dSmallA = descriptor(smallA + kk * 32);
+          const unsigned long long dBigB = descriptor(bigB + kk * 32);
+          const unsigned long long dSmallB = descriptor(smallB + kk * 32);
+          if constexpr (PN == 128) {
+            wgmma128(part, dSmallA, dBigB, kk > 0);
+            wgmma128(part, dBigA, dSmallB, 1);
+            wgmma128(part, dBigA, dBigB, 1);
+          } else {
+            wgmma64(part, dSmallA, dBigB, kk > 0);
+            wgmma64(part, dBigA, dSmallB, 1);
+            wgmma64(part, dBigA, dBigB, 1);
+          }
+        }
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+        for (int i = 0; i < PN / 2; ++i) {
+          fenceRegister(part[i]);
+          acc[c * PN / 2 + i] += part[i];
+        }
+      }
+      barrierArrive(&emptyBar[s]);
+    }
+    return true;
+  }
+};
+
+} // namespace kopt_wg
+#endif // KOPT_WG_GEMM_MAIN_LOOP
+)cuda";
+
 std::string TensorCoreGemmConfig::getName() const {
   return "tc3xtf32_" + std::to_string(blockM) + "x" + std::to_string(blockN) +
          "x" + std::to_string(blockK) + "_w" + std::to_string(warpsM * warpsN) +
@@ -343,11 +579,22 @@ static SmallVector<AffineExpr> reshapeIndex(llvm::ArrayRef<AffineExpr> index,
       TensorEmitter::linearize(index, from, context), to);
 }
 
-llvm::Expected<GeneratedKernel> mlir::kopt::generateTensorCoreGemm(
-    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
-    const GemmForm &form, const GemmOperands &operands,
-    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
-    const TensorCoreGemmConfig &config) {
+namespace {
+/// What both GEMM kernels share: the parameter list (A, B, the epilogue's
+/// other leaves, the outputs) and the epilogue's lines for the element
+/// (gb, gi, gj) whose accumulator is `kopt_c`.
+struct GemmKernelParts {
+  GeneratedKernel kernel;
+  std::string parameters;
+  llvm::SmallVector<std::string> epilogue;
+};
+} // namespace
+
+static llvm::Expected<GemmKernelParts>
+buildGemmKernelParts(MLIRContext *context, llvm::StringRef entry,
+                     const GemmForm &form, const GemmOperands &operands,
+                     llvm::ArrayRef<KernelOutput> outputs,
+                     const TensorEmitter::LeafFn &leafOf) {
   if (outputs.empty())
     return llvm::createStringError("a kernel needs an output");
   int64_t batch = form.getBatch();
@@ -410,12 +657,10 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTensorCoreGemm(
   }
 
   // Parameters: A and B, the epilogue's other leaves, the outputs.
-  GeneratedKernel kernel;
+  GemmKernelParts parts;
+  GeneratedKernel &kernel = parts.kernel;
   kernel.entry = entry.str();
-  std::string signature = "extern \"C\" __global__ void __launch_bounds__(" +
-                          std::to_string(config.getThreads()) + ", " +
-                          std::to_string(config.minBlocks) + ") " +
-                          entry.str() + "(";
+  std::string &signature = parts.parameters;
   auto addParameter = [&](const std::string &name, llvm::StringRef type,
                           bool isConst) {
     if (llvm::is_contained(kernel.args, name))
@@ -431,7 +676,28 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTensorCoreGemm(
     addParameter(leaf.param, getCudaStorageType(leaf.elementType), true);
   for (const KernelOutput &output : outputs)
     addParameter(output.param, getCudaStorageType(output.elementType), false);
-  signature += ")";
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(epilogue.str()).split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines)
+    parts.epilogue.push_back(line.str());
+  return parts;
+}
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generateTensorCoreGemm(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    const GemmForm &form, const GemmOperands &operands,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const TensorCoreGemmConfig &config) {
+  auto parts =
+      buildGemmKernelParts(context, entry, form, operands, outputs, leafOf);
+  if (!parts)
+    return parts.takeError();
+  GeneratedKernel kernel = parts->kernel;
+  std::string signature = "extern \"C\" __global__ void __launch_bounds__(" +
+                          std::to_string(config.getThreads()) + ", " +
+                          std::to_string(config.minBlocks) + ") " +
+                          entry.str() + "(" + parts->parameters + ")";
+  int64_t batch = form.getBatch();
 
   int64_t tilesM = (form.m + config.blockM - 1) / config.blockM;
   int64_t tilesN = (form.n + config.blockN - 1) / config.blockN;
@@ -495,9 +761,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTensorCoreGemm(
   code.line("if (gi < " + ll(form.m) + " && gj < " + ll(form.n) + ") {");
   code.indent();
   code.line("const float kopt_c = kopt_acc[mi][ni][h];");
-  llvm::SmallVector<llvm::StringRef> lines;
-  llvm::StringRef(epilogue.str()).split(lines, '\n', -1, false);
-  for (llvm::StringRef line : lines)
+  for (const std::string &line : parts->epilogue)
     code.line(line);
   for (int i = 0; i < 4; ++i) {
     code.dedent();
@@ -510,5 +774,109 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTensorCoreGemm(
   kernel.grid = {std::to_string(tilesM * tilesN), "1", std::to_string(batch)};
   kernel.block = {std::to_string(config.getThreads()), "1", "1"};
   kernel.sharedBytes = config.getSharedBytes(form);
+  return kernel;
+}
+
+std::string WgmmaGemmConfig::getName() const {
+  return "wgmma3xtf32_128x" + std::to_string(blockN) + "x" +
+         std::to_string(blockK) + "_s" + std::to_string(stages);
+}
+
+int64_t WgmmaGemmConfig::getSharedBytes() const {
+  // Big and small parts of A's and B's tiles per stage, and the slack that
+  // aligns the stages to 1024 bytes (the swizzle's period).
+  return int64_t(stages) * 2 * (128 + blockN) * blockK * 4 + 1024;
+}
+
+llvm::ArrayRef<WgmmaGemmConfig> mlir::kopt::getWgmmaGemmConfigs() {
+  // 128x256 tiles with 64-column partials (the accumulators and a partial
+  // fit the 168 registers of 384 threads), 128x128 with 128-column ones.
+  static const WgmmaGemmConfig configs[] = {{256, 32, 2, 64},
+                                            {128, 32, 3, 128}};
+  return configs;
+}
+
+bool mlir::kopt::isWgmmaGemmForm(const GemmForm &form) {
+  return !form.transposeA && form.transposeB && form.k % 32 == 0;
+}
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generateWgmmaGemm(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    const GemmForm &form, const GemmOperands &operands,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const WgmmaGemmConfig &config) {
+  if (!isWgmmaGemmForm(form))
+    return llvm::createStringError(
+        "the wgmma GEMM takes A [M, K] and B [N, K] with K a multiple of 32");
+  auto parts =
+      buildGemmKernelParts(context, entry, form, operands, outputs, leafOf);
+  if (!parts)
+    return parts.takeError();
+  GeneratedKernel kernel = parts->kernel;
+  int64_t batch = form.getBatch();
+  int64_t tilesM = (form.m + 127) / 128;
+  int64_t tilesN = (form.n + config.blockN - 1) / config.blockN;
+  std::string gemm = "kopt_wg::Gemm<" + std::to_string(config.blockN) + ", " +
+                     std::to_string(config.blockK) + ", " +
+                     std::to_string(config.stages) + ", " +
+                     std::to_string(config.partialN) + ", " + ll(form.m) +
+                     ", " + ll(form.n) + ", " + ll(form.k) + ">";
+
+  CodeWriter code;
+  code.comment(comment);
+  code.line("extern \"C\" __global__ void __launch_bounds__(384, 1) " +
+            entry.str() + "(" + parts->parameters + ") {");
+  code.indent();
+  code.line("using Gemm = " + gemm + ";");
+  code.line("extern __shared__ __align__(1024) unsigned char kopt_smem[];");
+  // Tiles in groups of 8 along M, as in the mma.sync kernel.
+  code.line("const int tilesM = " + std::to_string(tilesM) +
+            ", tilesN = " + std::to_string(tilesN) + ";");
+  code.line("const int perGroup = 8 * tilesN;");
+  code.line("const int firstM = (int)blockIdx.x / perGroup * 8;");
+  code.line("const int groupSize = min(tilesM - firstM, 8);");
+  code.line("const int tileM = firstM + ((int)blockIdx.x % perGroup) % "
+            "groupSize;");
+  code.line("const int tileN = ((int)blockIdx.x % perGroup) / groupSize;");
+  code.line("const long long gb = blockIdx.z;");
+  code.line("float kopt_acc[Gemm::kAcc];");
+  code.line("if (!Gemm::run(kopt_smem, " + operands.a + " + " +
+            (form.batchedA ? "gb * " + ll(form.m * form.k) : std::string("0")) +
+            ", " + operands.b + " + " +
+            (form.batchedB ? "gb * " + ll(form.k * form.n) : std::string("0")) +
+            ", (long long)tileM * 128, (long long)tileN * " +
+            std::to_string(config.blockN) + ", kopt_acc))");
+  code.line("  return;");
+  code.line(
+      "const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;");
+  code.line("const long long rowBase = (long long)tileM * 128 + "
+            "((int)threadIdx.x / 128 - 1) * 64 + warp * 16 + (lane >> 2);");
+  code.line("const long long colBase = (long long)tileN * " +
+            std::to_string(config.blockN) + " + (lane & 3) * 2;");
+  code.line("#pragma unroll");
+  code.line("for (int j = 0; j < " + std::to_string(config.blockN / 8) +
+            "; ++j) {");
+  code.indent();
+  code.line("#pragma unroll");
+  code.line("for (int h = 0; h < 4; ++h) {");
+  code.indent();
+  code.line("const long long gi = rowBase + (h >> 1) * 8;");
+  code.line("const long long gj = colBase + j * 8 + (h & 1);");
+  code.line("if (gi < " + ll(form.m) + " && gj < " + ll(form.n) + ") {");
+  code.indent();
+  code.line("const float kopt_c = kopt_acc[j * 4 + h];");
+  for (const std::string &line : parts->epilogue)
+    code.line(line);
+  for (int i = 0; i < 3; ++i) {
+    code.dedent();
+    code.line("}");
+  }
+  code.dedent();
+  code.line("}");
+
+  kernel.code = kWgmmaMainLoop.str() + code.str();
+  kernel.grid = {std::to_string(tilesM * tilesN), "1", std::to_string(batch)};
+  kernel.block = {"384", "1", "1"};
+  kernel.sharedBytes = config.getSharedBytes();
   return kernel;
 }

@@ -53,12 +53,16 @@ static llvm::Expected<std::string> getOperandBuffer(PlanBuilder &builder,
   return builder.findBuffer(value);
 }
 
+/// Generates the GEMM kernel of one configuration.
+using GemmGenerator = llvm::function_ref<llvm::Expected<GeneratedKernel>(
+    llvm::StringRef entry, llvm::StringRef comment,
+    const GemmOperands &operands, llvm::ArrayRef<KernelOutput> outputs,
+    const TensorEmitter::LeafFn &leafOf)>;
+
 /// One plan: the operands, then the GEMM with `outputs` as its epilogue.
-static llvm::Error buildPlan(PlanBuilder &builder, func::FuncOp group,
-                             const GemmForm &form,
+static llvm::Error buildPlan(PlanBuilder &builder, const GemmForm &form,
                              llvm::ArrayRef<Value> outputs,
-                             const TensorCoreGemmConfig &config,
-                             llvm::StringRef comment) {
+                             GemmGenerator generate, llvm::StringRef comment) {
   GemmOperands operands;
   for (auto [value, name] :
        {std::pair(form.a, &operands.a), std::pair(form.b, &operands.b)}) {
@@ -70,13 +74,12 @@ static llvm::Error buildPlan(PlanBuilder &builder, func::FuncOp group,
   std::vector<KernelOutput> kernelOutputs;
   for (Value value : outputs)
     kernelOutputs.push_back(builder.outputFor(value));
-  auto kernel = generateTensorCoreGemm(
-      group.getContext(), builder.entryName("gemm"), comment, form, operands,
-      kernelOutputs, builder.leafFn(), config);
+  auto kernel = generate(builder.entryName("gemm"), comment, operands,
+                         kernelOutputs, builder.leafFn());
   if (!kernel)
     return kernel.takeError();
   builder.addKernel(*kernel, comment);
-  return builder.finishOutputs(group.getContext());
+  return builder.finishOutputs(form.result.getContext());
 }
 
 void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
@@ -107,24 +110,57 @@ void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
   for (Operation &op : group.getBody().front().without_terminator())
     if (!isInlinedOp(&op) && !isFoldedIntoGemms(&op))
       ops += " " + describeOpForCode(&op);
+  // Builds, declares and verifies one plan; false when it failed (every
+  // configuration of a family fails alike).
+  auto propose = [&](const std::string &variant, const std::string &comment,
+                     llvm::StringRef arch, GemmGenerator generate) {
+    PlanBuilder builder(task, group, "builtin", variant);
+    llvm::Error error = buildPlan(builder, *form, outputs, generate, comment);
+    KernelPlan plan = builder.take();
+    plan.arithmetic = kTensorCoreArithmetic.str();
+    plan.arch = arch.str();
+    if (!error)
+      error = toLlvmError(verifyPlan(plan, task));
+    if (error) {
+      proposal.remarks.push_back("builtin " + plan.variant + ": " +
+                                 llvm::toString(std::move(error)));
+      return false;
+    }
+    proposal.plans.push_back(std::move(plan));
+    return true;
+  };
+  MLIRContext *context = group.getContext();
   for (const TensorCoreGemmConfig &config : getTensorCoreGemmConfigs()) {
     std::string comment =
         "3xTF32 tensor-core GEMM, " + std::to_string(config.blockM) + "x" +
         std::to_string(config.blockN) + "x" + std::to_string(config.blockK) +
         " tiles, " + std::to_string(config.stages) + " stages:" + ops;
-    PlanBuilder builder(task, group, "builtin", config.getName());
-    llvm::Error error =
-        buildPlan(builder, group, *form, outputs, config, comment);
-    KernelPlan plan = builder.take();
-    plan.arithmetic = kTensorCoreArithmetic.str();
-    if (!error)
-      error = toLlvmError(verifyPlan(plan, task));
-    if (error) {
-      // Every configuration fails alike.
-      proposal.remarks.push_back("builtin " + plan.variant + ": " +
-                                 llvm::toString(std::move(error)));
+    auto generate = [&](llvm::StringRef entry, llvm::StringRef comment,
+                        const GemmOperands &operands,
+                        llvm::ArrayRef<KernelOutput> kernelOutputs,
+                        const TensorEmitter::LeafFn &leafOf) {
+      return generateTensorCoreGemm(context, entry, comment, *form, operands,
+                                    kernelOutputs, leafOf, config);
+    };
+    if (!propose(config.getName(), comment, "", generate))
       return;
-    }
-    proposal.plans.push_back(std::move(plan));
+  }
+  // Hopper's wgmma, for K-major operands (nn.Linear's layout); sm_90a only.
+  if (!isWgmmaGemmForm(*form))
+    return;
+  for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs()) {
+    std::string comment = "3xTF32 GEMM on wgmma (sm_90a), 128x" +
+                          std::to_string(config.blockN) + "x" +
+                          std::to_string(config.blockK) + " tiles, " +
+                          std::to_string(config.stages) + " stages:" + ops;
+    auto generate = [&](llvm::StringRef entry, llvm::StringRef comment,
+                        const GemmOperands &operands,
+                        llvm::ArrayRef<KernelOutput> kernelOutputs,
+                        const TensorEmitter::LeafFn &leafOf) {
+      return generateWgmmaGemm(context, entry, comment, *form, operands,
+                               kernelOutputs, leafOf, config);
+    };
+    if (!propose(config.getName(), comment, kWgmmaArch, generate))
+      return;
   }
 }

@@ -62,15 +62,15 @@ struct BoundPlan::Impl {
   bool bound = false;
 
   Result<CUmodule> loadSource(const KernelSource &source,
+                              const std::string &arch,
                               const std::vector<std::string> &options,
                               const std::vector<SourceBinary> &binaries);
 };
 
 Result<CUmodule>
-BoundPlan::Impl::loadSource(const KernelSource &source,
+BoundPlan::Impl::loadSource(const KernelSource &source, const std::string &arch,
                             const std::vector<std::string> &options,
                             const std::vector<SourceBinary> &binaries) {
-  std::string arch = context->getDeviceInfo().getArch();
   std::string tried;
   auto note = [&](const std::string &text) {
     notes.push_back(source.id + ": " + text);
@@ -130,9 +130,14 @@ Result<std::unique_ptr<BoundPlan>> BoundPlan::create(
   impl->context = &context;
   impl->task = task;
 
+  // The device's architecture, or the plan's architecture-specific one.
+  auto arch = getCompileArch(plan, context.getDeviceInfo().getArch());
+  if (!arch)
+    return arch.status();
   std::map<std::string, CUmodule> modules;
   for (const KernelSource &source : plan.sources) {
-    auto module = impl->loadSource(source, plan.compileOptions, binaries);
+    auto module =
+        impl->loadSource(source, *arch, plan.compileOptions, binaries);
     if (!module)
       return module.status();
     modules.emplace(source.id, *module);

@@ -27,7 +27,9 @@ kopt::runtime::getRecordBinaries(const KernelRecord &record,
     return binaries;
   SourceBinary binary;
   binary.source = plan.sources.front().id;
-  binary.arch = record.fingerprint.computeCapability;
+  // An architecture-specific plan's binaries were built for its own target.
+  auto arch = getCompileArch(plan, record.fingerprint.computeCapability);
+  binary.arch = arch ? *arch : record.fingerprint.computeCapability;
   binary.cubin = record.cubin.value_or("");
   binary.ptx = record.ptx.value_or("");
   binaries.push_back(std::move(binary));

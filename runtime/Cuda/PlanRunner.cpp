@@ -141,12 +141,15 @@ static Result<CompiledKernel> compileCached(const std::string &code,
 
 Status PlanRunner::precompile(const std::string &arch, const KernelPlan &plan,
                               const PlanRunnerOptions &options) {
+  auto planArch = getCompileArch(plan, arch);
+  if (!planArch)
+    return planArch.status();
   NvrtcOptions nvrtcOptions;
   nvrtcOptions.extra = plan.compileOptions;
   nvrtcOptions.warningsAsErrors = options.warningsAsErrors;
   for (const KernelSource &source : plan.sources) {
     auto compiled =
-        compileCached(source.code, source.id + ".cu", arch, nvrtcOptions);
+        compileCached(source.code, source.id + ".cu", *planArch, nvrtcOptions);
     if (!compiled)
       return compiled.status();
   }
@@ -171,13 +174,15 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
 
   // Compile everything first: a source that does not compile fails the plan
   // before any device memory is touched.
-  std::string arch = context.getDeviceInfo().getArch();
+  auto arch = getCompileArch(plan, context.getDeviceInfo().getArch());
+  if (!arch)
+    return arch.status();
   NvrtcOptions nvrtcOptions;
   nvrtcOptions.extra = plan.compileOptions;
   nvrtcOptions.warningsAsErrors = options.warningsAsErrors;
   for (const KernelSource &source : plan.sources) {
     auto compiled =
-        compileCached(source.code, source.id + ".cu", arch, nvrtcOptions);
+        compileCached(source.code, source.id + ".cu", *arch, nvrtcOptions);
     if (!compiled)
       return compiled.status();
     impl->compiled.emplace(source.id, std::move(*compiled));

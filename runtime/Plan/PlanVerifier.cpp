@@ -274,6 +274,10 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
                    " arithmetic, which the precision policy '" +
                    task.precision + "' does not allow");
 
+  if (!isValidPlanArch(plan.arch))
+    return invalid("plan architecture '" + plan.arch +
+                   "' is not an architecture-specific target such as sm_90a");
+
   std::set<std::string> sources;
   for (const KernelSource &source : plan.sources)
     if (!sources.insert(source.id).second)

@@ -18,6 +18,8 @@
 
 #include "Support/FieldReader.h"
 
+#include <algorithm>
+#include <cctype>
 #include <limits>
 
 using namespace kopt::runtime;
@@ -97,6 +99,34 @@ bool kopt::runtime::isArithmeticAllowed(std::string_view precision,
                                         std::string_view arithmetic) {
   return isKnownArithmetic(arithmetic) &&
          (precision != "fp32-ieee" || arithmetic == "fp32");
+}
+
+bool kopt::runtime::isValidPlanArch(std::string_view arch) {
+  if (arch.empty())
+    return true;
+  if (arch.size() < 5 || arch.substr(0, 3) != "sm_" || arch.back() != 'a')
+    return false;
+  std::string_view number = arch.substr(3, arch.size() - 4);
+  return std::all_of(number.begin(), number.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c));
+  });
+}
+
+Result<std::string>
+kopt::runtime::getCompileArch(const KernelPlan &plan,
+                              const std::string &deviceArch) {
+  if (plan.arch.empty())
+    return deviceArch;
+  if (!isValidPlanArch(plan.arch))
+    return Status::error(StatusCode::InvalidArgument,
+                         "plan architecture '" + plan.arch +
+                             "' is not an architecture-specific target");
+  if (plan.arch.substr(0, plan.arch.size() - 1) != deviceArch &&
+      plan.arch != deviceArch)
+    return Status::error(StatusCode::Unsupported,
+                         "the plan needs " + plan.arch + ", which " +
+                             deviceArch + " does not run");
+  return plan.arch;
 }
 
 bool TensorSpec::operator==(const TensorSpec &other) const {
@@ -413,6 +443,12 @@ Result<KernelPlan> kopt::runtime::kernelPlanFromJson(const json::Value &value) {
   if (read.isOk() && !isKnownArithmetic(plan.arithmetic))
     read.fail("unknown arithmetic '" + plan.arithmetic +
               "' (expected fp32 or 3xtf32)");
+  if (read.isOk() && value.find("arch")) {
+    plan.arch = read.string("arch");
+    if (read.isOk() && (plan.arch.empty() || !isValidPlanArch(plan.arch)))
+      read.fail("arch '" + plan.arch +
+                "' is not an architecture-specific target such as sm_90a");
+  }
   if (Status status = readTensors(read, "temporaries", false, plan.temporaries);
       !status.isOk())
     return status.withContext("plan");
@@ -557,5 +593,7 @@ json::Value kopt::runtime::toJson(const KernelPlan &plan) {
   // write (and hash) as they did before the field existed.
   if (plan.arithmetic != "fp32")
     object.set("arithmetic", plan.arithmetic);
+  if (!plan.arch.empty())
+    object.set("arch", plan.arch);
   return object;
 }

@@ -125,6 +125,55 @@ TEST(TensorCoreGemmTest, FusesTheEpilogueIntoOneKernelPerConfiguration) {
   EXPECT_EQ(plans.front()->variant, "tc3xtf32_128x128x32_w8_s3");
 }
 
+TEST(TensorCoreGemmTest, OffersWgmmaForKMajorOperandsOnSm90a) {
+  auto context = makeContext();
+  // K = 72 is no multiple of 32: the mma.sync kernels only.
+  PlannedGroup odd = planGroup(*context, kLinearBiasRelu);
+  ASSERT_TRUE(odd.group);
+  for (const KernelPlan &plan : proposeBuiltin(odd.group, odd.task).plans)
+    EXPECT_FALSE(llvm::StringRef(plan.variant).starts_with("wgmma"));
+
+  // The same nn.Linear with K = 64.
+  std::string linear64 = kLinearBiasRelu.str();
+  for (size_t at = linear64.find("72"); at != std::string::npos;
+       at = linear64.find("72", at))
+    linear64.replace(at, 2, "64");
+  PlannedGroup planned = planGroup(*context, linear64);
+  ASSERT_TRUE(planned.group);
+  Proposal proposal = proposeBuiltin(planned.group, planned.task);
+  std::vector<const KernelPlan *> plans;
+  for (const KernelPlan &plan : proposal.plans)
+    if (llvm::StringRef(plan.variant).starts_with("wgmma3xtf32_"))
+      plans.push_back(&plan);
+  ASSERT_EQ(plans.size(), getWgmmaGemmConfigs().size());
+  for (auto [plan, config] : llvm::zip(plans, getWgmmaGemmConfigs())) {
+    SCOPED_TRACE(plan->variant);
+    EXPECT_EQ(plan->variant, config.getName());
+    EXPECT_EQ(plan->arithmetic, "3xtf32");
+    EXPECT_EQ(plan->arch, "sm_90a");
+    EXPECT_TRUE(verifyPlan(*plan, planned.task).isOk());
+    ASSERT_EQ(plan->steps.size(), 1u);
+    const LaunchStep &launch = plan->steps[0].launch;
+    EXPECT_EQ(launch.block[0], "384");
+    EXPECT_EQ(launch.sharedBytes, config.getSharedBytes());
+    ASSERT_EQ(launch.args.size(), 4u);
+    const std::string &code = plan->sources[0].code;
+    EXPECT_NE(code.find("wgmma.mma_async.sync.aligned.m64n" +
+                        std::to_string(config.partialN) + "k8.f32.tf32.tf32"),
+              std::string::npos);
+    EXPECT_NE(code.find("kopt_wg::Gemm<" + std::to_string(config.blockN) +
+                        ", 32, " + std::to_string(config.stages) + ", " +
+                        std::to_string(config.partialN) +
+                        ", 100LL, 40LL, 64LL>"),
+              std::string::npos);
+    EXPECT_NE(code.find("kopt_c"), std::string::npos);
+  }
+  EXPECT_EQ(plans.front()->variant, "wgmma3xtf32_128x256x32_s2");
+  // After the mma.sync variants.
+  EXPECT_TRUE(
+      llvm::StringRef(proposal.plans.front().variant).starts_with("tc3xtf32_"));
+}
+
 TEST(TensorCoreGemmTest, OffersNothingUnderIeeeFp32) {
   auto context = makeContext();
   PlannedGroup planned = planGroup(*context, kLinearBiasRelu);

@@ -148,12 +148,19 @@ static llvm::Error emitGroup(const KernelTask &task,
 /// Compiles every source of `plan`; returns false (and reports) on failure.
 static bool compilePlan(const KernelPlan &plan, llvm::raw_ostream &os) {
   bool ok = true;
+  auto arch = ::kopt::runtime::getCompileArch(plan, archOption);
+  if (!arch) {
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << plan.proposer << " " << plan.variant << ": "
+        << arch.status().message() << "\n";
+    return false;
+  }
   for (const KernelSource &source : plan.sources) {
     ::kopt::runtime::NvrtcOptions options;
     options.extra = plan.compileOptions;
     options.warningsAsErrors = true;
     auto compiled = ::kopt::runtime::compileCuda(
-        source.code, plan.proposer + "-" + plan.variant + ".cu", archOption,
+        source.code, plan.proposer + "-" + plan.variant + ".cu", *arch,
         options);
     if (!compiled) {
       llvm::WithColor::error(llvm::errs(), "kopt")
@@ -164,7 +171,7 @@ static bool compilePlan(const KernelPlan &plan, llvm::raw_ostream &os) {
   }
   if (ok)
     os << "    compiled " << plan.proposer << " " << plan.variant << " for "
-       << archOption << ": ok\n";
+       << *arch << ": ok\n";
   return ok;
 }
 

@@ -195,11 +195,17 @@ static llvm::Error proposeGroup(func::FuncOp func, const KernelTask &task,
       return error;
   os << "    plan " << plan->proposer << " " << plan->variant << ": 1 kernel\n";
 
+  auto arch = ::kopt::runtime::getCompileArch(*plan, archOption);
+  if (!arch) {
+    ++tally.compileFailed;
+    return verdict("compile error (" + archOption +
+                   "): " + arch.status().message());
+  }
   for (const KernelSource &source : plan->sources) {
     ::kopt::runtime::NvrtcOptions options;
     options.extra = plan->compileOptions;
-    auto compiled = ::kopt::runtime::compileCuda(source.code, stem + ".cu",
-                                                 archOption, options);
+    auto compiled =
+        ::kopt::runtime::compileCuda(source.code, stem + ".cu", *arch, options);
     if (!compiled) {
       ++tally.compileFailed;
       return verdict("compile error (" + archOption +

@@ -58,6 +58,32 @@ struct TensorCoreGemmConfig {
 /// 32x32 and 4 stages, two blocks per SM.
 llvm::ArrayRef<TensorCoreGemmConfig> getTensorCoreGemmConfigs();
 
+/// The architecture-specific target the wgmma kernels need
+/// (KernelPlan::arch): wgmma exists on sm_90a only.
+inline constexpr llvm::StringLiteral kWgmmaArch = "sm_90a";
+
+/// A configuration of the Hopper kernel (`wgmma3xtf32_*`): a block of 3
+/// warpgroups computes 128 x `blockN` of C through K in steps of `blockK`
+/// (32: rows of 128 bytes, the 128-byte swizzle) with `stages` buffers,
+/// each K step summed from zero in `partialN`-column chunks (64 or 128).
+struct WgmmaGemmConfig {
+  unsigned blockN = 256, blockK = 32, stages = 2, partialN = 64;
+
+  /// The variant name, such as `wgmma3xtf32_128x256x32_s2`.
+  std::string getName() const;
+  /// Dynamic shared memory a block needs, in bytes.
+  int64_t getSharedBytes() const;
+};
+
+/// The wgmma configurations: 128x256 tiles, 2 stages, 64-column partials,
+/// and 128x128 tiles, 3 stages, 128-column partials.
+llvm::ArrayRef<WgmmaGemmConfig> getWgmmaGemmConfigs();
+
+/// Whether the wgmma kernel takes `form`: A stored [M, K] and B [N, K] (both
+/// K-major, as nn.Linear computes; TF32 wgmma reads only K-major operands
+/// from shared memory), K a multiple of 32.
+bool isWgmmaGemmForm(const GemmForm &form);
+
 /// The plan tensors the kernel reads A and B from.
 struct GemmOperands {
   std::string a, b;
@@ -75,6 +101,16 @@ llvm::Expected<GeneratedKernel> generateTensorCoreGemm(
     const GemmForm &form, const GemmOperands &operands,
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
     const TensorCoreGemmConfig &config);
+
+/// Generates the Hopper kernel (docs/Codegen.md, "Tensor-core GEMMs"): the
+/// same product and epilogue as generateTensorCoreGemm, on
+/// `wgmma.mma_async.m64nNk8.f32.tf32.tf32`; compiles for sm_90a only
+/// (kWgmmaArch). Fails when the form is not one isWgmmaGemmForm takes.
+llvm::Expected<GeneratedKernel> generateWgmmaGemm(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    const GemmForm &form, const GemmOperands &operands,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const WgmmaGemmConfig &config);
 
 /// Adds to `proposal` one built-in plan per configuration for a group whose
 /// matrix product is `anchor` and whose every output has the product's

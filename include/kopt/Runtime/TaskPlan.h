@@ -174,6 +174,11 @@ struct KernelPlan {
   /// TF32 parts, three tensor-core products accumulated in fp32). Written to
   /// JSON only when not `fp32`.
   std::string arithmetic = "fp32";
+  /// An architecture-specific target the sources need (`sm_90a`, for
+  /// wgmma): they are compiled for it instead of the device's architecture,
+  /// and the plan runs only on devices of that compute capability. Empty
+  /// (the default, not written to JSON): the device's architecture.
+  std::string arch;
 
   /// Number of kernel launches the plan declares.
   unsigned countLaunches() const;
@@ -192,6 +197,16 @@ bool isKnownArithmetic(std::string_view arithmetic);
 /// fp32 accuracy of it, docs/Evaluator.md).
 bool isArithmeticAllowed(std::string_view precision,
                          std::string_view arithmetic);
+
+/// True for the values KernelPlan::arch may hold: empty, or an
+/// architecture-specific target `sm_<number>a`.
+bool isValidPlanArch(std::string_view arch);
+/// The architecture to compile `plan`'s sources for on a device (or for a
+/// build target) of `deviceArch` (`sm_90`): the plan's own when it declares
+/// one, which must then be of the device's compute capability (`sm_90a` on
+/// `sm_90`), else `deviceArch`.
+Result<std::string> getCompileArch(const KernelPlan &plan,
+                                   const std::string &deviceArch);
 
 /// Reads a tensor `{"name", "element_type", "shape"}`.
 Result<TensorSpec> tensorSpecFromJson(const json::Value &value);

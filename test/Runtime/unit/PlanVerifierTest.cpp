@@ -196,6 +196,34 @@ TEST(PlanVerifierTest, ChecksConvPaddingAgainstTheOutput) {
   expectError("conv padding must not be negative");
 }
 
+TEST(PlanVerifierTest, ChecksTheArchitectureAndWhereItCompiles) {
+  KernelTask task = vectorAddTask();
+  KernelPlan plan = vectorAddPlan();
+  EXPECT_TRUE(isValidPlanArch(""));
+  EXPECT_TRUE(isValidPlanArch("sm_90a"));
+  EXPECT_TRUE(isValidPlanArch("sm_100a"));
+  EXPECT_FALSE(isValidPlanArch("sm_90"));
+  EXPECT_FALSE(isValidPlanArch("sm_a"));
+  EXPECT_FALSE(isValidPlanArch("compute_90a"));
+  // No architecture: the device's.
+  EXPECT_EQ(*getCompileArch(plan, "sm_90"), "sm_90");
+  EXPECT_EQ(*getCompileArch(plan, "sm_100"), "sm_100");
+  plan.arch = "sm_90a";
+  EXPECT_TRUE(verifyPlan(plan, task).isOk());
+  EXPECT_EQ(*getCompileArch(plan, "sm_90"), "sm_90a");
+  EXPECT_EQ(*getCompileArch(plan, "sm_90a"), "sm_90a");
+  Result<std::string> elsewhere = getCompileArch(plan, "sm_100");
+  ASSERT_FALSE(elsewhere.isOk());
+  EXPECT_EQ(elsewhere.status().message(),
+            "the plan needs sm_90a, which sm_100 does not run");
+  EXPECT_FALSE(getCompileArch(plan, "sm_80").isOk());
+  plan.arch = "sm_90";
+  Status status = verifyPlan(plan, task);
+  EXPECT_EQ(status.code(), StatusCode::InvalidArgument);
+  EXPECT_EQ(status.message(), "plan architecture 'sm_90' is not an "
+                              "architecture-specific target such as sm_90a");
+}
+
 TEST(PlanVerifierTest, ChecksConvShapesThroughTheLayout) {
   // A depthwise 2-D convolution: 8 channels, stride 2, 17x17 to 8x8.
   KernelTask task;

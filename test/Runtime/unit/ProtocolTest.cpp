@@ -636,6 +636,28 @@ TEST(ProtocolTest, WritesTheArithmeticOnlyWhenNotFp32) {
             "plan: unknown arithmetic 'tf32' (expected fp32 or 3xtf32)");
 }
 
+TEST(ProtocolTest, WritesTheArchitectureOnlyWhenSet) {
+  std::string text = readInput("mlp_block_g1.builtin.plan.json");
+  Result<KernelPlan> plan = kernelPlanFromJson(parseOk(text));
+  ASSERT_TRUE(plan.isOk()) << plan.status().message();
+  EXPECT_EQ(plan->arch, "");
+  EXPECT_EQ(toJson(*plan).find("arch"), nullptr);
+  plan->arch = "sm_90a";
+  json::Value written = toJson(*plan);
+  ASSERT_NE(written.find("arch"), nullptr);
+  Result<KernelPlan> again = kernelPlanFromJson(written);
+  ASSERT_TRUE(again.isOk()) << again.status().message();
+  EXPECT_EQ(again->arch, "sm_90a");
+  for (const char *bad : {"sm_90", "", "compute_90a", "sm_a"}) {
+    written.set("arch", bad);
+    Result<KernelPlan> refused = kernelPlanFromJson(written);
+    ASSERT_FALSE(refused.isOk()) << bad;
+    EXPECT_EQ(refused.status().message(),
+              std::string("plan: arch '") + bad +
+                  "' is not an architecture-specific target such as sm_90a");
+  }
+}
+
 TEST(ProtocolTest, RoundTripsAConvolutionStep) {
   KernelPlan plan;
   plan.taskKey = "k";
