@@ -240,12 +240,18 @@ Result<std::unique_ptr<CudnnConv>> CudnnConv::create(const CudaContext &context,
   if (!described)
     return described.status();
   const ConvProblem &problem = *described;
-  for (const std::vector<int64_t> *list :
-       {&problem.strides, &problem.dilations, &problem.padding})
-    if (!std::all_of(list->begin(), list->end(), fitsInt))
-      return Status::error(
-          StatusCode::InvalidArgument,
-          "conv strides, dilations and padding must fit an int");
+  // Strides and dilations are at least 1; padding may be 0.
+  auto fitsPadding = [](int64_t value) {
+    return value >= 0 && value <= INT32_MAX;
+  };
+  bool fits =
+      std::all_of(problem.strides.begin(), problem.strides.end(), fitsInt) &&
+      std::all_of(problem.dilations.begin(), problem.dilations.end(),
+                  fitsInt) &&
+      std::all_of(problem.padding.begin(), problem.padding.end(), fitsPadding);
+  if (!fits)
+    return Status::error(StatusCode::InvalidArgument,
+                         "conv strides, dilations and padding must fit an int");
   int64_t channels = problem.groups * problem.channelsPerGroup;
   int64_t features = problem.groups * problem.featuresPerGroup;
   if (!fitsInt(channels) || !fitsInt(features))
