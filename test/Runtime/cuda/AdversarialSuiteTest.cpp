@@ -32,6 +32,7 @@
 #include "kopt/Runtime/TaskPlan.h"
 
 #include "GpuTestFixture.h"
+#include "TestInputs.h"
 
 #include "gtest/gtest.h"
 
@@ -54,23 +55,6 @@ using namespace kopt::runtime;
 
 namespace {
 
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-std::string findSuiteDir() {
-  if (const char *dir = std::getenv("KOPT_ADVERSARIAL_DIR"))
-    return std::string(dir) + "/";
-  if (isDirectory("test/Evaluator/adversarial"))
-    return "test/Evaluator/adversarial/";
-#ifdef KOPT_SOURCE_DIR
-  return std::string(KOPT_SOURCE_DIR) + "/test/Evaluator/adversarial/";
-#else
-  return "test/Evaluator/adversarial/";
-#endif
-}
-
 std::string findWorker() {
   if (const char *worker = std::getenv("KOPT_WORKER"))
     return worker;
@@ -80,15 +64,6 @@ std::string findWorker() {
     return "kopt-worker";
   std::string self(path, length);
   return self.substr(0, self.rfind('/') + 1) + "kopt-worker";
-}
-
-Result<json::Value> readJson(const std::string &path) {
-  std::ifstream stream(path);
-  if (!stream)
-    return Status::error(StatusCode::IoError, "cannot read " + path);
-  std::stringstream text;
-  text << stream.rdbuf();
-  return json::parse(text.str());
 }
 
 std::string getString(const json::Value &object, const char *key) {
@@ -218,14 +193,16 @@ TEST(AdversarialSuiteTest, EveryCheatIsRejectedForItsReason) {
     GTEST_SKIP() << "the adversarial suite needs a GPU: "
                  << driver.status().message();
   }
-  std::string dir = findSuiteDir();
-  auto manifest = readJson(dir + "manifest.json");
+  std::string dir = gputest::findTestInputs("KOPT_ADVERSARIAL_DIR",
+                                            "test/Evaluator/adversarial");
+  auto manifest = gputest::readJsonFile(dir + "manifest.json");
   ASSERT_TRUE(bool(manifest)) << manifest.status().message();
-  auto taskJson = readJson(dir + getString(*manifest, "task"));
+  auto taskJson = gputest::readJsonFile(dir + getString(*manifest, "task"));
   ASSERT_TRUE(bool(taskJson)) << taskJson.status().message();
   auto task = kernelTaskFromJson(*taskJson);
   ASSERT_TRUE(bool(task)) << task.status().message();
-  auto baselineJson = readJson(dir + getString(*manifest, "baseline"));
+  auto baselineJson =
+      gputest::readJsonFile(dir + getString(*manifest, "baseline"));
   ASSERT_TRUE(bool(baselineJson)) << baselineJson.status().message();
   auto baseline = kernelPlanFromJson(*baselineJson);
   ASSERT_TRUE(bool(baseline)) << baseline.status().message();
@@ -260,7 +237,7 @@ TEST(AdversarialSuiteTest, EveryCheatIsRejectedForItsReason) {
       expected.push_back(*expect->at(j).getString());
       row.expected += (j ? "|" : "") + expected.back();
     }
-    auto planJson = readJson(dir + getString(entry, "plan"));
+    auto planJson = gputest::readJsonFile(dir + getString(entry, "plan"));
     ASSERT_TRUE(bool(planJson)) << planJson.status().message();
     std::string detail;
     const json::Value *isolate = entry.find("isolate");

@@ -25,6 +25,7 @@
 #include "kopt/Runtime/TaskPlan.h"
 
 #include "GpuTestFixture.h"
+#include "TestInputs.h"
 
 #include "gtest/gtest.h"
 
@@ -41,35 +42,6 @@ using namespace kopt::runtime;
 
 namespace {
 
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-/// test/Runtime/Inputs/padded: `$KOPT_PADDED_DIR`, else under the working
-/// directory (the repository root, where scripts/gpu-check runs), else under
-/// the source tree this binary was built from.
-std::string findInputs() {
-  if (const char *dir = std::getenv("KOPT_PADDED_DIR"))
-    return std::string(dir) + "/";
-  if (isDirectory("test/Runtime/Inputs/padded"))
-    return "test/Runtime/Inputs/padded/";
-#ifdef KOPT_SOURCE_DIR
-  return std::string(KOPT_SOURCE_DIR) + "/test/Runtime/Inputs/padded/";
-#else
-  return "test/Runtime/Inputs/padded/";
-#endif
-}
-
-Result<json::Value> readJson(const std::string &path) {
-  std::ifstream stream(path);
-  if (!stream)
-    return Status::error(StatusCode::InvalidArgument, "cannot read " + path);
-  std::stringstream text;
-  text << stream.rdbuf();
-  return json::parse(text.str());
-}
-
 /// The task of `name` and all its plans, sorted by file name.
 struct Problem {
   KernelTask task;
@@ -78,8 +50,10 @@ struct Problem {
 
 Problem loadProblem(const std::string &name) {
   Problem problem;
-  std::string dir = findInputs() + name + "/";
-  auto task = readJson(dir + "task.json");
+  std::string dir =
+      gputest::findTestInputs("KOPT_PADDED_DIR", "test/Runtime/Inputs/padded") +
+      name + "/";
+  auto task = gputest::readJsonFile(dir + "task.json");
   EXPECT_TRUE(task.isOk()) << task.status().message();
   if (!task)
     return problem;
@@ -99,7 +73,7 @@ Problem loadProblem(const std::string &name) {
   }
   std::sort(files.begin(), files.end());
   for (const std::string &file : files) {
-    auto json = readJson(dir + file);
+    auto json = gputest::readJsonFile(dir + file);
     EXPECT_TRUE(json.isOk()) << json.status().message();
     if (!json)
       continue;

@@ -27,6 +27,7 @@
 #include "kopt/Runtime/TaskPlan.h"
 
 #include "GpuTestFixture.h"
+#include "TestInputs.h"
 
 #include "gtest/gtest.h"
 
@@ -43,35 +44,6 @@
 using namespace kopt::runtime;
 
 namespace {
-
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-/// test/Runtime/Inputs/tc-gemm: `$KOPT_TC_GEMM_DIR`, else under the working
-/// directory (the repository root, where scripts/gpu-check runs), else under
-/// the source tree this binary was built from.
-std::string findInputs() {
-  if (const char *dir = std::getenv("KOPT_TC_GEMM_DIR"))
-    return std::string(dir) + "/";
-  if (isDirectory("test/Runtime/Inputs/tc-gemm"))
-    return "test/Runtime/Inputs/tc-gemm/";
-#ifdef KOPT_SOURCE_DIR
-  return std::string(KOPT_SOURCE_DIR) + "/test/Runtime/Inputs/tc-gemm/";
-#else
-  return "test/Runtime/Inputs/tc-gemm/";
-#endif
-}
-
-Result<json::Value> readJson(const std::string &path) {
-  std::ifstream stream(path);
-  if (!stream)
-    return Status::error(StatusCode::InvalidArgument, "cannot read " + path);
-  std::stringstream text;
-  text << stream.rdbuf();
-  return json::parse(text.str());
-}
 
 /// The files of `dir` whose names start with `prefix`, sorted.
 std::vector<std::string> listFiles(const std::string &dir,
@@ -103,8 +75,10 @@ struct Problem {
 Problem loadProblem(const std::string &name, bool biasRelu) {
   Problem problem;
   problem.biasRelu = biasRelu;
-  std::string dir = findInputs() + name + "/";
-  auto task = readJson(dir + "task.json");
+  std::string dir = gputest::findTestInputs("KOPT_TC_GEMM_DIR",
+                                            "test/Runtime/Inputs/tc-gemm") +
+                    name + "/";
+  auto task = gputest::readJsonFile(dir + "task.json");
   EXPECT_TRUE(task.isOk()) << task.status().message();
   if (!task)
     return problem;
@@ -116,7 +90,7 @@ Problem loadProblem(const std::string &name, bool biasRelu) {
   for (const std::string &file : listFiles(dir, "")) {
     if (file.size() < 10 || file.substr(file.size() - 10) != ".plan.json")
       continue;
-    auto json = readJson(dir + file);
+    auto json = gputest::readJsonFile(dir + file);
     EXPECT_TRUE(json.isOk()) << json.status().message();
     if (!json)
       continue;
