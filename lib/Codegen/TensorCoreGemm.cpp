@@ -516,6 +516,22 @@ static constexpr llvm::StringLiteral kElsewhere = "kopt_c_elsewhere";
 
 static std::string ll(int64_t value) { return std::to_string(value) + "LL"; }
 
+/// Declares `tileM` and `tileN`, the block's output tile, from blockIdx.x
+/// over a grid of `tilesM` x `tilesN` tiles, and `gb`, its batch: tiles go
+/// in groups of 8 along M, so that the blocks running together share their
+/// B panels in L2.
+static void emitTileOrder(CodeWriter &code, int64_t tilesM, int64_t tilesN) {
+  code.line("const int tilesM = " + std::to_string(tilesM) +
+            ", tilesN = " + std::to_string(tilesN) + ";");
+  code.line("const int perGroup = 8 * tilesN;");
+  code.line("const int firstM = (int)blockIdx.x / perGroup * 8;");
+  code.line("const int groupSize = min(tilesM - firstM, 8);");
+  code.line("const int tileM = firstM + ((int)blockIdx.x % perGroup) % "
+            "groupSize;");
+  code.line("const int tileN = ((int)blockIdx.x % perGroup) / groupSize;");
+  code.line("const long long gb = blockIdx.z;");
+}
+
 /// The index, in a tensor of shape `to`, of the element at `index` in one of
 /// shape `from` with the same row-major position. Both shapes are cut, from
 /// the innermost dimension, into blocks of equal size; a block of one
@@ -720,17 +736,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTensorCoreGemm(
   code.indent();
   code.line("using Gemm = " + gemm + ";");
   code.line("extern __shared__ __align__(16) float kopt_smem[];");
-  // Tiles in groups of 8 along M, so that the blocks running together share
-  // their B panels in L2.
-  code.line("const int tilesM = " + std::to_string(tilesM) +
-            ", tilesN = " + std::to_string(tilesN) + ";");
-  code.line("const int perGroup = 8 * tilesN;");
-  code.line("const int firstM = (int)blockIdx.x / perGroup * 8;");
-  code.line("const int groupSize = min(tilesM - firstM, 8);");
-  code.line("const int tileM = firstM + ((int)blockIdx.x % perGroup) % "
-            "groupSize;");
-  code.line("const int tileN = ((int)blockIdx.x % perGroup) / groupSize;");
-  code.line("const long long gb = blockIdx.z;");
+  emitTileOrder(code, tilesM, tilesN);
   code.line("float kopt_acc[Gemm::kMi][Gemm::kNi][4];");
   code.line("Gemm::run(kopt_smem, " + operands.a + " + " +
             (form.batchedA ? "gb * " + ll(form.m * form.k) : std::string("0")) +
@@ -829,16 +835,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWgmmaGemm(
   code.indent();
   code.line("using Gemm = " + gemm + ";");
   code.line("extern __shared__ __align__(1024) unsigned char kopt_smem[];");
-  // Tiles in groups of 8 along M, as in the mma.sync kernel.
-  code.line("const int tilesM = " + std::to_string(tilesM) +
-            ", tilesN = " + std::to_string(tilesN) + ";");
-  code.line("const int perGroup = 8 * tilesN;");
-  code.line("const int firstM = (int)blockIdx.x / perGroup * 8;");
-  code.line("const int groupSize = min(tilesM - firstM, 8);");
-  code.line("const int tileM = firstM + ((int)blockIdx.x % perGroup) % "
-            "groupSize;");
-  code.line("const int tileN = ((int)blockIdx.x % perGroup) / groupSize;");
-  code.line("const long long gb = blockIdx.z;");
+  emitTileOrder(code, tilesM, tilesN);
   code.line("float kopt_acc[Gemm::kAcc];");
   code.line("if (!Gemm::run(kopt_smem, " + operands.a + " + " +
             (form.batchedA ? "gb * " + ll(form.m * form.k) : std::string("0")) +
