@@ -156,12 +156,16 @@ def summarize(report):
             "overhead_per_candidate_s": overhead,
             "peak_device_bytes": max(c.get("peak_device_bytes", 0)
                                      for c in candidates),
-            # The device's L2 flush buffer is a fixed cost per device, inside
-            # every peak; without it, the peak that the task's sizes make.
+            # The device's L2 flush buffer and GEMM workspace are fixed costs
+            # per device, inside every peak; without them, the peak that the
+            # task's sizes make.
             "flush_device_bytes": max(c.get("flush_device_bytes", 0)
                                       for c in candidates),
+            "gemm_workspace_device_bytes": max(
+                c.get("gemm_workspace_device_bytes", 0) for c in candidates),
             "peak_without_flush_bytes": max(
                 c.get("peak_device_bytes", 0) - c.get("flush_device_bytes", 0)
+                - c.get("gemm_workspace_device_bytes", 0)
                 for c in candidates),
             "task_bytes": max(c.get("task_bytes", 0) for c in candidates),
             # Requests that compared with the baseline's outputs kept from

@@ -53,6 +53,9 @@ static CandidateCost makeCandidateCost(const ProposerAttempt &attempt) {
         cost.peakDeviceBytes = peak->getInteger();
       if (const rt::json::Value *flush = memory->find("flush_bytes"))
         cost.flushDeviceBytes = flush->getInteger();
+      if (const rt::json::Value *workspace =
+              memory->find("gemm_workspace_bytes"))
+        cost.workspaceDeviceBytes = workspace->getInteger();
       if (const rt::json::Value *task = memory->find("task_bytes"))
         cost.taskBytes = task->getInteger();
     }

@@ -323,3 +323,29 @@ Status CublasLtGemm::run(CUstream stream, const GemmBuffers &buffers,
                       kWorkspaceBytes, reinterpret_cast<cudaStream_t>(stream)),
                   "cublasLtMatmul");
 }
+
+/// The key of the shared GEMM workspace in `CudaContext::getShared`.
+static constexpr std::string_view kGemmWorkspaceKey = "kopt.gemm_workspace";
+
+Result<DeviceBuffer *>
+kopt::runtime::getSharedGemmWorkspace(const CudaContext &context) {
+  if (Status status = context.makeCurrent(); !status.isOk())
+    return status;
+  auto shared = context.getShared(
+      kGemmWorkspaceKey, [&]() -> Result<std::shared_ptr<void>> {
+        auto buffer =
+            DeviceBuffer::allocate(context, CublasLtGemm::kWorkspaceBytes);
+        if (!buffer)
+          return buffer.status().withContext("the shared GEMM workspace");
+        return std::shared_ptr<void>(
+            std::make_shared<DeviceBuffer>(std::move(*buffer)));
+      });
+  if (!shared)
+    return shared.status();
+  return static_cast<DeviceBuffer *>(shared->get());
+}
+
+int64_t kopt::runtime::getSharedGemmWorkspaceBytes(const CudaContext &context) {
+  std::shared_ptr<void> shared = context.findShared(kGemmWorkspaceKey);
+  return shared ? static_cast<DeviceBuffer *>(shared.get())->getBytes() : 0;
+}

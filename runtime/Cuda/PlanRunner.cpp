@@ -15,6 +15,7 @@
 
 #include "kopt/Runtime/Cuda/PlanRunner.h"
 
+#include "kopt/Runtime/Cuda/CublasLt.h"
 #include "kopt/Runtime/Cuda/FlushedTimer.h"
 #include "kopt/Runtime/Cuda/PreparedPlan.h"
 #include "kopt/Runtime/PlanVerifier.h"
@@ -67,7 +68,8 @@ struct PlanRunner::Impl {
   std::vector<CUmodule> modules;
   /// The steps, through the launch path the runtime uses too.
   std::unique_ptr<PreparedPlan> prepared;
-  DeviceBuffer gemmWorkspace;
+  /// Stays empty: a plan without GEMM steps never allocates a workspace.
+  DeviceBuffer unusedWorkspace;
   std::set<std::string> inputsSet;
 
   // The modules belong to the context (`CudaContext::loadModule`).
@@ -234,8 +236,19 @@ PlanRunner::create(const CudaContext &context, const KernelTask &task,
     impl->buffers.emplace(name, std::move(*buffer));
   }
 
+  // GEMM steps use the context's one workspace: runners on a context run in
+  // order on its stream, and a workspace each would cost 32 MiB per runner.
+  DeviceBuffer *workspace = &impl->unusedWorkspace;
+  if (std::any_of(plan.steps.begin(), plan.steps.end(), [](const PlanStep &s) {
+        return s.kind == PlanStep::Kind::Gemm;
+      })) {
+    auto shared = getSharedGemmWorkspace(context);
+    if (!shared)
+      return shared.status();
+    workspace = *shared;
+  }
   auto prepared =
-      PreparedPlan::create(context, task, plan, modules, impl->gemmWorkspace);
+      PreparedPlan::create(context, task, plan, modules, *workspace);
   if (!prepared)
     return prepared.status();
   impl->prepared = std::move(*prepared);

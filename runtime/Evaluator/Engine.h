@@ -307,9 +307,18 @@ private:
   /// The device's L2 flush buffer, held from before the request's bytes
   /// were counted (0 when it could not be allocated then).
   uint64_t flushBytesAtStart = 0;
+  /// The context's shared GEMM workspace, held from before the request's
+  /// bytes were counted (0 without GEMM steps or when it could not be
+  /// allocated then).
+  uint64_t workspaceBytesAtStart = 0;
+  /// The device's fixed buffers the estimate counts and the device already
+  /// holds: the flush buffer and the GEMM workspace.
+  uint64_t getHeldAtStart() const {
+    return flushBytesAtStart + workspaceBytesAtStart;
+  }
   /// The device memory free to this request: what the device has free and
-  /// the flush buffer it already holds, which the estimate counts.
-  uint64_t getFreeToRequest() const { return freeBytes + flushBytesAtStart; }
+  /// the fixed buffers it already holds, which the estimate counts.
+  uint64_t getFreeToRequest() const { return freeBytes + getHeldAtStart(); }
 
   // The baseline's outputs across requests (options.baselineCache).
   /// This request compares with the kept outputs instead of validating the

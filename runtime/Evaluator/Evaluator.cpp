@@ -46,6 +46,7 @@
 
 #include "kopt/Runtime/Evaluator/Evaluator.h"
 
+#include "kopt/Runtime/Cuda/CublasLt.h"
 #include "kopt/Runtime/Cuda/FlushedTimer.h"
 #include "kopt/Runtime/Evaluator/Comparison.h"
 #include "kopt/Runtime/Evaluator/EvaluationChecks.h"
@@ -157,6 +158,13 @@ Status Engine::checkMemory(const std::vector<KernelPlan> &plans) {
   if (!memory)
     return Status::error(StatusCode::OutOfRange,
                          "the task's tensors are too large to allocate");
+  // The same for the GEMM workspace every runner of the context shares
+  // (CublasLt.h): made before counting when a plan has GEMM steps.
+  if (memory->workspaceBytes)
+    (void)getSharedGemmWorkspace(context);
+  workspaceBytesAtStart = memory->workspaceBytes
+                              ? uint64_t(getSharedGemmWorkspaceBytes(context))
+                              : 0;
   // Kept outputs never take the request's peak over the cap.
   dropKeptOutputsOverCap();
   bytesAtStart = DeviceBuffer::getBytesInUse();
@@ -180,7 +188,7 @@ Status Engine::checkMemory(const std::vector<KernelPlan> &plans) {
   if (Status status = readFreeBytes(); !status.isOk())
     return status;
   // Kept outputs never make a request refused: they go first.
-  if (checkMemoryFits(*memory, freeBytes, plans.size(), flushBytesAtStart) &&
+  if (checkMemoryFits(*memory, freeBytes, plans.size(), getHeldAtStart()) &&
       freeKeptOutputsForMemory()) {
     bytesAtStart = DeviceBuffer::getBytesInUse();
     DeviceBuffer::resetPeakBytes();
@@ -188,7 +196,7 @@ Status Engine::checkMemory(const std::vector<KernelPlan> &plans) {
       return status;
   }
   if (std::optional<std::string> refusal =
-          checkMemoryFits(*memory, freeBytes, plans.size(), flushBytesAtStart))
+          checkMemoryFits(*memory, freeBytes, plans.size(), getHeldAtStart()))
     return Status::error(StatusCode::OutOfRange, *refusal);
   planBaselineOutputs();
   return Status::success();
@@ -249,8 +257,11 @@ std::vector<EvalReport> Engine::finish() {
       "peak_bytes",
       json::Value(
           std::max<int64_t>(0, DeviceBuffer::getPeakBytes() - bytesAtStart) +
-          int64_t(keptBytesAtStart) + int64_t(flushBytesAtStart)));
+          int64_t(keptBytesAtStart) + int64_t(getHeldAtStart())));
   deviceMemory.set("flush_bytes", json::Value(getL2FlushBytesHeld(context)));
+  if (workspaceBytesAtStart)
+    deviceMemory.set("gemm_workspace_bytes",
+                     json::Value(int64_t(workspaceBytesAtStart)));
   if (memory) {
     deviceMemory.set("task_bytes", json::Value(memory->taskBytes));
     deviceMemory.set("estimated_bytes",

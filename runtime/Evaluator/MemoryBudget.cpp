@@ -13,8 +13,9 @@
 
 using namespace kopt::runtime;
 
-/// cuBLASLt's workspace per runner with GEMM steps (CublasLt.h's
-/// `kWorkspaceBytes`, which this core library cannot include).
+/// cuBLASLt's workspace, one per context, shared by the runners with GEMM
+/// steps (CublasLt.h's `kWorkspaceBytes`, which this core library cannot
+/// include).
 static constexpr uint64_t kGemmWorkspaceBytes = uint64_t(32) << 20;
 
 /// `a + b`, or nullopt on overflow.
@@ -48,12 +49,13 @@ std::optional<uint64_t> kopt::runtime::estimateRunnerBytes(
       return std::nullopt;
     total = add(total, *bytes);
   }
-  bool gemm = std::any_of(
+  return total;
+}
+
+static bool hasGemmStep(const KernelPlan &plan) {
+  return std::any_of(
       plan.steps.begin(), plan.steps.end(),
       [](const PlanStep &step) { return step.kind == PlanStep::Kind::Gemm; });
-  if (gemm)
-    total = add(total, kGemmWorkspaceBytes);
-  return total;
 }
 
 std::optional<MemoryEstimate> kopt::runtime::estimateEvaluationMemory(
@@ -81,8 +83,11 @@ std::optional<MemoryEstimate> kopt::runtime::estimateEvaluationMemory(
   estimate.runnerBytes = *runners;
   std::optional<uint64_t> request = add(
       add(runners, std::max(estimate.largestRunnerBytes, *outputs)), *outputs);
+  if (std::any_of(plans.begin(), plans.end(), hasGemmStep))
+    estimate.workspaceBytes = kGemmWorkspaceBytes;
   std::optional<uint64_t> needed =
-      add(add(request, flushBytes), kMemoryMarginBytes);
+      add(add(add(request, flushBytes), estimate.workspaceBytes),
+          kMemoryMarginBytes);
   if (!needed)
     return std::nullopt;
   estimate.flushBytes = flushBytes;
@@ -138,8 +143,12 @@ kopt::runtime::checkMemoryFits(const MemoryEstimate &estimate,
          (numCandidates == 1 ? "" : "s") + " needs " +
          formatBytes(estimate.neededBytes) + " of device memory (" +
          formatBytes(estimate.runnerBytes) + " for the candidates' buffers, " +
-         formatBytes(estimate.flushBytes) + " for the L2 flush buffer" + held +
-         "), and " + formatBytes(freeBytes) + " is free";
+         formatBytes(estimate.flushBytes) + " for the L2 flush buffer" +
+         (estimate.workspaceBytes
+              ? ", " + formatBytes(estimate.workspaceBytes) +
+                    " for the GEMM workspace"
+              : std::string()) +
+         held + "), and " + formatBytes(freeBytes) + " is free";
 }
 
 std::string kopt::runtime::formatBytes(uint64_t bytes) {

@@ -52,27 +52,32 @@ struct MemoryEstimate {
   uint64_t taskBytes = 0;
   /// The outputs alone.
   uint64_t outputBytes = 0;
-  /// The largest runner of any plan (tensors, temporaries, redzones, GEMM
-  /// workspace).
+  /// The largest runner of any plan (tensors, temporaries, redzones).
   uint64_t largestRunnerBytes = 0;
   /// Every plan's runner together.
   uint64_t runnerBytes = 0;
   /// The device's L2 flush buffer, once: a fixed cost per device, shared by
   /// every timer of the context and kept across requests.
   uint64_t flushBytes = 0;
+  /// cuBLASLt's workspace when a plan has GEMM steps, once: like the flush
+  /// buffer, one per context (`getSharedGemmWorkspace`), kept across
+  /// requests.
+  uint64_t workspaceBytes = 0;
   /// The request's own buffers at their peak: every runner, a second runner
   /// of the largest plan (a new set allocated before the last is freed) or
   /// a copy of the outputs, whichever is larger, and the baseline's copy of
-  /// its outputs. What `peak_bytes` less `flush_bytes` measures.
+  /// its outputs. What `peak_bytes` less `flush_bytes` and
+  /// `gemm_workspace_bytes` measures.
   uint64_t requestBytes = 0;
-  /// The peak: `requestBytes`, `flushBytes` and `kMemoryMarginBytes`.
+  /// The peak: `requestBytes`, `flushBytes`, `workspaceBytes` and
+  /// `kMemoryMarginBytes`.
   uint64_t neededBytes = 0;
 };
 
 /// The bytes a PlanRunner of `plan` for `task` allocates, with guards of
 /// `redzoneBytes` on each side (the leading one rounded up to 256 bytes);
-/// nullopt when a size overflows. The L2 flush buffer is the context's, not
-/// the runner's.
+/// nullopt when a size overflows. The L2 flush buffer and the GEMM workspace
+/// are the context's, not the runner's.
 std::optional<uint64_t> estimateRunnerBytes(const KernelTask &task,
                                             const KernelPlan &plan,
                                             uint64_t redzoneBytes);

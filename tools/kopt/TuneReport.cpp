@@ -57,7 +57,8 @@ struct CostTotals {
          workerSeconds = 0;
   ::kopt::runtime::EvalPhases phases;
   int64_t peakDeviceBytes = 0;
-  /// The most any request held without the device's L2 flush buffer.
+  /// The most any request held without the device's fixed buffers (the L2
+  /// flush buffer, the shared GEMM workspace).
   int64_t peakWithoutFlushBytes = 0;
   int64_t taskBytes = 0;
   /// Requests that reused the baseline's kept outputs; candidates timed
@@ -86,7 +87,8 @@ static CostTotals addCosts(const std::vector<CandidateCost> &costs) {
         std::max(totals.peakDeviceBytes, cost.peakDeviceBytes.value_or(0));
     totals.peakWithoutFlushBytes = std::max(
         totals.peakWithoutFlushBytes,
-        cost.peakDeviceBytes.value_or(0) - cost.flushDeviceBytes.value_or(0));
+        cost.peakDeviceBytes.value_or(0) - cost.flushDeviceBytes.value_or(0) -
+            cost.workspaceDeviceBytes.value_or(0));
     totals.taskBytes = std::max(totals.taskBytes, cost.taskBytes.value_or(0));
     totals.baselineReused += cost.baselineReused;
     totals.timingCut += cost.timingCut;
@@ -108,11 +110,12 @@ static void printCosts(llvm::raw_ostream &os, const CostTotals &totals) {
                         totals.phases.*column.member);
   os << " s";
   if (totals.peakDeviceBytes)
-    os << llvm::formatv("; peak {0:F2} GiB ({1:F2} GiB without the L2 flush "
-                        "buffer) for {2:F2} GiB of tensors",
-                        double(totals.peakDeviceBytes) / double(1 << 30),
-                        double(totals.peakWithoutFlushBytes) / double(1 << 30),
-                        double(totals.taskBytes) / double(1 << 30));
+    os << llvm::formatv(
+        "; peak {0:F2} GiB ({1:F2} GiB without the device's "
+        "flush buffer and GEMM workspace) for {2:F2} GiB of tensors",
+        double(totals.peakDeviceBytes) / double(1 << 30),
+        double(totals.peakWithoutFlushBytes) / double(1 << 30),
+        double(totals.taskBytes) / double(1 << 30));
   os << "\n";
   if (totals.baselineReused || totals.timingCut)
     os << llvm::formatv("      the baseline's kept outputs reused in {0} of "
@@ -149,6 +152,8 @@ static llvm::json::Array toJsonCosts(const std::vector<CandidateCost> &costs) {
       entry["peak_device_bytes"] = *cost.peakDeviceBytes;
     if (cost.flushDeviceBytes)
       entry["flush_device_bytes"] = *cost.flushDeviceBytes;
+    if (cost.workspaceDeviceBytes)
+      entry["gemm_workspace_device_bytes"] = *cost.workspaceDeviceBytes;
     if (cost.taskBytes)
       entry["task_bytes"] = *cost.taskBytes;
     if (cost.baselineReused)

@@ -172,10 +172,11 @@ struct CandidateCost {
   /// The worker's phases, when it measured them.
   std::optional<::kopt::runtime::EvalPhases> phases;
   /// The worker's peak device memory for the request, the device's L2
-  /// flush buffer inside it (a fixed cost per device), and the task's own
-  /// tensors, when known.
+  /// flush buffer and shared GEMM workspace inside it (fixed costs per
+  /// device), and the task's own tensors, when known.
   std::optional<int64_t> peakDeviceBytes;
   std::optional<int64_t> flushDeviceBytes;
+  std::optional<int64_t> workspaceDeviceBytes;
   std::optional<int64_t> taskBytes;
   /// The worker compared with the baseline's outputs kept from an earlier
   /// request instead of validating the baseline again.

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Runtime/Cuda/PlanRunner.h"
+#include "kopt/Runtime/Cuda/CublasLt.h"
 #include "kopt/Runtime/Cuda/CudaDriver.h"
 #include "kopt/Runtime/Cuda/FlushedTimer.h"
 #include "kopt/Runtime/Cuda/TensorData.h"
@@ -475,6 +476,37 @@ TEST_F(PlanRunnerTest, RunsBatchedGemmWithBiasAndRelu) {
   gemm.k = 47;
   gemm.activation = "relu";
   runGemmCase(*this, *context, gemm);
+}
+
+TEST_F(PlanRunnerTest, RunnersShareTheContextsGemmWorkspace) {
+  // Two runners of a GEMM plan hold one cuBLASLt workspace between them:
+  // the second allocates its tensors only.
+  KernelTask task;
+  task.key = task.name = "gemm";
+  task.inputs = {f32("a", {1, 64, 32}), f32("b", {1, 32, 16})};
+  task.outputs = {f32("c", {1, 64, 16})};
+  KernelPlan plan;
+  plan.taskKey = "gemm";
+  plan.proposer = "baseline";
+  PlanStep step;
+  step.kind = PlanStep::Kind::Gemm;
+  step.gemm.a = "a";
+  step.gemm.b = "b";
+  step.gemm.c = "c";
+  step.gemm.m = 64;
+  step.gemm.n = 16;
+  step.gemm.k = 32;
+  plan.steps = {step};
+  auto first = PlanRunner::create(*context, task, plan);
+  ASSERT_TRUE(bool(first)) << first.status().message();
+  EXPECT_EQ(getSharedGemmWorkspaceBytes(*context),
+            CublasLtGemm::kWorkspaceBytes);
+  int64_t before = DeviceBuffer::getBytesInUse();
+  auto second = PlanRunner::create(*context, task, plan);
+  ASSERT_TRUE(bool(second)) << second.status().message();
+  EXPECT_LT(DeviceBuffer::getBytesInUse() - before, 1 << 20);
+  EXPECT_EQ(getSharedGemmWorkspaceBytes(*context),
+            CublasLtGemm::kWorkspaceBytes);
 }
 
 TEST_F(PlanRunnerTest, RunsTransposedGemmWithGelu) {

@@ -33,7 +33,7 @@ KernelTask makeTask(int64_t inElements, int64_t outElements) {
   return task;
 }
 
-TEST(MemoryBudgetTest, RunnerCountsTensorsGuardsAndWorkspace) {
+TEST(MemoryBudgetTest, RunnerCountsTensorsAndGuards) {
   KernelTask task = makeTask(1024);
   KernelPlan plan;
   plan.temporaries.push_back({"t0", ElementType::F16, {512}});
@@ -43,10 +43,30 @@ TEST(MemoryBudgetTest, RunnerCountsTensorsGuardsAndWorkspace) {
   // A guard that is not a multiple of 256 is rounded up in front only.
   EXPECT_EQ(estimateRunnerBytes(task, plan, 100),
             4096 + 4096 + 1024 + 3 * (256 + 100));
-  // A GEMM step brings cuBLASLt's workspace.
+  // A GEMM step's cuBLASLt workspace is the context's, not the runner's.
   plan.steps.emplace_back();
   plan.steps.back().kind = PlanStep::Kind::Gemm;
-  EXPECT_EQ(estimateRunnerBytes(task, plan, 1024), tensors + 32 * kMiB);
+  EXPECT_EQ(estimateRunnerBytes(task, plan, 1024), tensors);
+}
+
+TEST(MemoryBudgetTest, TheGemmWorkspaceIsCountedOnce) {
+  // One workspace per context, however many plans have GEMM steps.
+  KernelTask task = makeTask(1024);
+  KernelPlan gemm;
+  gemm.steps.emplace_back();
+  gemm.steps.back().kind = PlanStep::Kind::Gemm;
+  for (size_t numGemmPlans : {0, 1, 2, 8}) {
+    std::vector<KernelPlan> plans(1);
+    plans.insert(plans.end(), numGemmPlans, gemm);
+    std::vector<KernelPlan> plain(plans.size());
+    auto with = estimateEvaluationMemory(task, plans, 1024, 0);
+    auto without = estimateEvaluationMemory(task, plain, 1024, 0);
+    ASSERT_TRUE(with && without);
+    uint64_t workspace = numGemmPlans ? 32 * kMiB : 0;
+    EXPECT_EQ(with->workspaceBytes, workspace) << numGemmPlans;
+    EXPECT_EQ(with->requestBytes, without->requestBytes);
+    EXPECT_EQ(with->neededBytes, without->neededBytes + workspace);
+  }
 }
 
 TEST(MemoryBudgetTest, TheFlushBufferIsCountedOnce) {

@@ -59,6 +59,15 @@ private:
 /// loaded.
 Result<size_t> getCublasLtVersion();
 
+/// The GEMM workspace of `context` (`CublasLtGemm::kWorkspaceBytes`): one per
+/// context, allocated on first use and kept until the context is destroyed.
+/// The plans of one context run in order on its stream, so one workspace
+/// serves them all; a runner of its own per plan would cost 32 MiB each.
+Result<DeviceBuffer *> getSharedGemmWorkspace(const CudaContext &context);
+
+/// The bytes of `context`'s shared GEMM workspace: 0 before it was made.
+int64_t getSharedGemmWorkspaceBytes(const CudaContext &context);
+
 } // namespace kopt::runtime
 
 #endif // KOPT_RUNTIME_CUDA_CUBLASLT_H
