@@ -695,6 +695,35 @@ def main():
                            "kopt_timeout_s": args.kopt_timeout,
                            "rtol": RTOL, "db": "given" if args.db else "fresh"},
               "limits": limits, "kopt": {"missing": kopt_missing}, "rows": []}
+    base = os.path.join(args.out, "%s-%s-suite" % (now.strftime("%Y-%m-%d"), tag))
+
+    def write_report():
+        """Writes the rows so far: after every problem, so that a run cut
+        short by a time limit keeps what it measured."""
+        for row in report["rows"]:
+            row["speedup"] = speedups(row)
+            row["floor_fraction"] = floor_fractions(row)
+        sets = [k for k in ("small", "real")
+                if any(r["set"] == k for r in report["rows"])]
+        report["summary"] = {k: summarize([r for r in report["rows"] if r["set"] == k])
+                             for k in sets}
+        report["seconds"] = round(time.time() - start, 1)
+        # The results name no folder of this machine: the work folder reads
+        # $WORK and the repository root is left out.
+        scrub = lambda text: text.replace(work, "$WORK").replace(ROOT + "/", "")
+        with open(base + ".json", "w") as f:
+            f.write(scrub(json.dumps(report, indent=1)) + "\n")
+        md = scrub(markdown(report))
+        with open(base + ".md", "w") as f:
+            f.write(md)
+        for k in sets:
+            with open("%s-%s.svg" % (base, k), "w") as f:
+                f.write(svg_chart([r for r in report["rows"] if r["set"] == k],
+                                  "kopt tuned speedup per problem, %s set, %s, %s"
+                                  % (k, device, now.strftime("%Y-%m-%d")),
+                                  report["summary"][k]))
+        return md, sets
+
     log("device %s, torch %s; %d problems; work folder %s" % (
         device, torch.__version__, len(names), work))
     if kopt_missing:
@@ -767,6 +796,7 @@ def main():
         torch.cuda.empty_cache()
         if not args.work:
             shutil.rmtree(pwork, ignore_errors=True)
+        write_report()
 
     # max-autotune benchmarks GEMM and convolution templates: the slow part
     # of the run. It gets what the budget leaves, problem by problem (those
@@ -806,29 +836,10 @@ def main():
                   inputs, refs, spec, timer, args.reps)
         del inputs, refs
         torch.cuda.empty_cache()
+        write_report()
     state.clear()
 
-    for row in report["rows"]:
-        row["speedup"] = speedups(row)
-        row["floor_fraction"] = floor_fractions(row)
-    sets = [k for k in ("small", "real") if any(r["set"] == k for r in report["rows"])]
-    report["summary"] = {k: summarize([r for r in report["rows"] if r["set"] == k])
-                         for k in sets}
-    report["seconds"] = round(time.time() - start, 1)
-    base = os.path.join(args.out, "%s-%s-suite" % (now.strftime("%Y-%m-%d"), tag))
-    # The results name no folder of this machine: the work folder reads
-    # $WORK and the repository root is left out.
-    scrub = lambda text: text.replace(work, "$WORK").replace(ROOT + "/", "")
-    with open(base + ".json", "w") as f:
-        f.write(scrub(json.dumps(report, indent=1)) + "\n")
-    md = scrub(markdown(report))
-    with open(base + ".md", "w") as f:
-        f.write(md)
-    for k in sets:
-        with open("%s-%s.svg" % (base, k), "w") as f:
-            f.write(svg_chart([r for r in report["rows"] if r["set"] == k],
-                              "kopt tuned speedup per problem, %s set, %s, %s"
-                              % (k, device, now.strftime("%Y-%m-%d")), report["summary"][k]))
+    md, sets = write_report()
     log("\n" + md)
     log("\nwrote %s.json, .md, %s (%.0f s)" % (
         base, ", ".join("-%s.svg" % k for k in sets), time.time() - start))
