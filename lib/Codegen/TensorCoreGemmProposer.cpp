@@ -10,13 +10,19 @@
 // all elementwise in the product: one kernel per plan, the tensor-core GEMM
 // with the whole group as its epilogue, in every tile configuration. An
 // operand the group computes (an elementwise prologue) is written to a
-// temporary by a pointwise kernel first. The plans declare `3xtf32`
+// temporary by a pointwise kernel first. Hopper's wgmma takes 32-bit
+// operands K-major only: where B is stored [K, N], its wgmma plans (`_tb`)
+// write B transposed into a temporary first (TiledTranspose.h), and the
+// evaluator weighs the transpose's cost against the mma.sync plans that
+// read B as it is. The plans declare `3xtf32`
 // arithmetic, which the evaluator holds to the baseline's accuracy
 // (docs/Evaluator.md, "Arithmetic other than IEEE fp32").
 //
 //===----------------------------------------------------------------------===//
 
 #include "kopt/Codegen/TensorCoreGemm.h"
+
+#include "TiledTranspose.h"
 
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
@@ -59,10 +65,32 @@ using GemmGenerator = llvm::function_ref<llvm::Expected<GeneratedKernel>(
     const GemmOperands &operands, llvm::ArrayRef<KernelOutput> outputs,
     const TensorEmitter::LeafFn &leafOf)>;
 
-/// One plan: the operands, then the GEMM with `outputs` as its epilogue.
+/// Writes B [batch..., K, N] transposed into a new temporary [batch..., N, K]
+/// and returns the temporary's name.
+static llvm::Expected<std::string>
+writeKMajorB(PlanBuilder &builder, const GemmForm &form, const std::string &b) {
+  std::vector<int64_t> shape;
+  if (form.batchedB)
+    shape.assign(form.batchShape.begin(), form.batchShape.end());
+  shape.push_back(form.n);
+  shape.push_back(form.k);
+  std::string name = "b_kmajor";
+  builder.declareTemporary({name, ElementType::F32, shape});
+  auto kernel = generateTiledTranspose(
+      builder.entryName("transpose"), "B written K-major for wgmma", b, name,
+      form.batchedB ? form.getBatch() : 1, form.k, form.n);
+  if (!kernel)
+    return kernel.takeError();
+  builder.addKernel(*kernel, "B written K-major for wgmma");
+  return name;
+}
+
+/// One plan: the operands (B transposed first when `transposeB`), then the
+/// GEMM with `outputs` as its epilogue.
 static llvm::Error buildPlan(PlanBuilder &builder, const GemmForm &form,
                              llvm::ArrayRef<Value> outputs,
-                             GemmGenerator generate, llvm::StringRef comment) {
+                             GemmGenerator generate, llvm::StringRef comment,
+                             bool transposeB = false) {
   GemmOperands operands;
   for (auto [value, name] :
        {std::pair(form.a, &operands.a), std::pair(form.b, &operands.b)}) {
@@ -70,6 +98,12 @@ static llvm::Error buildPlan(PlanBuilder &builder, const GemmForm &form,
     if (!buffer)
       return buffer.takeError();
     *name = *buffer;
+  }
+  if (transposeB) {
+    auto kMajor = writeKMajorB(builder, form, operands.b);
+    if (!kMajor)
+      return kMajor.takeError();
+    operands.b = *kMajor;
   }
   std::vector<KernelOutput> kernelOutputs;
   for (Value value : outputs)
@@ -113,9 +147,11 @@ void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
   // Builds, declares and verifies one plan; false when it failed (every
   // configuration of a family fails alike).
   auto propose = [&](const std::string &variant, const std::string &comment,
-                     llvm::StringRef arch, GemmGenerator generate) {
+                     llvm::StringRef arch, GemmGenerator generate,
+                     bool transposeB = false) {
     PlanBuilder builder(task, group, "builtin", variant);
-    llvm::Error error = buildPlan(builder, *form, outputs, generate, comment);
+    llvm::Error error =
+        buildPlan(builder, *form, outputs, generate, comment, transposeB);
     KernelPlan plan = builder.take();
     plan.arithmetic = kTensorCoreArithmetic.str();
     plan.arch = arch.str();
@@ -146,21 +182,27 @@ void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
       return;
   }
   // Hopper's wgmma, for K-major operands (nn.Linear's layout); sm_90a only.
-  if (!isWgmmaGemmForm(*form))
+  // B stored [K, N] is transposed first.
+  GemmForm wgmmaForm = *form;
+  bool transposeB = !form->transposeB;
+  wgmmaForm.transposeB = true;
+  if (!isWgmmaGemmForm(wgmmaForm))
     return;
   for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs()) {
-    std::string comment = "3xTF32 GEMM on wgmma (sm_90a), 128x" +
-                          std::to_string(config.blockN) + "x" +
-                          std::to_string(config.blockK) + " tiles, " +
-                          std::to_string(config.stages) + " stages:" + ops;
+    std::string comment =
+        "3xTF32 GEMM on wgmma (sm_90a), 128x" + std::to_string(config.blockN) +
+        "x" + std::to_string(config.blockK) + " tiles, " +
+        std::to_string(config.stages) + " stages" +
+        (transposeB ? ", B transposed first" : "") + ":" + ops;
     auto generate = [&](llvm::StringRef entry, llvm::StringRef comment,
                         const GemmOperands &operands,
                         llvm::ArrayRef<KernelOutput> kernelOutputs,
                         const TensorEmitter::LeafFn &leafOf) {
-      return generateWgmmaGemm(context, entry, comment, *form, operands,
+      return generateWgmmaGemm(context, entry, comment, wgmmaForm, operands,
                                kernelOutputs, leafOf, config);
     };
-    if (!propose(config.getName(), comment, kWgmmaArch, generate))
+    if (!propose(config.getName() + (transposeB ? "_tb" : ""), comment,
+                 kWgmmaArch, generate, transposeB))
       return;
   }
 }
