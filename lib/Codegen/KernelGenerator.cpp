@@ -88,6 +88,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
 
   CodeWriter prologue, body;
   TensorEmitter emitter(context, body, names, leafOf);
+  for (unsigned d = 0; d < rank; ++d)
+    emitter.setDimExtent(d, shape[d]);
   if (width > 1)
     emitter.enableVectorLanes(rank - 1, width, prologue, innermost, "iL");
   SmallVector<AffineExpr> index;
@@ -248,6 +250,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
 
   CodeWriter body, caches;
   TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+  emitter.setDimExtent(0, numRows);
+  emitter.setDimExtent(1, rowLength);
   emitter.enableCooperativeReductions(1, blockSize);
   if (cacheRegisters)
     emitter.enableRowCache(rowLength, cacheRegisters, caches);
@@ -370,6 +374,8 @@ mlir::kopt::generateSplitRowKernels(
     bool last = k == levels.size();
     CodeWriter body;
     TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+    emitter.setDimExtent(0, numRows);
+    emitter.setDimExtent(1, rowLength);
     emitter.enableCooperativeReductions(1, blockSize);
     emitter.setRowRange("chunkStart", "chunkEnd");
     // Batches: the first pass brings the rows into L2 to stay, the last

@@ -111,6 +111,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
 
   CodeWriter body, caches;
   TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+  emitter.setDimExtent(0, numRows);
+  emitter.setDimExtent(1, rowLength);
   emitter.enableCooperativeReductions(1, options.blockSize);
   emitter.setRowRange("chunkStart", "chunkEnd");
   emitter.enableSharedRowCache(rowLength, range, options.sharedBytes, caches);

@@ -10,6 +10,8 @@
 
 #include "kopt/Codegen/TensorMoves.h"
 
+#include "BoundedAffine.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -70,6 +72,12 @@ TensorEmitter::TensorEmitter(MLIRContext *context, CodeWriter &out,
     : context(context), out(&out), dimNames(std::move(dimNames)),
       numKernelDims(this->dimNames.size()), leafOf(std::move(leafOf)) {
   scopes.emplace_back();
+}
+
+void TensorEmitter::setDimExtent(unsigned dim, int64_t extent) {
+  if (dimExtents.size() <= dim)
+    dimExtents.resize(dim + 1, 0);
+  dimExtents[dim] = extent;
 }
 
 void TensorEmitter::enableCooperativeReductions(unsigned dim,
@@ -262,8 +270,9 @@ void TensorEmitter::memoize(const Key &key, std::string expr) {
   scopes.back()[key] = std::move(expr);
 }
 
-unsigned TensorEmitter::newLoopDim(llvm::StringRef prefix) {
+unsigned TensorEmitter::newLoopDim(llvm::StringRef prefix, int64_t extent) {
   dimNames.push_back(out->fresh(prefix));
+  setDimExtent(dimNames.size() - 1, extent);
   return dimNames.size() - 1;
 }
 
@@ -382,6 +391,9 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
       foldFloorDivs(simplifyAffineExpr(linearize(index, leaf.shape, context),
                                        dimNames.size(), 0)),
       dimNames.size(), 0);
+  if (llvm::any_of(dimExtents, [](int64_t extent) { return extent > 0; }))
+    linear = simplifyAffineExpr(simplifyWithDimExtents(linear, dimExtents),
+                                dimNames.size(), 0);
   std::string storage = getCudaStorageType(leaf.elementType).str();
   std::string computeType = getCudaComputeType(leaf.elementType).str();
 
@@ -485,6 +497,7 @@ TensorEmitter::gatherAt(tensor::ExtractOp extract,
               coordinate + "), 0LL), " +
               std::to_string(type.getDimSize(dim) - 1) + "LL);");
     dimNames.push_back(name);
+    setDimExtent(dimNames.size() - 1, type.getDimSize(dim));
     index.push_back(getAffineDimExpr(dimNames.size() - 1, context));
   }
   return valueAt(extract.getTensor(), index);
@@ -619,6 +632,7 @@ TensorEmitter::emitPlacement(Operation *op, llvm::ArrayRef<AffineExpr> index) {
       out->line("const long long " + name + " = min(max(" + quotient +
                 ", 0LL), " + std::to_string(size - 1) + "LL);");
       dimNames.push_back(name);
+      setDimExtent(dimNames.size() - 1, size);
       sourceIndex[piece.sourceDims[d]] =
           getAffineDimExpr(dimNames.size() - 1, context);
     }
@@ -833,7 +847,7 @@ TensorEmitter::emitGeneric(Operation *op, unsigned resultNumber,
   for (unsigned loop = 0; loop < numLoops; ++loop) {
     if (iterators[loop] != utils::IteratorType::reduction)
       continue;
-    unsigned dim = newLoopDim("r");
+    unsigned dim = newLoopDim("r", ranges[loop]);
     loops[loop] = getAffineDimExpr(dim, context);
     out->line("for (long long " + dimNames[dim] + " = 0; " + dimNames[dim] +
               " < " + std::to_string(ranges[loop]) + "LL; ++" + dimNames[dim] +

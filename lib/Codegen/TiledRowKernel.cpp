@@ -256,6 +256,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledRowKernel(
 
   CodeWriter body, caches;
   TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+  emitter.setDimExtent(0, space.getNumRows());
+  emitter.setDimExtent(1, space.length);
   emitter.enableCooperativeReductions(1, layout.getBlockSize());
   emitter.setRowGroup(layout);
   if (options.cacheRegisters)
@@ -342,6 +344,8 @@ mlir::kopt::generateSplitTiledRowKernels(
     bool last = k == levels.size();
     CodeWriter body;
     TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
+    emitter.setDimExtent(0, space.getNumRows());
+    emitter.setDimExtent(1, space.length);
     emitter.enableCooperativeReductions(1, layout.getBlockSize());
     emitter.setRowGroup(layout);
     emitter.setRowRange("chunkStart", "chunkEnd");

@@ -75,6 +75,11 @@ public:
   /// `blockSize` threads.
   void enableCooperativeReductions(unsigned threadDim, unsigned blockSize);
 
+  /// Kernel dimension `dim` ranges over [0, `extent`): its reads' indices
+  /// are simplified with that range (BoundedAffine.h), which removes the
+  /// divisions a reshape's index would otherwise compute per element.
+  void setDimExtent(unsigned dim, int64_t extent);
+
   /// Enables `width`-wide vector loads along dimension `laneDim`: a leaf
   /// read contiguous in it (and depending on no loop variable) is loaded as
   /// one KoptVec into `prologue` and read per lane inside the lane loop,
@@ -257,11 +262,15 @@ private:
                                 const std::string &type, const std::string &acc,
                                 llvm::ArrayRef<AffineExpr> parallel,
                                 llvm::StringRef partialStore);
-  unsigned newLoopDim(llvm::StringRef prefix);
+  /// A new dimension named after `prefix`, ranging over [0, `extent`) (0:
+  /// unknown).
+  unsigned newLoopDim(llvm::StringRef prefix, int64_t extent = 0);
 
   MLIRContext *context;
   CodeWriter *out;
   std::vector<std::string> dimNames;
+  /// Each dimension's extent where known, 0 elsewhere (or absent).
+  std::vector<int64_t> dimExtents;
   unsigned numKernelDims;
   LeafFn leafOf;
   std::vector<LeafTensor> leaves;
