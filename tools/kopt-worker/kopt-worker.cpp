@@ -24,7 +24,10 @@
 // on purpose, so the caller's handling of crashes, hangs and protocol errors
 // can be tested without a GPU (docs/Evaluator.md, "The worker process"),
 // or answer with made-up reports (`fake`, FakeEvaluation.h), and adds the
-// worker's CUDA_VISIBLE_DEVICES to the hello's device name.
+// worker's CUDA_VISIBLE_DEVICES to the hello's device name. With
+// KOPT_WORKER_TEST_CRASH_DEVICE, a comma-separated list, naming its
+// CUDA_VISIBLE_DEVICES, a worker in a test mode aborts on every `evaluate`
+// instead, so that some workers of a pool die and the others do not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,6 +80,9 @@ struct TestMode {
   };
   Kind kind = Kind::None;
   unsigned long sleepMs = 0;
+  /// This worker's device is KOPT_WORKER_TEST_CRASH_DEVICE: abort on
+  /// `evaluate`, whatever `kind` says.
+  bool crashHere = false;
 };
 
 /// The evidence of every candidate when the worker has no GPU.
@@ -87,6 +93,18 @@ constexpr const char *kUnavailableMessage =
 void log(const std::string &message) {
   std::fprintf(stderr, "kopt-worker: %s\n", message.c_str());
   std::fflush(stderr);
+}
+
+/// Whether `item` is an entry of the comma-separated `list`.
+bool isListed(std::string_view item, std::string_view list) {
+  while (true) {
+    size_t comma = list.find(',');
+    if (list.substr(0, comma) == item)
+      return true;
+    if (comma == std::string_view::npos)
+      return false;
+    list.remove_prefix(comma + 1);
+  }
 }
 
 /// The `<ms>` of test mode `name` (`text`): at most an hour.
@@ -267,7 +285,7 @@ bool send(const Message &message) {
 /// Answers one `evaluate` request; false when the worker must exit.
 bool evaluate(const EvaluateMessage &request, const TestMode &mode,
               CompileAhead *ahead) {
-  switch (mode.kind) {
+  switch (mode.crashHere ? TestMode::Kind::Crash : mode.kind) {
   case TestMode::Kind::Crash: {
     log("test mode 'crash': aborting");
     // A deliberate crash must not leave a core file behind.
@@ -404,6 +422,11 @@ int main(int argc, char **argv) {
   if (!mode) {
     log(mode.status().message());
     return 2;
+  }
+  if (const char *devices = std::getenv("KOPT_WORKER_TEST_CRASH_DEVICE");
+      devices && mode->kind != TestMode::Kind::None) {
+    const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    mode->crashHere = visible && isListed(visible, devices);
   }
   // A fake worker uses no GPU, even where there is one.
   if (mode->kind != TestMode::Kind::Fake) {
