@@ -207,16 +207,43 @@ std::string formatCudaVersion(int version) {
          std::to_string(version % 1000 / 10);
 }
 
+/// The made-up device of a `fake` worker, as the autotuner probes it
+/// (lib/Autotune/DeviceProbe.cpp): an H200-like one whose driver and NVRTC
+/// versions say `fake`, of architecture `sm_<NN>` when the worker's
+/// CUDA_VISIBLE_DEVICES is `fake-sm_<NN>`, else sm_90.
+void describeFakeDevice(HelloMessage &hello) {
+  hello.device.name = "fake";
+  hello.device.computeCapabilityMajor = 9;
+  hello.device.computeCapabilityMinor = 0;
+  const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::string_view entry = visible ? visible : "";
+  if (entry.substr(0, 8) == "fake-sm_" && entry.size() > 9 &&
+      entry.find_first_not_of("0123456789", 8) == std::string_view::npos) {
+    std::string digits(entry.substr(8));
+    hello.device.computeCapabilityMajor =
+        std::stoll(digits.substr(0, digits.size() - 1));
+    hello.device.computeCapabilityMinor = digits.back() - '0';
+  }
+  hello.device.smCount = 132;
+  hello.device.l2Bytes = 52428800;
+  hello.device.memoryBandwidthGBps = 4800;
+  hello.driverVersion = "fake";
+  hello.nvrtcVersion = "fake";
+}
+
 /// The `hello`: the device's description, or, without a GPU, a device named
 /// `none`, with compute capability 0.0 and the smallest SM count the
-/// protocol accepts (the protocol has no way to say "no device"). In a test
-/// mode (`testing`), the device name ends in ` [CUDA_VISIBLE_DEVICES=<v>]`
+/// protocol accepts (the protocol has no way to say "no device"); a `fake`
+/// worker (`fake`) describes its made-up device. In a test mode
+/// (`testing`), the device name ends in ` [CUDA_VISIBLE_DEVICES=<v>]`
 /// (`<unset>` when unset), so callers can check the environment a worker
 /// got.
-HelloMessage makeHello(bool testing) {
+HelloMessage makeHello(bool testing, bool fake) {
   HelloMessage hello;
   const CudaContext *gpu = getGpu().get();
-  if (!gpu) {
+  if (fake) {
+    describeFakeDevice(hello);
+  } else if (!gpu) {
     hello.device.name = "none";
     hello.device.smCount = 1;
   }
@@ -444,7 +471,8 @@ int main(int argc, char **argv) {
       log("no launch accounting: " + getRecorderUnavailableReason());
     }
   }
-  if (!send(makeHello(mode->kind != TestMode::Kind::None)))
+  if (!send(makeHello(mode->kind != TestMode::Kind::None,
+                      mode->kind == TestMode::Kind::Fake)))
     return 1;
   std::unique_ptr<CompileAhead> ahead;
   if (getGpu())

@@ -199,6 +199,18 @@ int mlir::kopt::runWarmCommand() {
                                         std::max<size_t>(1, tasks.size()));
   if (threads > 1)
     llvm::errs() << "kopt warm: " << threads << " workers, one per GPU\n";
+  // A box with two GPU models: each task is stored for the one it ran on.
+  std::set<std::string> kinds;
+  std::string kindList;
+  for (const auto &fingerprint : (*tuner)->getDeviceFingerprints())
+    if (kinds.insert(fingerprint.hash()).second)
+      kindList += (kinds.size() > 1 ? ", " : "") +
+                  fingerprint.computeCapability + " (fingerprint " +
+                  fingerprint.hash() + ")";
+  if (kinds.size() > 1)
+    llvm::errs() << "kopt warm: " << kinds.size()
+                 << " kinds of GPU: " << kindList
+                 << "; each task is tuned and stored for the GPU it runs on\n";
   progress.setThreads(threads);
   std::vector<std::optional<ReportRow>> results(tasks.size());
   std::vector<bool> startedTasks(tasks.size());
