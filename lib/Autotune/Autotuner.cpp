@@ -190,9 +190,20 @@ Autotuner::create(const AutotuneOptions &options) {
       return std::move(error);
     return std::unique_ptr<Autotuner>(new Autotuner(std::move(impl)));
   }
-  impl->fingerprint = probeDeviceFingerprint(
-      options.precision, impl->noDeviceReason, impl->deviceCount);
-  impl->device = impl->fingerprint.has_value();
+  impl->deviceFingerprints =
+      probeDeviceFingerprints(options.precision, impl->noDeviceReason);
+  impl->device = !impl->deviceFingerprints.empty();
+  if (impl->device) {
+    impl->fingerprint = impl->deviceFingerprints.front();
+    WorkerPoolOptions poolOptions;
+    poolOptions.worker.executable = options.workerPath;
+    // One worker per device: CUDA_VISIBLE_DEVICES's entries, or every
+    // device the driver sees; worker `i` on the device probed `i`th.
+    poolOptions.deviceCount = unsigned(impl->deviceFingerprints.size());
+    impl->pool = std::make_unique<WorkerPool>(poolOptions);
+    rt::DeviceFingerprint last = impl->deviceFingerprints.back();
+    impl->deviceFingerprints.resize(impl->pool->size(), last);
+  }
   if (impl->device && !options.target.empty() &&
       impl->fingerprint->hash() != options.target)
     return makeError("--target=" + options.target +
@@ -213,17 +224,16 @@ Autotuner::~Autotuner() = default;
 bool Autotuner::hasDevice() const { return impl->device; }
 
 unsigned Autotuner::getWorkerCount() const {
-  if (!impl->device)
-    return 1;
-  WorkerPoolOptions options;
-  options.deviceCount = unsigned(impl->deviceCount);
-  return unsigned(std::max<size_t>(
-      1,
-      resolvePoolDevices(options, std::getenv("CUDA_VISIBLE_DEVICES")).size()));
+  return impl->pool ? unsigned(std::max<size_t>(1, impl->pool->size())) : 1;
 }
 
 const rt::DeviceFingerprint *Autotuner::getFingerprint() const {
   return impl->fingerprint ? &*impl->fingerprint : nullptr;
+}
+
+const std::vector<rt::DeviceFingerprint> &
+Autotuner::getDeviceFingerprints() const {
+  return impl->deviceFingerprints;
 }
 
 std::string Autotuner::describeTarget() const {
@@ -288,9 +298,21 @@ void mlir::kopt::tagCallsOfGroup(ModuleOp module, func::FuncOp group) {
 }
 
 llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
+  // Where the group may be tuned, it holds a worker from its lookup to its
+  // end, taken before the lock (it may wait for one) and given back after:
+  // the group is looked up, timed and stored for that worker's GPU.
+  GroupDevice device;
+  device.fingerprint = impl->fingerprint ? &*impl->fingerprint : nullptr;
+  if (impl->pool && (impl->options.mode == TuneMode::Missing ||
+                     impl->options.mode == TuneMode::Always)) {
+    device.worker = *impl->pool->acquire();
+    device.pool = impl->pool.get();
+    device.fingerprint = &impl->deviceFingerprints[device.worker];
+  }
   // Everything but the evaluations runs under the lock (the database
   // connection and MLIR are used from one thread at a time).
   std::unique_lock<std::mutex> lock(impl->mutex);
+  const rt::DeviceFingerprint *fingerprint = device.fingerprint;
   auto task = buildKernelTask(group);
   if (!task)
     return task.takeError();
@@ -302,8 +324,8 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
 
   std::optional<rt::KernelRecord> stored;
   std::optional<rt::KernelPlan> storedPlan;
-  if (impl->fingerprint) {
-    auto found = impl->database->lookup(task->key, *impl->fingerprint);
+  if (fingerprint) {
+    auto found = impl->database->lookup(task->key, *fingerprint);
     if (!found)
       return toError(found.status(), "looking up " + task->key);
     stored = std::move(*found);
@@ -322,7 +344,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     }
   }
   bool replayed = false;
-  if (!stored && impl->replay && impl->fingerprint) {
+  if (!stored && impl->replay && fingerprint) {
     auto found = impl->replayTask(task->key, replayed);
     if (!found)
       return found.takeError();
@@ -361,7 +383,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
       event.task = &*task;
       impl->options.onProgress(event);
     }
-    auto tuned = impl->tune(group, *task, outcome, limits, lock);
+    auto tuned = impl->tune(group, *task, outcome, limits, device, lock);
     // A tuning the budget cut short is not stored: with --tune=always the
     // stored plan stays.
     if (tuned && tuned->chosen && !(tuned->budgetSpent && stored))
@@ -399,7 +421,7 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
     outcome.arithmetic = plan->arithmetic;
     outcome.winnerUs = stored->winner.medianMs * 1e3;
     outcome.baselineUs = stored->baseline.medianMs * 1e3;
-    choosePlan(group, *task, *plan, &*stored, &*impl->fingerprint, outcome);
+    choosePlan(group, *task, *plan, &*stored, fingerprint, outcome);
     return outcome;
   }
   // A miss that is not tuned: the baseline stands.
@@ -411,9 +433,9 @@ llvm::Expected<GroupOutcome> Autotuner::processGroup(func::FuncOp group) {
   if (impl->queue) {
     // The job names this target, or any device of the precision when there
     // is none here.
-    auto queued = impl->queue->enqueue(
-        task->key, impl->fingerprint ? impl->fingerprint->hash() : "",
-        task->precision, rt::toJson(*task));
+    auto queued =
+        impl->queue->enqueue(task->key, fingerprint ? fingerprint->hash() : "",
+                             task->precision, rt::toJson(*task));
     if (!queued)
       return toError(queued.status(), "enqueueing " + task->key);
     outcome.note = *queued == rt::EnqueueOutcome::Queued ? "enqueued for tuning"

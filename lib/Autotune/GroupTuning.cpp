@@ -120,33 +120,50 @@ Autotuner::Impl::makeRequest(func::FuncOp group, const KernelTask &task,
 
 llvm::Expected<std::vector<rt::EvalReport>> Autotuner::Impl::sendRequest(
     rt::EvaluateMessage &request, std::chrono::milliseconds timeout,
-    const std::string &function, std::unique_lock<std::mutex> &lock) {
-  if (!pool) {
-    WorkerPoolOptions poolOptions;
-    poolOptions.worker.executable = options.workerPath;
-    // One worker per device: CUDA_VISIBLE_DEVICES's entries, or every
-    // device the driver sees.
-    poolOptions.deviceCount = unsigned(deviceCount);
-    pool = std::make_unique<WorkerPool>(poolOptions);
-  }
+    const std::string &function, GroupDevice &device, std::string &note,
+    std::unique_lock<std::mutex> &lock) {
+  if (!device.pool)
+    return makeError("evaluating @" + function + ": no worker to evaluate on");
   request.requestId = nextRequestId++;
-  // The evaluations run unlocked: one per worker (GPU) at a time.
+  // The evaluations run unlocked: one per worker (GPU) at a time. A retry
+  // stays on the group's kind of GPU, whose times compare with the rest.
+  std::string hash = device.fingerprint->hash();
+  auto sameKind = [&](size_t index) {
+    return deviceFingerprints[index].hash() == hash;
+  };
+  std::vector<std::string> deaths;
   lock.unlock();
-  auto reports = pool->evaluate(request, timeout);
+  auto reports = device.pool->evaluateOn(device.worker, request, timeout,
+                                         sameKind, &deaths);
   lock.lock();
+  for (const std::string &death : deaths)
+    note +=
+        "a worker died (" + death + "); its request went to " +
+        "CUDA_VISIBLE_DEVICES=" + device.pool->getWorker(device.worker).device +
+        "; ";
   if (!reports)
     return makeError("evaluating @" + function + ": " +
                      llvm::toString(reports.takeError()));
+  // The results are stored under the group's fingerprint: the worker that
+  // measured them must say it runs on that device.
+  WorkerPoolEntry worker = device.pool->getWorker(device.worker);
+  if (worker.hello)
+    if (std::string mismatch =
+            describeWorkerMismatch(*worker.hello, *device.fingerprint);
+        !mismatch.empty())
+      return makeError("evaluating @" + function + " on CUDA_VISIBLE_DEVICES=" +
+                       worker.device + ": " + mismatch);
   return reports;
 }
 
 llvm::Error Autotuner::Impl::storeAttempt(
-    const KernelTask &task, const KernelPlan *plan, llvm::StringRef proposer,
+    const KernelTask &task, const rt::DeviceFingerprint &measuredOn,
+    const KernelPlan *plan, llvm::StringRef proposer,
     const rt::EvalReport *report, const ReportOrigin *origin,
     llvm::StringRef failure, const rt::json::Value &exchange) {
   rt::AttemptRecord attempt;
   attempt.taskKey = task.key;
-  attempt.fingerprint = *fingerprint;
+  attempt.fingerprint = measuredOn;
   if (plan)
     attempt.plan = planJson(*plan);
   attempt.proposer = proposer.str();
@@ -171,7 +188,8 @@ llvm::Error Autotuner::Impl::storeAttempt(
 llvm::Expected<GroupOutcome>
 Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
                       GroupOutcome outcome, const TuneLimits &limits,
-                      std::unique_lock<std::mutex> &lock) {
+                      GroupDevice &device, std::unique_lock<std::mutex> &lock) {
+  const rt::DeviceFingerprint &fingerprint = *device.fingerprint;
   std::vector<std::unique_ptr<Proposer>> owned;
   std::vector<Proposer *> peers;
   for (const auto &factory : proposers) {
@@ -188,7 +206,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     auto attempts = database->listAttempts(task.key);
     if (!attempts)
       return toError(attempts.status(), "reading the attempts of " + task.key);
-    storedReports = collectStoredReports(*attempts, *fingerprint);
+    storedReports = collectStoredReports(*attempts, fingerprint);
   }
   TaskEvaluator::Options evaluatorOptions;
   evaluatorOptions.evaluationTimeout = std::chrono::milliseconds(
@@ -199,7 +217,8 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
         return makeRequest(group, task, plans, outcome.note);
       },
       [&](rt::EvaluateMessage &request, std::chrono::milliseconds timeout) {
-        return sendRequest(request, timeout, outcome.function, lock);
+        return sendRequest(request, timeout, outcome.function, device,
+                           outcome.note, lock);
       },
       evaluatorOptions, std::move(storedReports), outcome.note);
   RoundEvaluator evaluate = [&](unsigned round,
@@ -220,9 +239,9 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
     outcome.candidateCosts.push_back(makeCandidateCost(attempt));
     if (origin && origin->stored)
       ++outcome.storedCandidates;
-    else if (llvm::Error error =
-                 storeAttempt(task, plan, attempt.proposer, attempt.report,
-                              origin, candidate.failure, candidate.exchange))
+    else if (llvm::Error error = storeAttempt(
+                 task, fingerprint, plan, attempt.proposer, attempt.report,
+                 origin, candidate.failure, candidate.exchange))
       return error;
     if (options.onProgress) {
       TuneProgress event;
@@ -332,11 +351,11 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   }
   rt::KernelRecord record;
   record.taskKey = task.key;
-  record.fingerprint = *fingerprint;
+  record.fingerprint = fingerprint;
   rt::KernelPlan runtimePlan = *chosenPlan;
   record.plan = rt::toJson(runtimePlan);
   // The binaries for the device, when the plan has one source.
-  auto arch = rt::getCompileArch(runtimePlan, fingerprint->computeCapability);
+  auto arch = rt::getCompileArch(runtimePlan, fingerprint.computeCapability);
   if (runtimePlan.sources.size() == 1 && arch) {
     rt::NvrtcOptions nvrtc;
     nvrtc.extra = runtimePlan.compileOptions;
@@ -363,7 +382,7 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
 
   // With --tune=always the stored winner may be better than this one; an
   // unusable one stays in the database, and this winner is used.
-  auto kept = database->lookup(task.key, *fingerprint);
+  auto kept = database->lookup(task.key, fingerprint);
   if (!kept || !*kept)
     return makeError("the winner of " + task.key + " was not stored");
   auto keptPlan = getUsablePlan(**kept, task);
@@ -378,6 +397,6 @@ Autotuner::Impl::tune(func::FuncOp group, const KernelTask &task,
   outcome.winnerUs = (*kept)->winner.medianMs * 1e3;
   outcome.baselineUs = (*kept)->baseline.medianMs * 1e3;
   finishNote();
-  choosePlan(group, task, *keptPlan, &**kept, &*fingerprint, outcome);
+  choosePlan(group, task, *keptPlan, &**kept, &fingerprint, outcome);
   return outcome;
 }

@@ -179,6 +179,19 @@ std::string mlir::kopt::getWorkerFailureReason(const rt::EvalReport &report) {
   return text ? *text : "";
 }
 
+void mlir::kopt::setWorkerFailureReason(rt::EvalReport &report,
+                                        const std::string &reason) {
+  report.evidence.set(kFailureKey, reason);
+}
+
+bool mlir::kopt::isWorkerDeath(const std::vector<rt::EvalReport> &reports) {
+  for (const rt::EvalReport &report : reports)
+    if (report.failedCheck == rt::FailedCheck::Crash &&
+        !getWorkerFailureReason(report).empty())
+      return true;
+  return false;
+}
+
 //===----------------------------------------------------------------------===//
 // WorkerClient
 //===----------------------------------------------------------------------===//

@@ -18,6 +18,7 @@
 #include <cstdlib>
 
 using namespace mlir::kopt;
+namespace rt = ::kopt::runtime;
 
 std::vector<std::string>
 mlir::kopt::resolvePoolDevices(const WorkerPoolOptions &options,
@@ -97,30 +98,99 @@ llvm::Error WorkerPool::start() {
   return first;
 }
 
+std::optional<size_t> WorkerPool::acquire(WorkerFilter accept) {
+  auto allowed = [&](size_t index) { return !accept || accept(index); };
+  bool any = false;
+  for (size_t index = 0; index < slots.size(); ++index)
+    any |= allowed(index);
+  if (!any)
+    return std::nullopt;
+  std::unique_lock<std::mutex> lock(mutex);
+  size_t index = 0;
+  freed.wait(lock, [&] {
+    for (index = 0; index < slots.size(); ++index)
+      if (!slots[index].entry.busy && allowed(index))
+        return true;
+    return false;
+  });
+  slots[index].entry.busy = true;
+  return index;
+}
+
+void WorkerPool::release(size_t index) {
+  std::lock_guard<std::mutex> lock(mutex);
+  Slot &slot = slots.at(index);
+  slot.entry.busy = false;
+  refresh(slot);
+  // Every waiter rechecks; notify_one could wake a shutdown() waiting for
+  // all slots instead of a request waiting for one.
+  freed.notify_all();
+}
+
+llvm::Expected<std::vector<::kopt::runtime::EvalReport>>
+WorkerPool::evaluateHeld(size_t index,
+                         const ::kopt::runtime::EvaluateMessage &request,
+                         std::optional<std::chrono::milliseconds> timeout) {
+  Slot &slot = slots.at(index);
+  auto reports = slot.client->evaluate(request, timeout);
+  std::lock_guard<std::mutex> lock(mutex);
+  refresh(slot);
+  return reports;
+}
+
+llvm::Expected<std::vector<::kopt::runtime::EvalReport>>
+WorkerPool::evaluateOn(size_t &index,
+                       const ::kopt::runtime::EvaluateMessage &request,
+                       std::optional<std::chrono::milliseconds> timeout,
+                       WorkerFilter accept, std::vector<std::string> *deaths) {
+  auto reports = evaluateHeld(index, request, timeout);
+  if (!reports || !isWorkerDeath(*reports))
+    return reports;
+  size_t dead = index;
+  auto another = [&](size_t i) { return i != dead && (!accept || accept(i)); };
+  bool hasAnother = false;
+  for (size_t i = 0; i < slots.size(); ++i)
+    hasAnother |= another(i);
+  // Nothing to retry on: the caller keeps its worker, which starts afresh
+  // on its next request.
+  if (!hasAnother)
+    return reports;
+  // The dead worker is given back before another is waited for, so that two
+  // callers whose workers die at once cannot wait for each other.
+  release(dead);
+  index = *acquire(another);
+  auto describe = [&](size_t i, const std::vector<rt::EvalReport> &failed) {
+    std::string reason;
+    for (const rt::EvalReport &report : failed)
+      if (reason.empty())
+        reason = getWorkerFailureReason(report);
+    return "CUDA_VISIBLE_DEVICES=" + slots[i].entry.device + ": " + reason;
+  };
+  std::string first = describe(dead, *reports);
+  if (deaths)
+    deaths->push_back(first);
+  auto retried = evaluateHeld(index, request, timeout);
+  if (!retried || !isWorkerDeath(*retried))
+    return retried;
+  // Dead on two devices: the request, not a GPU, is the likely cause.
+  std::string both =
+      "crash on two devices: " + first + "; then " + describe(index, *retried);
+  for (rt::EvalReport &report : *retried)
+    if (report.failedCheck == rt::FailedCheck::Crash &&
+        !getWorkerFailureReason(report).empty())
+      setWorkerFailureReason(report, both);
+  return retried;
+}
+
 llvm::Expected<std::vector<::kopt::runtime::EvalReport>>
 WorkerPool::evaluate(const ::kopt::runtime::EvaluateMessage &request,
                      std::optional<std::chrono::milliseconds> timeout,
                      size_t *workerIndex) {
   if (slots.empty())
     return llvm::createStringError("the worker pool has no devices");
-  std::unique_lock<std::mutex> lock(mutex);
-  size_t index = 0;
-  freed.wait(lock, [&] {
-    for (index = 0; index < slots.size(); ++index)
-      if (!slots[index].entry.busy)
-        return true;
-    return false;
-  });
-  Slot &slot = slots[index];
-  slot.entry.busy = true;
-  lock.unlock();
-  auto reports = slot.client->evaluate(request, timeout);
-  lock.lock();
-  slot.entry.busy = false;
-  refresh(slot);
-  // Every waiter rechecks; notify_one could wake a shutdown() waiting for
-  // all slots instead of a request waiting for one.
-  freed.notify_all();
+  size_t index = *acquire();
+  auto reports = evaluateOn(index, request, timeout);
+  release(index);
   if (workerIndex)
     *workerIndex = index;
   return reports;

@@ -171,7 +171,7 @@ TEST_F(WorkerPoolTest, ARequestWaitsForAFreeWorker) {
   EXPECT_EQ(pool.getWorker(0).startCount, 1u);
 }
 
-TEST_F(WorkerPoolTest, ACrashTouchesOnlyItsWorker) {
+TEST_F(WorkerPoolTest, ARequestWhoseWorkerDiesGoesToAnother) {
   WorkerPool pool(makeOptions("slow:0", {"0", "1"}));
   pool.getWorkerOptions(0).environment.front() = "KOPT_WORKER_TEST_MODE=crash";
   ASSERT_FALSE(static_cast<bool>(pool.start()));
@@ -182,27 +182,129 @@ TEST_F(WorkerPoolTest, ACrashTouchesOnlyItsWorker) {
                                std::nullopt, &used);
   ASSERT_TRUE(static_cast<bool>(reports))
       << llvm::toString(reports.takeError());
-  EXPECT_EQ(used, 0u);
+  // Worker 0 took it and died; worker 1 answered (as a worker without a
+  // GPU does).
+  EXPECT_EQ(used, 1u);
   ASSERT_EQ(reports->size(), 2u);
-  for (const rt::EvalReport &report : *reports) {
-    EXPECT_EQ(report.failedCheck, rt::FailedCheck::Crash);
-    EXPECT_EQ(getWorkerFailureReason(report).rfind("crash: signal", 0), 0u);
-  }
+  EXPECT_FALSE(isWorkerDeath(*reports));
+  for (const rt::EvalReport &report : *reports)
+    EXPECT_EQ(getWorkerFailureReason(report), "");
   WorkerPoolEntry crashed = pool.getWorker(0);
   EXPECT_EQ(crashed.pid, -1);
+  EXPECT_FALSE(crashed.busy);
   EXPECT_EQ(crashed.lastFailure.rfind("crash: signal", 0), 0u);
   WorkerPoolEntry survivor = pool.getWorker(1);
   EXPECT_EQ(survivor.pid, other);
+  EXPECT_FALSE(survivor.busy);
   EXPECT_EQ(survivor.startCount, 1u);
   EXPECT_EQ(survivor.lastFailure, "");
   EXPECT_EQ(::kill(other, 0), 0);
-  // The crashed worker starts afresh for the next request.
+  // The dead worker starts afresh for the next request (and dies again).
   reports = pool.evaluate(mlir::kopt::testing::makeWorkerRequest(2),
                           std::nullopt, &used);
   ASSERT_TRUE(static_cast<bool>(reports));
-  EXPECT_EQ(used, 0u);
+  EXPECT_EQ(used, 1u);
   EXPECT_EQ(pool.getWorker(0).startCount, 2u);
   EXPECT_EQ(pool.getWorker(1).pid, other);
+}
+
+TEST_F(WorkerPoolTest, ARequestThatKillsTwoWorkersNamesBoth) {
+  WorkerPool pool(makeOptions("crash", {"3", "5"}));
+  size_t used = 9;
+  auto reports = pool.evaluate(mlir::kopt::testing::makeWorkerRequest(1),
+                               std::nullopt, &used);
+  track(pool);
+  ASSERT_TRUE(static_cast<bool>(reports))
+      << llvm::toString(reports.takeError());
+  EXPECT_EQ(used, 1u);
+  ASSERT_EQ(reports->size(), 2u);
+  for (const rt::EvalReport &report : *reports) {
+    EXPECT_EQ(report.failedCheck, rt::FailedCheck::Crash);
+    std::string reason = getWorkerFailureReason(report);
+    EXPECT_EQ(reason.rfind("crash on two devices: CUDA_VISIBLE_DEVICES=3: "
+                           "crash: signal",
+                           0),
+              0u)
+        << reason;
+    EXPECT_NE(reason.find("; then CUDA_VISIBLE_DEVICES=5: crash: signal"),
+              std::string::npos)
+        << reason;
+  }
+  // Each died once: the request was not sent a third time.
+  EXPECT_EQ(pool.getWorker(0).startCount, 1u);
+  EXPECT_EQ(pool.getWorker(1).startCount, 1u);
+  EXPECT_FALSE(pool.getWorker(0).busy);
+  EXPECT_FALSE(pool.getWorker(1).busy);
+}
+
+TEST_F(WorkerPoolTest, ALoneWorkerThatDiesKeepsItsAnswer) {
+  WorkerPool pool(makeOptions("crash", {"0"}));
+  auto reports = pool.evaluate(mlir::kopt::testing::makeWorkerRequest(1));
+  ASSERT_TRUE(static_cast<bool>(reports));
+  ASSERT_TRUE(isWorkerDeath(*reports));
+  EXPECT_EQ(getWorkerFailureReason(reports->front()).rfind("crash: signal", 0),
+            0u);
+  EXPECT_EQ(pool.getWorker(0).startCount, 1u);
+}
+
+TEST_F(WorkerPoolTest, TheCrashDeviceHookKillsOnlyItsWorker) {
+  WorkerPoolOptions options = makeOptions("fake", {"0", "1", "2"});
+  options.worker.environment.push_back("KOPT_WORKER_TEST_CRASH_DEVICE=0,2");
+  WorkerPool pool(options);
+  ASSERT_FALSE(static_cast<bool>(pool.start()));
+  track(pool);
+  // A caller that holds worker 0 for all its requests.
+  std::optional<size_t> held = pool.acquire();
+  ASSERT_EQ(held, std::optional<size_t>(0));
+  EXPECT_TRUE(pool.getWorker(0).busy);
+  size_t index = *held;
+  std::vector<std::string> deaths;
+  // Only the workers the filter allows: worker 1 is not one of them.
+  auto reports = pool.evaluateOn(
+      index, mlir::kopt::testing::makeWorkerRequest(1), std::nullopt,
+      [](size_t i) { return i != 1; }, &deaths);
+  ASSERT_TRUE(static_cast<bool>(reports));
+  EXPECT_EQ(index, 2u);
+  EXPECT_TRUE(isWorkerDeath(*reports));
+  ASSERT_EQ(deaths.size(), 1u);
+  EXPECT_EQ(deaths[0].rfind("CUDA_VISIBLE_DEVICES=0: crash: signal", 0), 0u);
+  // The caller now holds worker 2 and no longer worker 0.
+  EXPECT_FALSE(pool.getWorker(0).busy);
+  EXPECT_TRUE(pool.getWorker(2).busy);
+  // From 2 (dying) to 1 (answering), which the caller keeps.
+  deaths.clear();
+  reports = pool.evaluateOn(
+      index, mlir::kopt::testing::makeWorkerRequest(2), std::nullopt,
+      [](size_t i) { return i != 0; }, &deaths);
+  ASSERT_TRUE(static_cast<bool>(reports));
+  EXPECT_FALSE(isWorkerDeath(*reports));
+  EXPECT_TRUE((*reports)[0].valid);
+  EXPECT_EQ(index, 1u);
+  ASSERT_EQ(deaths.size(), 1u);
+  EXPECT_EQ(deaths[0].rfind("CUDA_VISIBLE_DEVICES=2: crash: signal", 0), 0u);
+  EXPECT_TRUE(pool.getWorker(1).busy);
+  EXPECT_FALSE(pool.getWorker(2).busy);
+  pool.release(index);
+  EXPECT_FALSE(pool.getWorker(1).busy);
+}
+
+TEST_F(WorkerPoolTest, AcquireTakesTheLowestFreeAllowedWorker) {
+  WorkerPool pool(makeOptions("fake", {"0", "1", "2"}));
+  EXPECT_EQ(pool.acquire([](size_t) { return false; }), std::nullopt);
+  EXPECT_EQ(pool.acquire(), std::optional<size_t>(0));
+  EXPECT_EQ(pool.acquire([](size_t i) { return i != 1; }),
+            std::optional<size_t>(2));
+  EXPECT_EQ(pool.acquire(), std::optional<size_t>(1));
+  // All held: a request waits until one is given back.
+  std::optional<size_t> later;
+  std::thread waiter([&] { later = pool.acquire(); });
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_FALSE(later.has_value());
+  pool.release(2);
+  waiter.join();
+  EXPECT_EQ(later, std::optional<size_t>(2));
+  for (size_t i = 0; i < 3; ++i)
+    pool.release(i);
 }
 
 TEST_F(WorkerPoolTest, DestructionLeavesNoChildren) {

@@ -24,7 +24,10 @@
 // on purpose, so the caller's handling of crashes, hangs and protocol errors
 // can be tested without a GPU (docs/Evaluator.md, "The worker process"),
 // or answer with made-up reports (`fake`, FakeEvaluation.h), and adds the
-// worker's CUDA_VISIBLE_DEVICES to the hello's device name.
+// worker's CUDA_VISIBLE_DEVICES to the hello's device name. With
+// KOPT_WORKER_TEST_CRASH_DEVICE, a comma-separated list, naming its
+// CUDA_VISIBLE_DEVICES, a worker in a test mode aborts on every `evaluate`
+// instead, so that some workers of a pool die and the others do not.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,6 +80,9 @@ struct TestMode {
   };
   Kind kind = Kind::None;
   unsigned long sleepMs = 0;
+  /// This worker's device is KOPT_WORKER_TEST_CRASH_DEVICE: abort on
+  /// `evaluate`, whatever `kind` says.
+  bool crashHere = false;
 };
 
 /// The evidence of every candidate when the worker has no GPU.
@@ -87,6 +93,18 @@ constexpr const char *kUnavailableMessage =
 void log(const std::string &message) {
   std::fprintf(stderr, "kopt-worker: %s\n", message.c_str());
   std::fflush(stderr);
+}
+
+/// Whether `item` is an entry of the comma-separated `list`.
+bool isListed(std::string_view item, std::string_view list) {
+  while (true) {
+    size_t comma = list.find(',');
+    if (list.substr(0, comma) == item)
+      return true;
+    if (comma == std::string_view::npos)
+      return false;
+    list.remove_prefix(comma + 1);
+  }
 }
 
 /// The `<ms>` of test mode `name` (`text`): at most an hour.
@@ -189,16 +207,43 @@ std::string formatCudaVersion(int version) {
          std::to_string(version % 1000 / 10);
 }
 
+/// The made-up device of a `fake` worker, as the autotuner probes it
+/// (lib/Autotune/DeviceProbe.cpp): an H200-like one whose driver and NVRTC
+/// versions say `fake`, of architecture `sm_<NN>` when the worker's
+/// CUDA_VISIBLE_DEVICES is `fake-sm_<NN>`, else sm_90.
+void describeFakeDevice(HelloMessage &hello) {
+  hello.device.name = "fake";
+  hello.device.computeCapabilityMajor = 9;
+  hello.device.computeCapabilityMinor = 0;
+  const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::string_view entry = visible ? visible : "";
+  if (entry.substr(0, 8) == "fake-sm_" && entry.size() > 9 &&
+      entry.find_first_not_of("0123456789", 8) == std::string_view::npos) {
+    std::string digits(entry.substr(8));
+    hello.device.computeCapabilityMajor =
+        std::stoll(digits.substr(0, digits.size() - 1));
+    hello.device.computeCapabilityMinor = digits.back() - '0';
+  }
+  hello.device.smCount = 132;
+  hello.device.l2Bytes = 52428800;
+  hello.device.memoryBandwidthGBps = 4800;
+  hello.driverVersion = "fake";
+  hello.nvrtcVersion = "fake";
+}
+
 /// The `hello`: the device's description, or, without a GPU, a device named
 /// `none`, with compute capability 0.0 and the smallest SM count the
-/// protocol accepts (the protocol has no way to say "no device"). In a test
-/// mode (`testing`), the device name ends in ` [CUDA_VISIBLE_DEVICES=<v>]`
+/// protocol accepts (the protocol has no way to say "no device"); a `fake`
+/// worker (`fake`) describes its made-up device. In a test mode
+/// (`testing`), the device name ends in ` [CUDA_VISIBLE_DEVICES=<v>]`
 /// (`<unset>` when unset), so callers can check the environment a worker
 /// got.
-HelloMessage makeHello(bool testing) {
+HelloMessage makeHello(bool testing, bool fake) {
   HelloMessage hello;
   const CudaContext *gpu = getGpu().get();
-  if (!gpu) {
+  if (fake) {
+    describeFakeDevice(hello);
+  } else if (!gpu) {
     hello.device.name = "none";
     hello.device.smCount = 1;
   }
@@ -267,7 +312,7 @@ bool send(const Message &message) {
 /// Answers one `evaluate` request; false when the worker must exit.
 bool evaluate(const EvaluateMessage &request, const TestMode &mode,
               CompileAhead *ahead) {
-  switch (mode.kind) {
+  switch (mode.crashHere ? TestMode::Kind::Crash : mode.kind) {
   case TestMode::Kind::Crash: {
     log("test mode 'crash': aborting");
     // A deliberate crash must not leave a core file behind.
@@ -405,6 +450,11 @@ int main(int argc, char **argv) {
     log(mode.status().message());
     return 2;
   }
+  if (const char *devices = std::getenv("KOPT_WORKER_TEST_CRASH_DEVICE");
+      devices && mode->kind != TestMode::Kind::None) {
+    const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    mode->crashHere = visible && isListed(visible, devices);
+  }
   // A fake worker uses no GPU, even where there is one.
   if (mode->kind != TestMode::Kind::Fake) {
     if (Result<std::unique_ptr<CudaContext>> gpu = CudaContext::create(0))
@@ -421,7 +471,8 @@ int main(int argc, char **argv) {
       log("no launch accounting: " + getRecorderUnavailableReason());
     }
   }
-  if (!send(makeHello(mode->kind != TestMode::Kind::None)))
+  if (!send(makeHello(mode->kind != TestMode::Kind::None,
+                      mode->kind == TestMode::Kind::Fake)))
     return 1;
   std::unique_ptr<CompileAhead> ahead;
   if (getGpu())

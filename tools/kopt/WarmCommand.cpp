@@ -9,11 +9,14 @@
 // `kopt warm FILES|DIRS --db DB`: offline cache warming. Plans the fusion
 // groups of every graph, keeps each distinct task key once (the first group
 // that has it), and tunes those that miss the database within the budget,
-// printing its progress (ProgressPrinter.h). Every attempt is stored as
-// soon as it is measured and every winner as soon as it is chosen, each in
-// its own transaction, so a killed run loses only the candidate in flight
-// and the next run continues where it stopped (stored tasks are hits, and
-// stored attempts are not measured again).
+// printing its progress (ProgressPrinter.h). The worker threads take the
+// tasks largest first (by the roofline time of their baseline, GroupCost.h),
+// so that the longest tunings do not start last; the report keeps the order
+// of the graphs. Every attempt is stored as soon as it is measured and every
+// winner as soon as it is chosen, each in its own transaction, so a killed
+// run loses only the candidate in flight and the next run continues where
+// it stopped (stored tasks are hits, and stored attempts are not measured
+// again).
 //
 // With `--replay=FILE`, a task that misses takes its entries from FILE (as
 // `kopt db export` writes it) instead of being tuned, again one transaction
@@ -28,6 +31,7 @@
 #include "TuneReport.h"
 
 #include "kopt/Analysis/GroupAttributes.h"
+#include "kopt/Analysis/GroupCost.h"
 #include "kopt/Autotune/Autotuner.h"
 #include "kopt/Codegen/KernelTask.h"
 #include "kopt/InitAll.h"
@@ -46,6 +50,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <thread>
@@ -68,7 +73,21 @@ struct WarmTask {
   Graph *graph;
   func::FuncOp group;
   std::string key;
+  /// The roofline time of its baseline, in seconds: how long it is expected
+  /// to tune, relative to the others.
+  double expectedSeconds = 0;
 };
+
+/// The indices of `tasks` in the order the workers take them: the largest
+/// expected cost first, ties in the order of the graphs.
+std::vector<size_t> orderLargestFirst(const std::vector<WarmTask> &tasks) {
+  std::vector<size_t> order(tasks.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return tasks[a].expectedSeconds > tasks[b].expectedSeconds;
+  });
+  return order;
+}
 
 } // namespace
 
@@ -129,7 +148,9 @@ int mlir::kopt::runWarmCommand() {
         continue;
       }
       if (seen.insert(task->key).second)
-        tasks.push_back({graph.get(), func, task->key});
+        tasks.push_back(
+            {graph.get(), func, task->key,
+             computeGroupCost(func, DeviceRoofline::h200()).secondsUnfused});
     }
     graphs.push_back(std::move(graph));
   }
@@ -178,10 +199,23 @@ int mlir::kopt::runWarmCommand() {
                                         std::max<size_t>(1, tasks.size()));
   if (threads > 1)
     llvm::errs() << "kopt warm: " << threads << " workers, one per GPU\n";
+  // A box with two GPU models: each task is stored for the one it ran on.
+  std::set<std::string> kinds;
+  std::string kindList;
+  for (const auto &fingerprint : (*tuner)->getDeviceFingerprints())
+    if (kinds.insert(fingerprint.hash()).second)
+      kindList += (kinds.size() > 1 ? ", " : "") +
+                  fingerprint.computeCapability + " (fingerprint " +
+                  fingerprint.hash() + ")";
+  if (kinds.size() > 1)
+    llvm::errs() << "kopt warm: " << kinds.size()
+                 << " kinds of GPU: " << kindList
+                 << "; each task is tuned and stored for the GPU it runs on\n";
   progress.setThreads(threads);
   std::vector<std::optional<ReportRow>> results(tasks.size());
   std::vector<bool> startedTasks(tasks.size());
   std::mutex progressMutex;
+  std::vector<size_t> order = orderLargestFirst(tasks);
   std::atomic<size_t> next{0};
   unsigned failures = 0;
   auto work = [&] {
@@ -191,9 +225,9 @@ int mlir::kopt::runWarmCommand() {
         std::lock_guard<std::mutex> lock(progressMutex);
         if (deadline && std::chrono::steady_clock::now() >= *deadline)
           return;
-        index = next++;
-        if (index >= tasks.size())
+        if (next >= order.size())
           return;
+        index = order[next++];
         startedTasks[index] = true;
       }
       WarmTask &task = tasks[index];

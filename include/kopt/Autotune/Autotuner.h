@@ -15,8 +15,11 @@
 // margin), store it with every attempt, and tag the group with the chosen
 // plan.
 //
-// The device is probed in-process from its attributes only (no context, no
-// GPU work): a full cache hit starts no worker and runs nothing on the GPU.
+// The devices are probed in-process from their attributes only (no context,
+// no GPU work): a full cache hit starts no worker and runs nothing on the
+// GPU. A group that may be tuned holds one worker (one GPU) from its lookup
+// to its end, and is looked up, timed and stored under that GPU's
+// fingerprint, so a box with two GPU models keeps their results apart.
 // Without a GPU the target fingerprint is `--target` or, when the database
 // holds exactly one, that one; missed groups keep the baseline. With a
 // replay file, a miss stores the file's entries for the group instead of
@@ -266,9 +269,17 @@ public:
   /// visible device (1 without a GPU). `processGroup` may be called from
   /// that many threads at once; only the evaluations overlap.
   unsigned getWorkerCount() const;
-  /// The fingerprint groups are looked up and stored under ("" without a
-  /// GPU and without a target: every lookup misses).
+  /// Device 0's fingerprint, or the target's without a GPU (null without
+  /// either: every lookup misses). Groups that are not tuned here are looked
+  /// up under it; a group that may be tuned uses its GPU's
+  /// (`getDeviceFingerprints`).
   const ::kopt::runtime::DeviceFingerprint *getFingerprint() const;
+  /// The fingerprint of every device, one per worker, in the order of
+  /// CUDA_VISIBLE_DEVICES (empty without a GPU). A group is looked up,
+  /// tuned and stored for the device of the worker it is tuned on, so a
+  /// box with two GPU models keeps their records apart.
+  const std::vector<::kopt::runtime::DeviceFingerprint> &
+  getDeviceFingerprints() const;
   /// A one-line description of the device or the target.
   std::string describeTarget() const;
 
@@ -287,6 +298,25 @@ private:
 std::optional<::kopt::runtime::DeviceFingerprint>
 probeDeviceFingerprint(const std::string &precision, std::string &why,
                        int &count);
+
+/// The fingerprint of every device this process sees, in the driver's order
+/// (which is that of CUDA_VISIBLE_DEVICES, so entry `i` is the device of a
+/// WorkerPool's worker `i`); empty, with the reason in `why`, when there is
+/// no driver or device. With fake workers, one made-up device per entry of
+/// CUDA_VISIBLE_DEVICES (one when it is unset): an H200-like one, or for an
+/// entry `fake-sm_<NN>` one of that architecture, so that a box with two
+/// GPU models can be tested without a GPU.
+std::vector<::kopt::runtime::DeviceFingerprint>
+probeDeviceFingerprints(const std::string &precision, std::string &why);
+
+/// Why the worker that sent `hello` does not run on the device of
+/// `fingerprint`, or "" when it does: its own report of its device (the
+/// architecture, SM count, L2 size, driver and NVRTC versions; not the
+/// bandwidth, which a worker measures) must match what was probed for it,
+/// or its results cannot be stored under that fingerprint.
+std::string
+describeWorkerMismatch(const ::kopt::runtime::HelloMessage &hello,
+                       const ::kopt::runtime::DeviceFingerprint &fingerprint);
 
 /// Sets the autotuner's attributes of `group` (see above) on every
 /// `func.call` of it in `module`.

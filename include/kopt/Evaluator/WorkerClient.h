@@ -82,6 +82,15 @@ std::string getDefaultWorkerPath();
 /// (`crash: signal 6 (Aborted)`), or "" when `report` carries none.
 std::string getWorkerFailureReason(const ::kopt::runtime::EvalReport &report);
 
+/// Records `reason` in `report` as `getWorkerFailureReason` reads it.
+void setWorkerFailureReason(::kopt::runtime::EvalReport &report,
+                            const std::string &reason);
+
+/// Whether `reports` say their worker died on the request: a report fails
+/// check `crash` with a worker failure reason (a hang, check `timeout`, is
+/// not a death).
+bool isWorkerDeath(const std::vector<::kopt::runtime::EvalReport> &reports);
+
 /// Owns one worker process and sends it requests, one at a time. Not
 /// thread-safe: use one client per worker (per GPU) and per thread.
 ///

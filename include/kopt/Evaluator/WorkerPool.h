@@ -13,7 +13,12 @@
 // number of threads. Failures and restarts are the WorkerClient's: a worker
 // that crashes, hangs or breaks the protocol is killed and its request's
 // candidates are reported as failed; that worker alone starts afresh on its
-// next request. docs/Evaluator.md, "The worker process", describes it.
+// next request. A request whose worker dies (a crash, not a hang) goes once
+// more to another worker, so that one bad GPU or driver does not fail it;
+// when that one dies too, the reports name both devices. A caller that
+// wants all its requests on one GPU (one task's candidates, timed against
+// each other) holds a worker with `acquire` and sends them with
+// `evaluateOn`. docs/Evaluator.md, "The worker process", describes it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +26,8 @@
 #define KOPT_EVALUATOR_WORKERPOOL_H
 
 #include "kopt/Evaluator/WorkerClient.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
 
 #include <condition_variable>
 #include <memory>
@@ -91,14 +98,41 @@ public:
   llvm::Error start();
 
   /// Waits for a free worker (the lowest-numbered when several are free),
-  /// then evaluates `request` on it as `WorkerClient::evaluate` does: the
-  /// same reports, failures, errors and restarts. `timeout` counts from
-  /// when the worker is taken, not from the call. When `workerIndex` is
-  /// given, it receives the index of the worker that answered.
+  /// then evaluates `request` on it as `evaluateOn` does: the same reports,
+  /// failures, errors, restarts and retry. `timeout` counts from when the
+  /// worker is taken, not from the call. When `workerIndex` is given, it
+  /// receives the index of the worker that answered.
   llvm::Expected<std::vector<::kopt::runtime::EvalReport>>
   evaluate(const ::kopt::runtime::EvaluateMessage &request,
            std::optional<std::chrono::milliseconds> timeout = std::nullopt,
            size_t *workerIndex = nullptr);
+
+  /// Which workers a caller takes: true for those it may use.
+  using WorkerFilter = llvm::function_ref<bool(size_t index)>;
+
+  /// Takes a free worker for the caller alone, waiting for one: the
+  /// lowest-numbered of those `accept` allows (every one when null). None,
+  /// at once, when `accept` allows no worker at all. The caller sends its
+  /// requests with `evaluateOn` and gives the worker back with `release`.
+  std::optional<size_t> acquire(WorkerFilter accept = nullptr);
+  /// Gives back worker `index`, taken with `acquire`.
+  void release(size_t index);
+
+  /// Evaluates `request` on worker `index`, which the caller holds, as
+  /// `WorkerClient::evaluate` does. When the worker dies on it (the reports
+  /// fail check `crash` with a worker failure reason), the caller gives it
+  /// back (it starts afresh on its next request), and the request goes
+  /// once more to another worker that `accept` allows, taken as `acquire`
+  /// does; `index` then names that one, which the caller now holds. When it
+  /// dies too, each report's failure reason names both devices. With no
+  /// other worker to take, the first answer stands. `deaths`, when given,
+  /// receives one line per death that was retried
+  /// (`CUDA_VISIBLE_DEVICES=1: crash: signal 6 (Aborted)`).
+  llvm::Expected<std::vector<::kopt::runtime::EvalReport>>
+  evaluateOn(size_t &index, const ::kopt::runtime::EvaluateMessage &request,
+             std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+             WorkerFilter accept = nullptr,
+             std::vector<std::string> *deaths = nullptr);
 
   /// Waits for the running requests, then shuts every worker down
   /// (`WorkerClient::shutdown`). A later request starts its worker again.
@@ -119,6 +153,10 @@ private:
 
   /// Copies the client's state into the slot's entry; `lock` is held.
   static void refresh(Slot &slot);
+  /// Runs `request` on worker `index`, held by the caller.
+  llvm::Expected<std::vector<::kopt::runtime::EvalReport>>
+  evaluateHeld(size_t index, const ::kopt::runtime::EvaluateMessage &request,
+               std::optional<std::chrono::milliseconds> timeout);
 
   mutable std::mutex mutex;
   std::condition_variable freed;
