@@ -56,10 +56,15 @@ linalg::GenericOp mlir::kopt::findPoolingOp(func::FuncOp group) {
   for (auto generic : group.getBody().front().getOps<linalg::GenericOp>()) {
     if (generic.getNumReductionLoops() == 0)
       continue;
-    if (!llvm::any_of(generic.getDpsInputOperands(), [&](OpOperand *input) {
-          return readsThroughWindow(generic,
-                                    generic.getMatchingIndexingMap(input));
-        }))
+    // The body reads one input, through the window (a convolution reads
+    // its filter too).
+    SmallVector<OpOperand *> read;
+    for (OpOperand *input : generic.getDpsInputOperands())
+      if (generic.payloadUsesValueFromOperand(input))
+        read.push_back(input);
+    if (read.size() != 1 ||
+        !readsThroughWindow(generic,
+                            generic.getMatchingIndexingMap(read.front())))
       continue;
     if (found)
       return nullptr;

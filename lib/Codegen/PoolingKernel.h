@@ -41,9 +41,9 @@ struct PoolingWindow {
   int64_t size = 1;
 };
 
-/// The reduction `group` pools with: its generic op that reads an input
-/// through a window (an index that adds a parallel and a reduction loop).
-/// Null when there is none, or more than one.
+/// The reduction `group` pools with: its generic op whose body reads one
+/// input, through a window (an index that adds a parallel and a reduction
+/// loop). Null when there is none, or more than one.
 linalg::GenericOp findPoolingOp(func::FuncOp group);
 
 /// The window of `op` when the sliding kernel can compute it: the output

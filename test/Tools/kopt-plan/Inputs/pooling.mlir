@@ -5,11 +5,15 @@
 // Pools for the sliding-window pooling kernels (test/Tools/kopt-plan/
 // pooling.test): padded and strided, dilated, 1-D, a sum pool, widths no
 // group of outputs divides, and a channels-last pool the kernels leave to
-// the pointwise ones. (A pooling group holds the pad and the pool; the
+// the pointwise ones; a convolution in generic form, which reads its
+// window too, is no pool. (A pooling group holds the pad and the pool; the
 // elementwise ops around a pool join it after a convolution:
 // test/Inputs/conv/padded.mlir.)
 
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#conv_in = affine_map<(n, f, h, w, c, kh, kw) -> (n, c, h + kh, w + kw)>
+#conv_filter = affine_map<(n, f, h, w, c, kh, kw) -> (f, c, kh, kw)>
+#conv_out = affine_map<(n, f, h, w, c, kh, kw) -> (n, f, h, w)>
 
 // ResNet's stem pool: max_pool2d(kernel 3, stride 2, padding 1) on 112x112.
 func.func @resnet_maxpool(%x: tensor<2x16x112x112xf32>) -> tensor<2x16x56x56xf32> {
@@ -85,4 +89,24 @@ func.func @nhwc_maxpool(%x: tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf32> {
   %win = tensor.empty() : tensor<2x2xf32>
   %p = linalg.pooling_nhwc_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x8x8x16xf32>, tensor<2x2xf32>) outs(%f : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
   return %p : tensor<1x4x4x16xf32>
+}
+
+// A convolution in generic form with a ReLU: a windowed reduction, but it
+// reads its filter too, so no pool and no remark.
+func.func @generic_conv_relu(%x: tensor<1x3x10x10xf32>, %w: tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x4x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x4x8x8xf32>) -> tensor<1x4x8x8xf32>
+  %c = linalg.generic {indexing_maps = [#conv_in, #conv_filter, #conv_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%x, %w : tensor<1x3x10x10xf32>, tensor<4x3x3x3xf32>) outs(%f : tensor<1x4x8x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x8x8xf32>
+  %r = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%c : tensor<1x4x8x8xf32>) outs(%e : tensor<1x4x8x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<1x4x8x8xf32>
+  return %r : tensor<1x4x8x8xf32>
 }
