@@ -3,10 +3,10 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Pools for the sliding-window pooling kernels (test/Tools/kopt-plan/
-// pooling.test): padded and strided, dilated, 1-D, a sum pool, widths no
-// group of outputs divides, and a channels-last pool the kernels leave to
-// the pointwise ones; a convolution in generic form, which reads its
-// window too, is no pool. (A pooling group holds the pad and the pool; the
+// pooling.test): padded and strided, dilated, 1-D, sum pools, f16 and
+// i32, widths no group of outputs divides, and a channels-last pool the
+// kernels leave to the pointwise ones; a convolution in generic form,
+// which reads its window too, is no pool. (A pooling group holds the pad and the pool; the
 // elementwise ops around a pool join it after a convolution:
 // test/Inputs/conv/padded.mlir.)
 
@@ -79,6 +79,24 @@ func.func @maxpool1d(%x: tensor<3x5x33xf32>) -> tensor<3x5x29xf32> {
   %win = tensor.empty() : tensor<5xf32>
   %p = linalg.pooling_ncw_max {dilations = dense<1> : vector<1xi64>, strides = dense<1> : vector<1xi64>} ins(%x, %win : tensor<3x5x33xf32>, tensor<5xf32>) outs(%f : tensor<3x5x29xf32>) -> tensor<3x5x29xf32>
   return %p : tensor<3x5x29xf32>
+}
+
+// f16 and i32: the fold in the compute type, the stores in the storage type.
+func.func @maxpool_f16(%x: tensor<2x4x17x19xf16>) -> tensor<2x4x8x9xf16> {
+  %ninf = arith.constant 0xFC00 : f16
+  %e = tensor.empty() : tensor<2x4x8x9xf16>
+  %f = linalg.fill ins(%ninf : f16) outs(%e : tensor<2x4x8x9xf16>) -> tensor<2x4x8x9xf16>
+  %win = tensor.empty() : tensor<3x3xf16>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<2x4x17x19xf16>, tensor<3x3xf16>) outs(%f : tensor<2x4x8x9xf16>) -> tensor<2x4x8x9xf16>
+  return %p : tensor<2x4x8x9xf16>
+}
+func.func @sumpool_i32(%x: tensor<2x4x17x19xi32>) -> tensor<2x4x15x17xi32> {
+  %zero = arith.constant 0 : i32
+  %e = tensor.empty() : tensor<2x4x15x17xi32>
+  %f = linalg.fill ins(%zero : i32) outs(%e : tensor<2x4x15x17xi32>) -> tensor<2x4x15x17xi32>
+  %win = tensor.empty() : tensor<3x3xi32>
+  %p = linalg.pooling_nchw_sum {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%x, %win : tensor<2x4x17x19xi32>, tensor<3x3xi32>) outs(%f : tensor<2x4x15x17xi32>) -> tensor<2x4x15x17xi32>
+  return %p : tensor<2x4x15x17xi32>
 }
 
 // Channels last: the window does not slide along the innermost dimension.
