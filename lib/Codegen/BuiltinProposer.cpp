@@ -23,7 +23,11 @@
 //   its product also as one 3xTF32 tensor-core kernel with the group fused
 //   (TensorCoreGemm.h); a convolution with a small window (depthwise, few
 //   channels per group) also as pointwise kernels that sum the window in
-//   each thread, epilogue included.
+//   each thread, epilogue included;
+// - pooling, alone or after a convolution: besides the pointwise kernels,
+//   sliding-window kernels whose threads compute several neighbouring
+//   outputs each, reading the input their windows share once
+//   (PoolingKernel.h).
 //
 // Each template yields several variants (block size, vector width) for the
 // evaluator to time.
@@ -32,6 +36,7 @@
 
 #include "kopt/Codegen/Proposers.h"
 
+#include "PoolingKernel.h"
 #include "TiledRowVariants.h"
 
 #include "kopt/Codegen/ConvForms.h"
@@ -78,6 +83,72 @@ static std::vector<PointwiseVariant> pointwiseVariants(ElementType type,
       variants.push_back({blockSize, 1});
   }
   return variants;
+}
+
+namespace {
+struct PoolingVariant {
+  unsigned blockSize;
+  unsigned outputsPerThread;
+  std::string name() const {
+    return "pool_w" + std::to_string(outputsPerThread) + "_bs" +
+           std::to_string(blockSize);
+  }
+};
+} // namespace
+
+/// Outputs per thread and block sizes worth trying for a pool whose rows
+/// are `width` outputs long.
+static std::vector<PoolingVariant> poolingVariants(int64_t width) {
+  std::vector<PoolingVariant> variants;
+  for (unsigned outputs : {4u, 8u})
+    for (unsigned blockSize : {128u, 256u})
+      if (width >= outputs)
+        variants.push_back({blockSize, outputs});
+  return variants;
+}
+
+/// The group's pool, when every one of `values` has its shape (so that a
+/// sliding-window kernel computes them from it elementwise); a remark
+/// saying why not in `remarks` when the group pools but not so.
+static std::optional<PoolingWindow>
+findSlidingPool(func::FuncOp group, llvm::ArrayRef<Value> values,
+                std::vector<std::string> &remarks) {
+  linalg::GenericOp op = findPoolingOp(group);
+  if (!op || values.empty())
+    return std::nullopt;
+  auto window = matchPoolingWindow(op);
+  if (!window) {
+    remarks.push_back("builtin pool_*: " + llvm::toString(window.takeError()));
+    return std::nullopt;
+  }
+  Type type = op.getResult(0).getType();
+  if (!llvm::all_of(values, [&](Value v) { return v.getType() == type; })) {
+    remarks.push_back("builtin pool_*: pooling: the group's outputs differ in "
+                      "shape from the pool");
+    return std::nullopt;
+  }
+  return *window;
+}
+
+/// Emits one sliding-window pooling kernel computing `values`.
+static llvm::Error emitPooling(PlanBuilder &builder, MLIRContext *context,
+                               llvm::ArrayRef<Value> values,
+                               const PoolingWindow &window,
+                               const PoolingVariant &variant,
+                               llvm::StringRef comment) {
+  std::vector<KernelOutput> outputs;
+  for (Value value : values)
+    outputs.push_back(builder.outputFor(value));
+  PoolingOptions options;
+  options.blockSize = variant.blockSize;
+  options.outputsPerThread = variant.outputsPerThread;
+  auto kernel =
+      generatePoolingKernel(context, builder.entryName("pool"), comment,
+                            outputs, builder.leafFn(), window, options);
+  if (!kernel)
+    return kernel.takeError();
+  builder.addKernel(*kernel, comment);
+  return llvm::Error::success();
 }
 
 /// Emits pointwise kernels computing `values`, one per distinct shape.
@@ -328,13 +399,33 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
     if (value != produced)
       rest.push_back(value);
   auto shape = cast<ShapedType>(anchor->getResult(0).getType()).getShape();
-  std::vector<PointwiseVariant> variants =
-      rest.empty() ? std::vector<PointwiseVariant>{{256, 1}}
-                   : pointwiseVariants(ElementType::F32, shape.back());
+  // The rest of the group as pointwise kernels, or, where it ends in a pool
+  // (ReLU and max-pool after a convolution), first as sliding-window
+  // pooling kernels.
+  struct RestVariant {
+    std::string name;
+    PointwiseVariant pointwise{256, 1};
+    std::optional<PoolingVariant> pooling;
+  };
+  std::vector<RestVariant> variants;
+  std::optional<PoolingWindow> pool;
+  if (!epilogue)
+    pool = findSlidingPool(group, rest, proposal.remarks);
+  if (pool)
+    for (const PoolingVariant &variant : poolingVariants(
+             cast<ShapedType>(rest.front().getType()).getShape().back()))
+      variants.push_back({variant.name(), {}, variant});
+  if (rest.empty())
+    variants.push_back({"", {256, 1}, std::nullopt});
+  else
+    for (const PointwiseVariant &variant :
+         pointwiseVariants(ElementType::F32, shape.back()))
+      variants.push_back({variant.name(), variant, std::nullopt});
   std::string comment = describeGroup(group);
   std::string prefix = epilogue ? "gemm_epilogue" : "library";
-  for (const PointwiseVariant &variant : variants) {
-    std::string name = rest.empty() ? prefix : prefix + "_" + variant.name();
+  for (const RestVariant &variant : variants) {
+    std::string name =
+        variant.name.empty() ? prefix : prefix + "_" + variant.name;
     PlanBuilder builder(task, group, "builtin", name);
     if (llvm::Error error = materializeMovedOperands(builder, anchor)) {
       addPlan(proposal, builder, task, group, std::move(error));
@@ -363,10 +454,13 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
       library->writes = {epilogue->result};
     }
     builder.addStep(library->step, library->writes);
-    llvm::Error error = rest.empty()
-                            ? llvm::Error::success()
-                            : emitPointwise(builder, context, rest, variant,
-                                            comment + " (epilogue)");
+    llvm::Error error =
+        rest.empty() ? llvm::Error::success()
+        : variant.pooling
+            ? emitPooling(builder, context, rest, *pool, *variant.pooling,
+                          comment + " (epilogue)")
+            : emitPointwise(builder, context, rest, variant.pointwise,
+                            comment + " (epilogue)");
     addPlan(proposal, builder, task, group, std::move(error));
   }
 }
@@ -672,6 +766,25 @@ static void proposePointwise(Proposal &proposal, func::FuncOp group,
   }
 }
 
+/// A pooling group as one sliding-window pooling kernel (PoolingKernel.h),
+/// in each variant of outputs per thread and block size.
+static void proposeSlidingPool(Proposal &proposal, func::FuncOp group,
+                               const KernelTask &task) {
+  SmallVector<Value> outputs = returnedValues(group);
+  std::optional<PoolingWindow> pool =
+      findSlidingPool(group, outputs, proposal.remarks);
+  if (!pool)
+    return;
+  std::string comment = describeGroup(group);
+  for (const PoolingVariant &variant : poolingVariants(
+           cast<ShapedType>(outputs.front().getType()).getShape().back())) {
+    PlanBuilder builder(task, group, "builtin", variant.name());
+    llvm::Error error = emitPooling(builder, group.getContext(), outputs, *pool,
+                                    variant, comment);
+    addPlan(proposal, builder, task, group, std::move(error));
+  }
+}
+
 /// Products a convolution sums per output element at most for its direct
 /// form: a 3x3 depthwise window takes 9, a 7x7 one 49.
 constexpr int64_t kMaxDirectWindow = 64;
@@ -783,7 +896,9 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
     proposeOnePassTwins(proposal, group, task);
     return proposal;
   }
-  // Elementwise chains and pooling: everything inlined, pointwise.
+  // Elementwise chains and pooling: everything inlined, pointwise; a pool
+  // also with sliding windows, first.
+  proposeSlidingPool(proposal, group, task);
   proposePointwise(proposal, group, task, "");
   if (proposal.plans.empty() && proposal.remarks.empty())
     proposal.remarks.push_back("builtin: no template fits this group");

@@ -1,0 +1,440 @@
+//===- PoolingKernel.cpp - Sliding-window pooling kernels -------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "PoolingKernel.h"
+
+#include "LinearForm.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/IR/AffineExprVisitor.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+namespace {
+/// An affine expression as coefficients of the loops plus a constant.
+struct Linear {
+  SmallVector<int64_t> coeffs;
+  int64_t offset = 0;
+};
+} // namespace
+
+static std::optional<Linear> getLinear(AffineExpr expr, unsigned numLoops) {
+  Linear linear;
+  linear.coeffs.assign(numLoops, 0);
+  if (!addLinearForm(expr, 1, linear.coeffs, linear.offset))
+    return std::nullopt;
+  return linear;
+}
+
+/// Whether `map` reads some dimension through a window: an index adding a
+/// parallel loop and a reduction loop.
+static bool readsThroughWindow(linalg::GenericOp op, AffineMap map) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (AffineExpr result : map.getResults()) {
+    std::optional<Linear> linear = getLinear(result, op.getNumLoops());
+    if (!linear)
+      continue;
+    bool parallel = false, reduction = false;
+    for (auto [loop, coeff] : llvm::enumerate(linear->coeffs))
+      if (coeff != 0)
+        (iterators[loop] == utils::IteratorType::reduction ? reduction
+                                                           : parallel) = true;
+    if (parallel && reduction)
+      return true;
+  }
+  return false;
+}
+
+linalg::GenericOp mlir::kopt::findPoolingOp(func::FuncOp group) {
+  linalg::GenericOp found;
+  for (auto generic : group.getBody().front().getOps<linalg::GenericOp>()) {
+    if (generic.getNumReductionLoops() == 0)
+      continue;
+    // The body reads one input, through the window (a convolution reads
+    // its filter too).
+    SmallVector<OpOperand *> read;
+    for (OpOperand *input : generic.getDpsInputOperands())
+      if (generic.payloadUsesValueFromOperand(input))
+        read.push_back(input);
+    if (read.size() != 1 ||
+        !readsThroughWindow(generic,
+                            generic.getMatchingIndexingMap(read.front())))
+      continue;
+    if (found)
+      return nullptr;
+    found = generic;
+  }
+  return found;
+}
+
+/// Whether `op` folds two values with an associative and commutative op
+/// the sliding kernel may regroup (columns first, then rows).
+static bool isRegroupableCombiner(Operation *op) {
+  return isa<arith::AddFOp, arith::MaximumFOp, arith::MaxNumFOp,
+             arith::MinimumFOp, arith::MinNumFOp, arith::AddIOp, arith::MaxSIOp,
+             arith::MinSIOp, arith::MaxUIOp, arith::MinUIOp>(op);
+}
+
+llvm::Expected<PoolingWindow>
+mlir::kopt::matchPoolingWindow(linalg::GenericOp op) {
+  auto fail = [](const char *reason) {
+    return llvm::createStringError(llvm::Twine("pooling: ") + reason);
+  };
+  if (op.getNumResults() != 1 || op.getNumDpsInits() != 1)
+    return fail("not a single-result reduction");
+  auto resultType = cast<RankedTensorType>(op.getResult(0).getType());
+  unsigned rank = resultType.getRank();
+  unsigned numLoops = op.getNumLoops();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  if (rank == 0 || !resultType.hasStaticShape() ||
+      op.getMatchingIndexingMap(op.getDpsInitOperand(0)) !=
+          AffineMap::getMultiDimIdentityMap(numLoops, op.getContext())
+              .getMajorSubMap(rank) ||
+      !llvm::all_of(llvm::seq(0u, numLoops), [&](unsigned loop) {
+        return (iterators[loop] == utils::IteratorType::reduction) ==
+               (loop >= rank);
+      }))
+    return fail("the output is not indexed by the parallel loops in order, "
+                "reduction loops last");
+
+  // The body folds the window's element into the accumulator, nothing else.
+  Block &body = op.getRegion().front();
+  PoolingWindow window;
+  window.op = op;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    if (!op.payloadUsesValueFromOperand(input))
+      continue;
+    if (window.input)
+      return fail("the body reads more than one input");
+    window.input = input;
+  }
+  if (!window.input)
+    return fail("the body reads no input");
+  Operation *combiner =
+      body.getOperations().size() == 2
+          ? body.getTerminator()->getOperand(0).getDefiningOp()
+          : nullptr;
+  Value element = body.getArgument(window.input->getOperandNumber());
+  Value acc = body.getArgument(op.getNumDpsInputs());
+  if (!combiner || !isRegroupableCombiner(combiner) ||
+      !((combiner->getOperand(0) == element &&
+         combiner->getOperand(1) == acc) ||
+        (combiner->getOperand(0) == acc && combiner->getOperand(1) == element)))
+    return fail("the body is not one max, min or sum of the window's element "
+                "and the accumulator");
+  if (element.getType() != acc.getType())
+    return fail("the window's elements and the result differ in type");
+
+  // The window slides along the output's innermost dimension: one index of
+  // the input adds it (times the stride) and one reduction loop (times the
+  // dilation); no other index reads either.
+  AffineMap map = op.getMatchingIndexingMap(window.input);
+  unsigned slide = rank - 1;
+  std::optional<unsigned> slideResult;
+  for (auto [position, result] : llvm::enumerate(map.getResults())) {
+    std::optional<Linear> linear = getLinear(result, numLoops);
+    if (!linear)
+      return fail("an input index is not linear in the loops");
+    if (linear->coeffs[slide] == 0)
+      continue;
+    if (slideResult)
+      return fail("two input indices move with the innermost output");
+    slideResult = position;
+  }
+  if (!slideResult)
+    return fail("the window does not slide along the innermost dimension");
+  Linear along = *getLinear(map.getResult(*slideResult), numLoops);
+  window.stride = along.coeffs[slide];
+  for (unsigned loop = rank; loop < numLoops; ++loop) {
+    if (along.coeffs[loop] == 0)
+      continue;
+    if (window.dilation != 1 || window.slideLoop != 0)
+      return fail("two window loops move along the innermost dimension");
+    window.slideLoop = loop;
+    window.dilation = along.coeffs[loop];
+  }
+  for (unsigned loop = 0; loop < rank - 1; ++loop)
+    if (along.coeffs[loop] != 0)
+      return fail("the innermost input index moves with an outer output");
+  if (window.slideLoop == 0 || window.stride < 1 || window.dilation < 1)
+    return fail("the window does not slide along the innermost dimension");
+  for (auto [position, result] : llvm::enumerate(map.getResults()))
+    if (position != *slideResult &&
+        getLinear(result, numLoops)->coeffs[window.slideLoop] != 0)
+      return fail("the sliding window loop reads two input indices");
+  // Every reduction loop moves the read, or the fold would repeat elements.
+  for (unsigned loop = rank; loop < numLoops; ++loop)
+    if (!map.isFunctionOfDim(loop))
+      return fail("a reduction loop does not move the window");
+  window.size = op.getStaticLoopRanges()[window.slideLoop];
+  return window;
+}
+
+namespace {
+/// Emits one sliding-window pooling kernel.
+class PoolingKernelEmitter {
+public:
+  PoolingKernelEmitter(MLIRContext *context, CodeWriter &body,
+                       TensorEmitter &emitter, const PoolingWindow &window,
+                       unsigned outputsPerThread)
+      : context(context), body(body), emitter(emitter), window(window),
+        op(window.op), lanes(outputsPerThread),
+        rank(cast<RankedTensorType>(op.getResult(0).getType()).getRank()) {}
+
+  /// The pool's value at each of the thread's outputs, bound in `emitter`.
+  llvm::Error emitPool();
+
+  /// The index of the thread's output `lane`.
+  SmallVector<AffineExpr> outputIndex(unsigned lane) const {
+    SmallVector<AffineExpr> index;
+    for (unsigned d = 0; d < rank; ++d)
+      index.push_back(getAffineDimExpr(d, context));
+    index.back() = index.back() + lane;
+    return index;
+  }
+
+private:
+  llvm::Expected<std::string> combine(llvm::StringRef element,
+                                      llvm::StringRef acc);
+  SmallVector<AffineExpr> inputIndex(llvm::ArrayRef<int64_t> windowPoint,
+                                     int64_t column);
+
+  MLIRContext *context;
+  CodeWriter &body;
+  TensorEmitter &emitter;
+  const PoolingWindow &window;
+  /// The pooling op (its accessors are not const).
+  linalg::GenericOp op;
+  unsigned lanes;
+  unsigned rank;
+};
+} // namespace
+
+llvm::Expected<std::string>
+PoolingKernelEmitter::combine(llvm::StringRef element, llvm::StringRef acc) {
+  Block &block = op.getRegion().front();
+  SmallVector<std::string> args;
+  for (BlockArgument arg : block.getArguments())
+    args.push_back(arg.getArgNumber() == window.input->getOperandNumber()
+                       ? element.str()
+                   : arg.getArgNumber() == op.getNumDpsInputs() ? acc.str()
+                                                                : "0");
+  BodyEmitter bodyEmitter(body);
+  auto yielded =
+      bodyEmitter.emit(block, args, [](unsigned) { return std::string("0"); });
+  if (!yielded)
+    return yielded.takeError();
+  return yielded->front();
+}
+
+SmallVector<AffineExpr>
+PoolingKernelEmitter::inputIndex(llvm::ArrayRef<int64_t> windowPoint,
+                                 int64_t column) {
+  // Kernel dimensions 0 to rank-2 are the outer output indices, rank-1 the
+  // thread's first output along the innermost one. The window loops are
+  // fixed; the sliding one reads `column` past the first output's window.
+  unsigned numLoops = op.getNumLoops();
+  SmallVector<AffineExpr> loops;
+  for (unsigned loop = 0; loop < numLoops; ++loop)
+    loops.push_back(
+        loop < rank ? getAffineDimExpr(loop, context)
+                    : getAffineConstantExpr(windowPoint[loop - rank], context));
+  AffineMap map = op.getMatchingIndexingMap(window.input);
+  SmallVector<AffineExpr> index;
+  for (AffineExpr result : map.getResults()) {
+    AffineExpr expr = result.replaceDimsAndSymbols(loops, {});
+    if (result.isFunctionOfDim(rank - 1))
+      expr = expr + column;
+    index.push_back(simplifyAffineExpr(expr, rank, 0));
+  }
+  return index;
+}
+
+llvm::Error PoolingKernelEmitter::emitPool() {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  unsigned numLoops = op.getNumLoops();
+  // Columns are offsets along the sliding dimension from the first output's
+  // window; those some output's window reads.
+  int64_t span =
+      (lanes - 1) * window.stride + (window.size - 1) * window.dilation + 1;
+  std::vector<bool> read(span, false);
+  for (unsigned lane = 0; lane < lanes; ++lane)
+    for (int64_t k = 0; k < window.size; ++k)
+      read[lane * window.stride + k * window.dilation] = true;
+  int64_t columns = llvm::count(read, true);
+  // The other window loops' points (the rows of a 2-D window), in loop
+  // order; the sliding loop stays at 0.
+  int64_t points = 1;
+  for (unsigned loop = rank; loop < numLoops; ++loop)
+    if (loop != window.slideLoop)
+      points *= ranges[loop];
+  if (points * columns > kMaxPoolingLoads)
+    return llvm::createStringError(
+        "pooling: %lld loads per thread, more than %lld",
+        (long long)(points * columns), (long long)kMaxPoolingLoads);
+
+  auto type =
+      getCudaScalarType(getElementTypeOrSelf(op.getResult(0).getType()));
+  if (!type)
+    return type.takeError();
+  // Each column folded over the window's rows.
+  std::vector<std::string> folded(span);
+  SmallVector<int64_t> point(numLoops - rank, 0);
+  for (int64_t p = 0; p < points; ++p) {
+    int64_t rest = p;
+    for (unsigned loop = numLoops; loop-- > rank;) {
+      if (loop == window.slideLoop)
+        continue;
+      point[loop - rank] = rest % ranges[loop];
+      rest /= ranges[loop];
+    }
+    for (int64_t column = 0; column < span; ++column) {
+      if (!read[column])
+        continue;
+      auto element =
+          emitter.valueAt(window.input->get(), inputIndex(point, column));
+      if (!element)
+        return element.takeError();
+      if (p == 0) {
+        folded[column] = body.fresh("col");
+        body.line(*type + " " + folded[column] + " = " + *element + ";");
+        continue;
+      }
+      auto value = combine(*element, folded[column]);
+      if (!value)
+        return value.takeError();
+      body.line(folded[column] + " = " + *value + ";");
+    }
+  }
+  // Each output folds its window's columns into its initial value.
+  for (unsigned lane = 0; lane < lanes; ++lane) {
+    SmallVector<AffineExpr> index = outputIndex(lane);
+    auto init = emitter.valueAt(op.getDpsInitOperand(0)->get(), index);
+    if (!init)
+      return init.takeError();
+    std::string acc = body.fresh("pool");
+    body.line(*type + " " + acc + " = " + *init + ";");
+    for (int64_t k = 0; k < window.size; ++k) {
+      auto value =
+          combine(folded[lane * window.stride + k * window.dilation], acc);
+      if (!value)
+        return value.takeError();
+      body.line(acc + " = " + *value + ";");
+    }
+    emitter.bind(op.getResult(0), index, acc);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const PoolingWindow &window, const PoolingOptions &options) {
+  linalg::GenericOp op = window.op;
+  auto type = cast<RankedTensorType>(op.getResult(0).getType());
+  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+  unsigned rank = shape.size();
+  int64_t width = shape.back();
+  int64_t lanes = options.outputsPerThread;
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  for (const KernelOutput &output : outputs)
+    if (output.shape != shape)
+      return llvm::createStringError(
+          "pooling: an output differs in shape from the pool");
+  if (lanes < 1 || width < lanes)
+    return llvm::createStringError(
+        "pooling: rows of %lld outputs, fewer than %lld per thread",
+        (long long)width, (long long)lanes);
+  int64_t groups = (width + lanes - 1) / lanes;
+  int64_t rows = 1;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    rows *= shape[d];
+
+  std::vector<std::string> names;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    names.push_back("i" + std::to_string(d));
+  names.push_back("w0");
+  CodeWriter body;
+  TensorEmitter emitter(context, body, names, leafOf);
+  PoolingKernelEmitter pool(context, body, emitter, window, lanes);
+  if (llvm::Error error = pool.emitPool())
+    return std::move(error);
+  std::vector<std::string> stores;
+  for (unsigned lane = 0; lane < lanes; ++lane)
+    for (const KernelOutput &output : outputs) {
+      auto value = emitter.valueAt(output.value, pool.outputIndex(lane));
+      if (!value)
+        return value.takeError();
+      stores.push_back(output.param + "[base + " + std::to_string(lane) +
+                       "] = " + convertFromCompute(output.elementType, *value) +
+                       ";");
+    }
+
+  GeneratedKernel kernel;
+  kernel.entry = entry.str();
+  CodeWriter code;
+  code.comment(comment);
+  code.comment("sliding-window pooling: " + std::to_string(lanes) +
+               " neighbouring outputs per thread");
+  code.line(printKernelSignature(entry, options.blockSize, emitter.getLeaves(),
+                                 outputs, kernel.args) +
+            " {");
+  code.indent();
+  std::string count = std::to_string(rows * groups) + "LL";
+  std::string last = std::to_string(width - lanes) + "LL";
+  code.line("for (long long t = (long long)blockIdx.x * blockDim.x + "
+            "threadIdx.x; t < " +
+            count + "; t += (long long)gridDim.x * blockDim.x) {");
+  code.indent();
+  code.line("long long rest = t / " + std::to_string(groups) + "LL;");
+  // The last group of a row ends at the row's end, overlapping the one
+  // before when the width is no multiple of the group.
+  code.line("const long long first = (t % " + std::to_string(groups) +
+            "LL) * " + std::to_string(lanes) + "LL;");
+  code.line("const long long w0 = first < " + last + " ? first : " + last +
+            ";");
+  code.line("const long long base = rest * " + std::to_string(width) +
+            "LL + w0;");
+  // Only the outer indices the code reads are declared.
+  int outermost = rank - 1;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    if (emitter.usesDim(d)) {
+      outermost = d;
+      break;
+    }
+  for (int d = int(rank) - 2; d >= outermost; --d) {
+    if (d == 0) {
+      code.line("const long long " + names[d] + " = rest;");
+      continue;
+    }
+    if (emitter.usesDim(d))
+      code.line("const long long " + names[d] + " = rest % " +
+                std::to_string(shape[d]) + "LL;");
+    if (d > outermost)
+      code.line("rest /= " + std::to_string(shape[d]) + "LL;");
+  }
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(body.str()).split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines)
+    code.line(line);
+  for (const std::string &store : stores)
+    code.line(store);
+  code.dedent();
+  code.line("}");
+  code.dedent();
+  code.line("}");
+  kernel.code = code.str();
+  std::string threads = std::to_string(options.blockSize);
+  kernel.grid = {"min(cdiv(" + std::to_string(rows * groups) + ", " + threads +
+                     "), " + std::to_string(options.maxBlocks) + ")",
+                 "1", "1"};
+  kernel.block = {threads, "1", "1"};
+  return kernel;
+}

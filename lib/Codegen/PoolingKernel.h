@@ -1,0 +1,83 @@
+//===- PoolingKernel.h - Sliding-window pooling kernels ---------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// A pooling op (a reduction over a window of its input, in the generic form
+// of linalg.pooling_nchw_max and its kin) computed several neighbouring
+// outputs along the innermost dimension per thread. A thread reads the
+// input elements its outputs' windows share once: for each point of the
+// other window dimensions (the rows of a 2-D window) it loads the row
+// segment its outputs cover and folds it into one value per column; each
+// output then folds its window's columns. A 4x4 stride-1 window over 8
+// outputs loads 4 x 11 elements instead of 8 x 16.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_LIB_CODEGEN_POOLINGKERNEL_H
+#define KOPT_LIB_CODEGEN_POOLINGKERNEL_H
+
+#include "kopt/Codegen/KernelGenerator.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::kopt {
+
+/// A pooling reduction whose window slides along its output's innermost
+/// dimension.
+struct PoolingWindow {
+  linalg::GenericOp op;
+  /// The operand the window reads (the other inputs only give the window's
+  /// shape).
+  OpOperand *input = nullptr;
+  /// The reduction loop that moves along the input's sliding dimension.
+  unsigned slideLoop = 0;
+  /// Along the sliding dimension: output stride, window dilation and size.
+  int64_t stride = 1;
+  int64_t dilation = 1;
+  int64_t size = 1;
+};
+
+/// The reduction `group` pools with: its generic op whose body reads one
+/// input, through a window (an index that adds a parallel and a reduction
+/// loop). Null when there is none, or more than one.
+linalg::GenericOp findPoolingOp(func::FuncOp group);
+
+/// The window of `op` when the sliding kernel can compute it: the output
+/// indexed by the parallel loops in order, the reduction loops after them,
+/// a body that folds the window's element into the accumulator with one
+/// associative op (max, min, sum), and a window that slides along the
+/// output's innermost dimension. An error saying what does not fit
+/// otherwise.
+llvm::Expected<PoolingWindow> matchPoolingWindow(linalg::GenericOp op);
+
+/// Options of a sliding-window pooling kernel.
+struct PoolingOptions {
+  unsigned blockSize = 256;
+  /// Neighbouring outputs along the innermost dimension per thread.
+  unsigned outputsPerThread = 4;
+  /// Upper bound on the grid; the kernel loops over the rest.
+  int64_t maxBlocks = 65535;
+};
+
+/// Loads one thread makes, at most, for its outputs' windows: larger
+/// windows are left to the pointwise kernels.
+constexpr int64_t kMaxPoolingLoads = 256;
+
+/// Generates a kernel writing `outputs`, each of the pooling op's shape and
+/// computed from its result elementwise (the pool's consumers inlined per
+/// output, its input's producers per loaded element). A thread's outputs
+/// start at `min(group * outputsPerThread, width - outputsPerThread)`: the
+/// last group of a row overlaps the one before instead of running past the
+/// row, and writes the same values again.
+llvm::Expected<GeneratedKernel> generatePoolingKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const PoolingWindow &window, const PoolingOptions &options);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_LIB_CODEGEN_POOLINGKERNEL_H
