@@ -1,4 +1,5 @@
-//===- BoundedAffine.cpp - Affine indices simplified with ranges -*- C++ -*-===//
+//===- BoundedAffine.cpp - Affine indices simplified with ranges -*- C++
+//-*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -37,8 +37,8 @@ TEST(BoundedAffineTest, GroupNormReadBecomesLinear) {
   AffineExpr read = flat + flat.floorDiv(16777216) * 16777216 +
                     (c % 262144).floorDiv(262144) * 262144 -
                     (row * 8 + c.floorDiv(262144)).floorDiv(64) * 16777216;
-  AffineExpr simple = simplifyAffineExpr(
-      simplifyWithDimExtents(read, {64, 2097152}), 2, 0);
+  AffineExpr simple =
+      simplifyAffineExpr(simplifyWithDimExtents(read, {64, 2097152}), 2, 0);
   EXPECT_EQ(simple, flat);
   // Without the ranges nothing is decided.
   EXPECT_NE(simplifyAffineExpr(simplifyWithDimExtents(read, {}), 2, 0), flat);
@@ -50,11 +50,16 @@ TEST(BoundedAffineTest, AgreesWithTheOriginalEverywhereInRange) {
   AffineExpr d1 = getAffineDimExpr(1, &context);
   const int64_t e0 = 12, e1 = 20;
   std::vector<AffineExpr> exprs = {
-      (d0 * 20 + d1).floorDiv(40),     (d0 * 20 + d1).floorDiv(20),
-      (d0 * 20 + d1) % 20,             (d0 * 4 + d1.floorDiv(5)).floorDiv(8),
-      (d1 % 20).floorDiv(20),          (d0 * 6 + d1).floorDiv(12),
-      (d0 * 3 + d1 * 2).floorDiv(7),   (d0 - d1).floorDiv(4),
-      (d0 * 20 + d1 - 5).floorDiv(20), (d0 * 8 + d1 % 8) % 16,
+      (d0 * 20 + d1).floorDiv(40),
+      (d0 * 20 + d1).floorDiv(20),
+      (d0 * 20 + d1) % 20,
+      (d0 * 4 + d1.floorDiv(5)).floorDiv(8),
+      (d1 % 20).floorDiv(20),
+      (d0 * 6 + d1).floorDiv(12),
+      (d0 * 3 + d1 * 2).floorDiv(7),
+      (d0 - d1).floorDiv(4),
+      (d0 * 20 + d1 - 5).floorDiv(20),
+      (d0 * 8 + d1 % 8) % 16,
   };
   for (AffineExpr expr : exprs) {
     AffineExpr simple = simplifyWithDimExtents(expr, {e0, e1});
@@ -66,10 +71,10 @@ TEST(BoundedAffineTest, AgreesWithTheOriginalEverywhereInRange) {
   // The decided ones lose their divisions.
   EXPECT_EQ(simplifyWithDimExtents((d1 % 20).floorDiv(20), {e0, e1}),
             getAffineConstantExpr(0, &context));
-  EXPECT_EQ(simplifyAffineExpr(
-                simplifyWithDimExtents((d0 * 20 + d1).floorDiv(40), {e0, e1}),
-                2, 0),
-            d0.floorDiv(2));
+  EXPECT_EQ(
+      simplifyAffineExpr(
+          simplifyWithDimExtents((d0 * 20 + d1).floorDiv(40), {e0, e1}), 2, 0),
+      d0.floorDiv(2));
 }
 
 } // namespace
