@@ -39,6 +39,40 @@ def FoldTensorCastsPass : Pass<"kopt-fold-tensor-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::tensor::TensorDialect"];
 }
 
+def CollapseBeforeTransposePass
+    : Pass<"kopt-collapse-before-transpose", "mlir::func::FuncOp"> {
+  let summary = "Collapse a transpose's source rather than its result";
+  let description = [{
+    torch-mlir writes `q @ k.transpose(-2, -1)` over attention heads as a
+    `linalg.transpose` of the 4-D `k`, a `tensor.collapse_shape` of its
+    batch and head dimensions and a `linalg.batch_matmul`. A contraction's
+    group reads a transpose of an operand's two innermost dimensions as
+    stored (a transpose flag), but not through a reshape. When the
+    transpose moves whole groups of the collapse and keeps the order within
+    each, the source is collapsed first and the collapsed tensor transposed:
+    the same values, with the transpose next to its consumer. A transpose
+    with other users, or a collapse that mixes moved dimensions, is left
+    as it is.
+
+    Before:
+    ```mlir
+    %t = linalg.transpose ins(%k : tensor<16x16x1024x64xf32>)
+           outs(%e : tensor<16x16x64x1024xf32>) permutation = [0, 1, 3, 2]
+    %c = tensor.collapse_shape %t [[0, 1], [2], [3]]
+           : tensor<16x16x64x1024xf32> into tensor<256x64x1024xf32>
+    ```
+    After:
+    ```mlir
+    %c = tensor.collapse_shape %k [[0, 1], [2], [3]]
+           : tensor<16x16x1024x64xf32> into tensor<256x1024x64xf32>
+    %t = linalg.transpose ins(%c : tensor<256x1024x64xf32>)
+           outs(%e : tensor<256x64x1024xf32>) permutation = [0, 2, 1]
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def FormFusionGroupsPass
     : Pass<"kopt-form-fusion-groups", "mlir::func::FuncOp"> {
   let summary = "Partition linalg ops into fusion groups worth tuning";

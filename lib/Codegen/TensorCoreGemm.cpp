@@ -794,11 +794,17 @@ int64_t WgmmaGemmConfig::getSharedBytes() const {
   return int64_t(stages) * 2 * (128 + blockN) * blockK * 4 + 1024;
 }
 
-llvm::ArrayRef<WgmmaGemmConfig> mlir::kopt::getWgmmaGemmConfigs() {
+llvm::SmallVector<WgmmaGemmConfig> mlir::kopt::getWgmmaGemmConfigs(int64_t n) {
   // 128x256 tiles with 64-column partials (the accumulators and a partial
-  // fit the 168 registers of 384 threads), 128x128 with 128-column ones.
-  static const WgmmaGemmConfig configs[] = {{256, 32, 2, 64},
-                                            {128, 32, 3, 128}};
+  // fit the 168 registers of 384 threads), 128x128 with 128-column ones;
+  // narrow products (attention's `p @ v` over heads of 64) get 128x64
+  // tiles, with the stages their smaller B tiles leave room for.
+  llvm::SmallVector<WgmmaGemmConfig> configs;
+  if (n > 128)
+    configs.push_back({256, 32, 2, 64});
+  configs.push_back({128, 32, 3, 128});
+  if (n <= 64)
+    configs.push_back({64, 32, 4, 64});
   return configs;
 }
 

@@ -188,7 +188,7 @@ void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
   wgmmaForm.transposeB = true;
   if (!isWgmmaGemmForm(wgmmaForm))
     return;
-  for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs()) {
+  for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs(form->n)) {
     std::string comment =
         "3xTF32 GEMM on wgmma (sm_90a), 128x" + std::to_string(config.blockN) +
         "x" + std::to_string(config.blockK) + " tiles, " +

@@ -145,8 +145,11 @@ TEST(TensorCoreGemmTest, OffersWgmmaForKMajorOperandsOnSm90a) {
   for (const KernelPlan &plan : proposal.plans)
     if (llvm::StringRef(plan.variant).starts_with("wgmma3xtf32_"))
       plans.push_back(&plan);
-  ASSERT_EQ(plans.size(), getWgmmaGemmConfigs().size());
-  for (auto [plan, config] : llvm::zip(plans, getWgmmaGemmConfigs())) {
+  // N = 40: the 128x128 and 128x64 tiles, not the 128x256 one.
+  llvm::SmallVector<WgmmaGemmConfig> configs = getWgmmaGemmConfigs(40);
+  ASSERT_EQ(configs.size(), 2u);
+  ASSERT_EQ(plans.size(), configs.size());
+  for (auto [plan, config] : llvm::zip(plans, configs)) {
     SCOPED_TRACE(plan->variant);
     EXPECT_EQ(plan->variant, config.getName());
     EXPECT_EQ(plan->arithmetic, "3xtf32");
@@ -168,7 +171,8 @@ TEST(TensorCoreGemmTest, OffersWgmmaForKMajorOperandsOnSm90a) {
               std::string::npos);
     EXPECT_NE(code.find("kopt_c"), std::string::npos);
   }
-  EXPECT_EQ(plans.front()->variant, "wgmma3xtf32_128x256x32_s2");
+  EXPECT_EQ(plans.front()->variant, "wgmma3xtf32_128x128x32_s3");
+  EXPECT_EQ(plans.back()->variant, "wgmma3xtf32_128x64x32_s4");
   // After the mma.sync variants.
   EXPECT_TRUE(
       llvm::StringRef(proposal.plans.front().variant).starts_with("tc3xtf32_"));

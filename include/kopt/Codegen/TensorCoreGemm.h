@@ -75,9 +75,11 @@ struct WgmmaGemmConfig {
   int64_t getSharedBytes() const;
 };
 
-/// The wgmma configurations: 128x256 tiles, 2 stages, 64-column partials,
-/// and 128x128 tiles, 3 stages, 128-column partials.
-llvm::ArrayRef<WgmmaGemmConfig> getWgmmaGemmConfigs();
+/// The wgmma configurations worth trying for a product of `n` columns:
+/// 128x256 tiles, 2 stages, 64-column partials (over 128 columns), 128x128
+/// tiles, 3 stages, 128-column partials, and 128x64 tiles, 4 stages (64
+/// columns or fewer, where a wider tile computes mostly padding).
+llvm::SmallVector<WgmmaGemmConfig> getWgmmaGemmConfigs(int64_t n);
 
 /// Whether the wgmma kernel takes `form`: A stored [M, K] and B [N, K] (both
 /// K-major, as nn.Linear computes; TF32 wgmma reads only K-major operands
