@@ -51,10 +51,13 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/Support/Format.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 using namespace mlir;
@@ -234,8 +237,11 @@ namespace {
 /// The part of a GEMM's epilogue cuBLASLt can run: a bias over the N
 /// columns, then a ReLU.
 struct GemmEpilogue {
+  /// None for a product only scaled.
   Value bias;
   bool relu = false;
+  /// The constant the product is multiplied by first (cuBLASLt's alpha).
+  double scale = 1.0;
   /// The last value the epilogue computes.
   Value result;
 };
@@ -352,6 +358,58 @@ static std::optional<GemmEpilogue> matchGemmEpilogue(Operation *anchor,
   return epilogue;
 }
 
+/// A product multiplied by a constant and nothing else, perhaps through a
+/// reshape (attention's scores scaled by 1/sqrt(d) after the heads are
+/// split again): cuBLASLt's alpha. A division counts when its constant is
+/// a power of two, whose reciprocal is exact, so that the library call
+/// rounds as the division would.
+static std::optional<GemmEpilogue> matchGemmScale(Operation *anchor,
+                                                  func::FuncOp group) {
+  if (!isa<linalg::MatmulOp, linalg::BatchMatmulOp>(anchor))
+    return std::nullopt;
+  Value product = anchor->getResult(0);
+  while (product.hasOneUse() &&
+         !llvm::is_contained(returnedValues(group), product) &&
+         isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(
+             *product.getUsers().begin()))
+    product = product.getUsers().begin()->getResult(0);
+  linalg::GenericOp scale = getOnlyUser(product, group);
+  Operation *op = scale ? getSingleBodyOp(scale) : nullptr;
+  if (!op || scale.getNumDpsInputs() != 1 ||
+      !scale.getMatchingIndexingMap(scale.getDpsInputOperand(0)).isIdentity() ||
+      !scale.getMatchingIndexingMap(scale.getDpsInitOperand(0)).isIdentity() ||
+      scale.getDpsInputs()[0] != product ||
+      !isa<arith::MulFOp, arith::DivFOp>(op))
+    return std::nullopt;
+  Block &body = scale.getRegion().front();
+  auto constantOf = [](Value value) -> std::optional<double> {
+    FloatAttr attr;
+    if (!matchPattern(value, m_Constant(&attr)))
+      return std::nullopt;
+    return attr.getValueAsDouble();
+  };
+  std::optional<double> factor;
+  Value lhs = op->getOperand(0), rhs = op->getOperand(1);
+  if (isa<arith::MulFOp>(op)) {
+    if (lhs == body.getArgument(0))
+      factor = constantOf(rhs);
+    else if (rhs == body.getArgument(0))
+      factor = constantOf(lhs);
+  } else if (lhs == body.getArgument(0)) {
+    std::optional<double> divisor = constantOf(rhs);
+    int exponent = 0;
+    if (divisor && *divisor != 0 && std::isfinite(*divisor) &&
+        std::abs(std::frexp(*divisor, &exponent)) == 0.5)
+      factor = 1.0 / *divisor;
+  }
+  if (!factor || !std::isfinite(*factor))
+    return std::nullopt;
+  GemmEpilogue epilogue;
+  epilogue.scale = *factor;
+  epilogue.result = scale.getResult(0);
+  return epilogue;
+}
+
 /// Writes the pads, slices and concatenations `anchor` reads that its
 /// library call cannot read in place (a pad cuDNN cannot apply: asymmetric,
 /// or not of zeros), each with a pointwise kernel, so that the call finds
@@ -389,6 +447,8 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
   std::optional<GemmEpilogue> epilogue;
   if (useEpilogue) {
     epilogue = matchGemmEpilogue(anchor, group);
+    if (!epilogue)
+      epilogue = matchGemmScale(anchor, group);
     if (!epilogue)
       return;
   }
@@ -441,16 +501,22 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
       return;
     }
     if (epilogue) {
-      // cuBLASLt adds the bias (and applies the ReLU) as it writes C.
-      std::string bias = builder.findBuffer(epilogue->bias);
-      if (bias.empty())
-        return;
+      // cuBLASLt scales the product, adds the bias (and applies the ReLU)
+      // as it writes C.
       GemmStep &gemm = library->step.gemm;
-      gemm.bias = bias;
+      if (epilogue->bias) {
+        gemm.bias = builder.findBuffer(epilogue->bias);
+        if (gemm.bias.empty())
+          return;
+        library->step.comment += epilogue->relu ? " with bias and ReLU epilogue"
+                                                : " with bias epilogue";
+      } else {
+        llvm::raw_string_ostream(library->step.comment)
+            << " scaled by " << llvm::format("%g", epilogue->scale);
+      }
       gemm.activation = epilogue->relu ? "relu" : "none";
+      gemm.scale = epilogue->scale;
       gemm.c = builder.materialize(epilogue->result);
-      library->step.comment += epilogue->relu ? " with bias and ReLU epilogue"
-                                              : " with bias epilogue";
       library->writes = {epilogue->result};
     }
     builder.addStep(library->step, library->writes);

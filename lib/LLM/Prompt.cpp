@@ -21,6 +21,7 @@
 #include "Templates.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -120,9 +121,13 @@ static std::string formatStep(const PlanStep &step) {
   }
   case PlanStep::Kind::Gemm: {
     const GemmStep &gemm = step.gemm;
-    return llvm::formatv("cuBLASLt GEMM {0} = {1}({2}{3} @ {4}{5}{6}), batch "
-                         "{7}, m {8}, n {9}, k {10}",
-                         gemm.c, gemm.activation, gemm.a,
+    std::string scale;
+    if (gemm.scale != 1.0)
+      llvm::raw_string_ostream(scale)
+          << llvm::format("%g", gemm.scale) << " * ";
+    return llvm::formatv("cuBLASLt GEMM {0} = {1}({2}{3}{4} @ {5}{6}{7}), "
+                         "batch {8}, m {9}, n {10}, k {11}",
+                         gemm.c, gemm.activation, scale, gemm.a,
                          gemm.transposeA ? "^T" : "", gemm.b,
                          gemm.transposeB ? "^T" : "",
                          gemm.bias.empty() ? "" : " + " + gemm.bias, gemm.batch,

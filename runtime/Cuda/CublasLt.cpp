@@ -311,7 +311,7 @@ Status CublasLtGemm::run(CUstream stream, const GemmBuffers &buffers,
         !status.isOk())
       return status;
   }
-  float alpha = 1.0f, beta = 0.0f;
+  float alpha = static_cast<float>(impl->step.scale), beta = 0.0f;
   auto pointer = [](CUdeviceptr address) {
     return reinterpret_cast<void *>(address);
   };

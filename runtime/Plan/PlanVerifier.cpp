@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -357,6 +358,8 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
           gemm.activation != "gelu")
         return invalid(where + ": unknown GEMM activation '" + gemm.activation +
                        "'");
+      if (!std::isfinite(gemm.scale))
+        return invalid(where + ": the GEMM's scale must be finite");
       break;
     }
     case PlanStep::Kind::Conv: {

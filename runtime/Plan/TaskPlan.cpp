@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <limits>
 
 using namespace kopt::runtime;
@@ -397,6 +398,9 @@ static Result<PlanStep> planStepFromJson(const json::Value &value,
     if (read.isOk() && gemm.activation != "none" && gemm.activation != "relu" &&
         gemm.activation != "gelu")
       read.fail("unknown activation '" + gemm.activation + "'");
+    gemm.scale = read.number("scale", 1.0);
+    if (read.isOk() && !std::isfinite(gemm.scale))
+      read.fail("scale must be finite");
   } else if (kind == "conv") {
     step.kind = PlanStep::Kind::Conv;
     ConvStep &conv = step.conv;
@@ -530,6 +534,8 @@ static json::Value stepToJson(const PlanStep &step) {
     object.set("transpose_a", gemm.transposeA);
     object.set("transpose_b", gemm.transposeB);
     object.set("activation", gemm.activation);
+    if (gemm.scale != 1.0)
+      object.set("scale", gemm.scale);
     break;
   }
   case PlanStep::Kind::Conv: {

@@ -84,20 +84,27 @@ TEST(KernelPlanTest, RoundTripsThroughJson) {
   gemm.kind = PlanStep::Kind::Gemm;
   gemm.gemm = {"in0", "in1", "out0", "", 2, 4, 8, 16, true, false, "relu"};
   plan.steps.push_back(gemm);
+  gemm.gemm.scale = 0.125;
+  plan.steps.push_back(gemm);
   plan.temporaries.push_back(tensor("tmp0", {2, 3}, ElementType::BF16));
   plan.steps.push_back(plan.steps[0]);
-  plan.steps[2].launch.cluster = 16;
+  plan.steps[3].launch.cluster = 16;
   // A launch without a cluster keeps the JSON it had before clusters.
   ::kopt::runtime::json::Value json = toJson(plan);
   EXPECT_EQ(json.find("steps")->at(0).find("cluster"), nullptr);
-  EXPECT_NE(json.find("steps")->at(2).find("cluster"), nullptr);
+  EXPECT_NE(json.find("steps")->at(3).find("cluster"), nullptr);
+  // A GEMM's scale of 1 is not written, so plans before it are unchanged.
+  EXPECT_EQ(json.find("steps")->at(1).find("scale"), nullptr);
+  EXPECT_NE(json.find("steps")->at(2).find("scale"), nullptr);
   auto parsed = ::kopt::runtime::kernelPlanFromJson(toJson(plan));
   ASSERT_TRUE(static_cast<bool>(parsed)) << parsed.status().message();
   EXPECT_EQ(parsed->variant, "bs256");
-  ASSERT_EQ(parsed->steps.size(), 3u);
+  ASSERT_EQ(parsed->steps.size(), 4u);
   EXPECT_EQ(parsed->steps[0].launch.grid[0], "cdiv(numel(out0), 256)");
   EXPECT_EQ(parsed->steps[0].launch.cluster, 1);
-  EXPECT_EQ(parsed->steps[2].launch.cluster, 16);
+  EXPECT_EQ(parsed->steps[3].launch.cluster, 16);
+  EXPECT_EQ(parsed->steps[1].gemm.scale, 1.0);
+  EXPECT_EQ(parsed->steps[2].gemm.scale, 0.125);
   EXPECT_EQ(parsed->steps[0].launch.args, plan.steps[0].launch.args);
   EXPECT_EQ(parsed->steps[1].kind, PlanStep::Kind::Gemm);
   EXPECT_EQ(parsed->steps[1].gemm.batch, 2);

@@ -121,6 +121,11 @@ struct GemmStep {
   bool transposeA = false, transposeB = false;
   /// `none`, `relu` or `gelu`.
   std::string activation = "none";
+  /// What the product is multiplied by before the bias and activation
+  /// (cuBLASLt's alpha): a constant scaling the group applies to the
+  /// product, such as attention's 1/sqrt(d). Written to JSON only when
+  /// it is not 1.
+  double scale = 1.0;
 };
 
 /// A 1-D, 2-D or 3-D cross-correlation through cuDNN, with zero padding.

@@ -399,7 +399,8 @@ extern "C" __global__ void axpy(const float *x, const float *y, float *z,
 // GEMM through cuBLASLt
 //===----------------------------------------------------------------------===//
 
-/// C[b] = act(op(A[b]) op(B[b]) + bias) on the CPU in double precision.
+/// C[b] = act(scale op(A[b]) op(B[b]) + bias) on the CPU in double
+/// precision.
 std::vector<double> referenceGemm(const GemmStep &step,
                                   const std::vector<double> &a,
                                   const std::vector<double> &b,
@@ -409,7 +410,7 @@ std::vector<double> referenceGemm(const GemmStep &step,
   for (int64_t batch = 0; batch < step.batch; ++batch)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        double sum = bias.empty() ? 0.0 : bias[j];
+        double sum = 0.0;
         for (int64_t p = 0; p < k; ++p) {
           double av = step.transposeA ? a[(batch * k + p) * m + i]
                                       : a[(batch * m + i) * k + p];
@@ -417,6 +418,7 @@ std::vector<double> referenceGemm(const GemmStep &step,
                                       : b[(batch * k + p) * n + j];
           sum += av * bv;
         }
+        sum = step.scale * sum + (bias.empty() ? 0.0 : bias[j]);
         if (step.activation == "relu")
           sum = std::max(sum, 0.0);
         if (step.activation == "gelu")
@@ -520,6 +522,21 @@ TEST_F(PlanRunnerTest, RunsTransposedGemmWithGelu) {
   gemm.transposeA = true;
   gemm.transposeB = true;
   gemm.activation = "gelu";
+  runGemmCase(*this, *context, gemm);
+}
+
+TEST_F(PlanRunnerTest, RunsScaledBatchedGemm) {
+  // Attention's scores: cuBLASLt's alpha scales the product.
+  GemmStep gemm;
+  gemm.a = "a";
+  gemm.b = "b";
+  gemm.c = "c";
+  gemm.batch = 4;
+  gemm.m = 64;
+  gemm.n = 64;
+  gemm.k = 32;
+  gemm.transposeB = true;
+  gemm.scale = 0.125;
   runGemmCase(*this, *context, gemm);
 }
 
