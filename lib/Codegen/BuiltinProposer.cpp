@@ -440,6 +440,27 @@ static llvm::Error materializeMovedOperands(PlanBuilder &builder,
   return llvm::Error::success();
 }
 
+/// True when `anchor` is a GEMM doing at least 256 flops per byte the
+/// pointwise epilogue computing `rest` moves (reading the product, writing
+/// `rest`): its time is then at least 16 times the epilogue's on a GPU
+/// that does 16 fp32 flops per byte of bandwidth (the H200: 67 TFLOP/s
+/// over 4.3 TB/s), more where it does fewer.
+static bool isEpilogueNegligible(Operation *anchor, ArrayRef<Value> rest) {
+  std::optional<GemmForm> form = matchGemmForm(anchor);
+  if (!form)
+    return false;
+  double flops = 2.0 * double(form->getBatch()) * double(form->m) *
+                 double(form->n) * double(form->k);
+  double bytes =
+      4.0 * double(form->getBatch()) * double(form->m) * double(form->n);
+  for (Value value : rest) {
+    auto type = cast<ShapedType>(value.getType());
+    bytes += double(type.getNumElements()) *
+             double(std::max<unsigned>(1, type.getElementTypeBitWidth() / 8));
+  }
+  return flops >= 256.0 * bytes;
+}
+
 static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
                                    const KernelTask &task, Operation *anchor,
                                    bool useEpilogue) {
@@ -475,12 +496,20 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
     for (const PoolingVariant &variant : poolingVariants(
              cast<ShapedType>(rest.front().getType()).getShape().back()))
       variants.push_back({variant.name(), {}, variant});
-  if (rest.empty())
+  if (rest.empty()) {
     variants.push_back({"", {256, 1}, std::nullopt});
-  else
-    for (const PointwiseVariant &variant :
-         pointwiseVariants(ElementType::F32, shape.back()))
+  } else {
+    std::vector<PointwiseVariant> pointwise =
+        pointwiseVariants(ElementType::F32, shape.back());
+    // Where the product's arithmetic dwarfs the epilogue's traffic, the
+    // pointwise kernel's variants differ by a few percent of the plan's
+    // time at most, and each would cost a candidate a full evaluation of
+    // the product: the first only.
+    if (isEpilogueNegligible(anchor, rest))
+      pointwise.resize(1);
+    for (const PointwiseVariant &variant : pointwise)
       variants.push_back({variant.name(), variant, std::nullopt});
+  }
   std::string comment = describeGroup(group);
   std::string prefix = epilogue ? "gemm_epilogue" : "library";
   for (const RestVariant &variant : variants) {

@@ -320,6 +320,10 @@ private:
   /// the fixed buffers it already holds, which the estimate counts.
   uint64_t getFreeToRequest() const { return freeBytes + getHeldAtStart(); }
 
+  /// The task's memory floor (its bytes at the copy bandwidth), set by
+  /// checkPhysicalFloor; 0 when the bandwidth is unknown.
+  double floorUs = 0;
+
   // The baseline's outputs across requests (options.baselineCache).
   /// This request compares with the kept outputs instead of validating the
   /// baseline on every set.

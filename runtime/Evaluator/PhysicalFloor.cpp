@@ -51,3 +51,8 @@ SpeedupCheck kopt::runtime::checkSpeedup(double baselineUs, double candidateUs,
   check.suspicious = !(check.speedup <= threshold);
   return check;
 }
+
+bool kopt::runtime::isSpeedupAtTheFloor(double candidateUs, double floorUs) {
+  return floorUs > 0.0 && !isBelowFloor(candidateUs, floorUs) &&
+         candidateUs <= kFloorExplainedRatio * floorUs;
+}

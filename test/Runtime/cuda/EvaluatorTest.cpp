@@ -66,6 +66,47 @@ TEST_F(EvaluatorTest, HonestCandidatesPassAndAreTimed) {
             computeL2FlushBytes(context->getDeviceInfo().l2Bytes));
 }
 
+TEST_F(EvaluatorTest, ALargeSpeedupAtTheMemoryFloorStands) {
+  // 32M elements (384 MB moved, about 90 us at an H200's copy speed). The
+  // baseline's first thread waits 3 ms before adding; the vectorised add
+  // runs near the floor, over 10x faster: the speedup is the baseline's
+  // distance from the floor, and the candidate can win.
+  constexpr int64_t n = 1 << 25;
+  KernelTask task = makeTask();
+  for (TensorSpec *tensor :
+       {&task.inputs[0], &task.inputs[1], &task.outputs[0]})
+    tensor->shape = {n};
+  const std::string waiting = R"(
+extern "C" __global__ void add(const float *a, const float *b, float *c,
+                               int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < 3000000ull);
+  }
+  if (i < n)
+    c[i] = a[i] + b[i];
+})";
+  std::vector<KernelPlan> plans = {makePlan("baseline", waiting),
+                                   makePlan("vectorised", kVectorised, 4)};
+  for (KernelPlan &plan : plans)
+    plan.steps[0].launch.args.back() = "i32:" + std::to_string(n);
+  auto reports = evaluateCandidates(*context, task, plans, quickOptions());
+  ASSERT_TRUE(bool(reports)) << reports.status().message();
+  const EvalReport &fast = (*reports)[1];
+  ASSERT_TRUE(fast.valid) << json::write(fast.evidence);
+  ASSERT_TRUE(fast.speedup.has_value());
+  EXPECT_GT(*fast.speedup, 10.0);
+  EXPECT_FALSE(fast.suspicious) << json::write(fast.evidence);
+  const json::Value *atFloor = fast.evidence.find("speedup_at_floor");
+  ASSERT_NE(atFloor, nullptr) << json::write(fast.evidence);
+  EXPECT_LE(*atFloor->find("candidate_us")->getNumber(),
+            1.5 * *atFloor->find("floor_us")->getNumber());
+}
+
 TEST_F(EvaluatorTest, RefusesATaskThatDoesNotFit) {
   std::vector<KernelPlan> plans = {makePlan("baseline", kBaseline),
                                    makePlan("vectorised", kVectorised, 4)};

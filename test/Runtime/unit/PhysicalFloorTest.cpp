@@ -62,4 +62,19 @@ TEST(PhysicalFloorTest, SpeedupsOverTenfoldAreSuspicious) {
   EXPECT_TRUE(checkSpeedup(100.0, 25.0, 3.5).suspicious);
 }
 
+TEST(PhysicalFloorTest, LargeSpeedupsStandOnlyNearTheMemoryFloor) {
+  // GroupNorm's statistics: a floor of 127 us, a one-pass kernel at 130 us.
+  EXPECT_TRUE(isSpeedupAtTheFloor(130.0, 127.0));
+  EXPECT_TRUE(isSpeedupAtTheFloor(1.5 * 127.0, 127.0));
+  // Further from the floor (a compute-bound kernel), or below it (with
+  // the floor's slack), or with no floor known: the speedup stays
+  // suspicious.
+  EXPECT_FALSE(isSpeedupAtTheFloor(1.51 * 127.0, 127.0));
+  EXPECT_FALSE(isSpeedupAtTheFloor(2000.0, 127.0));
+  EXPECT_TRUE(isSpeedupAtTheFloor(0.8 * 127.0, 127.0));
+  EXPECT_FALSE(isSpeedupAtTheFloor(0.79 * 127.0, 127.0));
+  EXPECT_FALSE(isSpeedupAtTheFloor(130.0, 0.0));
+  EXPECT_FALSE(isSpeedupAtTheFloor(0.0, 127.0));
+}
+
 } // namespace
