@@ -23,7 +23,8 @@
 //   rows split over several blocks each;
 // - every other op: a pointwise kernel, vectorised to 16-byte accesses
 //   where the innermost dimension allows;
-// - linalg.softmax: one row kernel, as eager frameworks run it;
+// - linalg.softmax: one row kernel, as eager frameworks run it (rows too
+//   long to keep in registers in two passes, with the online normaliser);
 // - tensor.pad, extract_slice, insert_slice and concat: a pointwise kernel
 //   writing the result; but a pad that only convolutions and pooling read
 //   (its group took it in, docs/FusionGroups.md) is never written: cuDNN
@@ -37,6 +38,7 @@
 
 #include "kopt/Codegen/Proposers.h"
 
+#include "OnlineSoftmax.h"
 #include "TiledRowVariants.h"
 
 #include "kopt/Codegen/ConvForms.h"
@@ -206,6 +208,34 @@ static llvm::Error emitSoftmax(PlanBuilder &builder, Operation *part,
                      : length <= 4096  ? 256
                      : length <= 16384 ? 512
                                        : 1024;
+  // A row longer than the block keeps in registers, read row-major from a
+  // plan tensor: two passes with the online normaliser (OnlineSoftmax.h),
+  // as eager frameworks run long rows, rather than three.
+  Value input = reduction.getNumDpsInputs() == 1
+                    ? reduction.getDpsInputOperand(0)->get()
+                    : Value();
+  bool lastLoopOnly = llvm::all_of(
+      llvm::enumerate(reduction.getIteratorTypesArray()), [&](auto iterator) {
+        return (iterator.value() == utils::IteratorType::reduction) ==
+               (iterator.index() + 1 == reduction.getNumLoops());
+      });
+  auto isF32 = [](Value value) {
+    return cast<ShapedType>(value.getType()).getElementType().isF32();
+  };
+  if (input && lastLoopOnly && isF32(input) && isF32(result) &&
+      input.getType() == result.getType() &&
+      reduction.getMatchingIndexingMap(reduction.getDpsInputOperand(0))
+          .isIdentity() &&
+      length > int64_t(threads) * getRowCacheBudget(threads) &&
+      !builder.findBuffer(input).empty()) {
+    KernelOutput output = builder.outputFor(result);
+    builder.addKernel(
+        generateOnlineSoftmaxKernel(builder.entryName("softmax"),
+                                    "linalg.softmax", builder.findBuffer(input),
+                                    output.param, rows, length, threads),
+        "linalg.softmax");
+    return llvm::Error::success();
+  }
   std::vector<KernelOutput> outputs = {builder.outputFor(result)};
   auto kernel =
       generateRowKernel(part->getContext(), builder.entryName("softmax"),
