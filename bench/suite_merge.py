@@ -18,6 +18,7 @@
 #
 # Usage:
 #   python3 bench/suite_merge.py PART.json... --out bench/results/NAME
+#   (a PART may be a report this script wrote: its runs and rows join)
 #   (writes NAME.json and NAME.md)
 #
 # ===----------------------------------------------------------------------===#
@@ -91,12 +92,19 @@ def main():
             parts.append(json.load(f))
     rows = merge_rows(parts)
     sets = [k for k in ("small", "real") if any(r["set"] == k for r in rows)]
+    runs = []
+    for p in parts:
+        # A report this script wrote before brings its own runs.
+        if p.get("schema") == "kopt.suite-merged/1":
+            runs += p["runs"]
+            continue
+        runs.append({"date": p["date"], "device": p["device"], "torch": p["torch"],
+                     "command": p["command"], "seconds": p.get("seconds", 0),
+                     "problems": len(p["rows"]), "limits": p["limits"],
+                     "settings": p["settings"]})
     report = {
         "schema": "kopt.suite-merged/1",
-        "runs": [{"date": p["date"], "device": p["device"], "torch": p["torch"],
-                  "command": p["command"], "seconds": p.get("seconds", 0),
-                  "problems": len(p["rows"]), "limits": p["limits"],
-                  "settings": p["settings"]} for p in parts],
+        "runs": runs,
         "rows": rows,
         "summary": {k: summarize([r for r in rows if r["set"] == k]) for k in sets},
     }
