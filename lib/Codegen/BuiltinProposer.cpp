@@ -374,8 +374,21 @@ static std::optional<GemmEpilogue> matchGemmScale(Operation *anchor,
              *product.getUsers().begin()))
     product = product.getUsers().begin()->getResult(0);
   linalg::GenericOp scale = getOnlyUser(product, group);
-  Operation *op = scale ? getSingleBodyOp(scale) : nullptr;
-  if (!op || scale.getNumDpsInputs() != 1 ||
+  // The body: the multiplication or division, perhaps after a truncf of
+  // the constant (torch-mlir writes 1/sqrt(d) as an f64 constant truncated
+  // in the body), and the yield.
+  Operation *op = nullptr;
+  if (scale && scale.getNumResults() == 1 &&
+      scale.getNumReductionLoops() == 0) {
+    Block &body = scale.getRegion().front();
+    op = body.getTerminator()->getOperand(0).getDefiningOp();
+    if (op && llvm::any_of(body.without_terminator(), [&](Operation &other) {
+          return &other != op && !isa<arith::TruncFOp>(other);
+        }))
+      op = nullptr;
+  }
+  if (!op || op->getBlock() != &scale.getRegion().front() ||
+      scale.getNumDpsInputs() != 1 ||
       !scale.getMatchingIndexingMap(scale.getDpsInputOperand(0)).isIdentity() ||
       !scale.getMatchingIndexingMap(scale.getDpsInitOperand(0)).isIdentity() ||
       scale.getDpsInputs()[0] != product ||
@@ -384,6 +397,13 @@ static std::optional<GemmEpilogue> matchGemmScale(Operation *anchor,
   Block &body = scale.getRegion().front();
   auto constantOf = [](Value value) -> std::optional<double> {
     FloatAttr attr;
+    if (auto trunc = value.getDefiningOp<arith::TruncFOp>()) {
+      // f64 to f32, rounded to nearest as truncf rounds by default.
+      if (trunc.getRoundingmodeAttr() || !trunc.getType().isF32() ||
+          !matchPattern(trunc.getIn(), m_Constant(&attr)))
+        return std::nullopt;
+      return double(float(attr.getValueAsDouble()));
+    }
     if (!matchPattern(value, m_Constant(&attr)))
       return std::nullopt;
     return attr.getValueAsDouble();
