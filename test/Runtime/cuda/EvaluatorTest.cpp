@@ -76,20 +76,7 @@ TEST_F(EvaluatorTest, ALargeSpeedupAtTheMemoryFloorStands) {
   for (TensorSpec *tensor :
        {&task.inputs[0], &task.inputs[1], &task.outputs[0]})
     tensor->shape = {n};
-  const std::string waiting = R"(
-extern "C" __global__ void add(const float *a, const float *b, float *c,
-                               int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i == 0) {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < 3000000ull);
-  }
-  if (i < n)
-    c[i] = a[i] + b[i];
-})";
+  const std::string waiting = makeWaitingAdd("", "true", 3000000);
   std::vector<KernelPlan> plans = {makePlan("baseline", waiting),
                                    makePlan("vectorised", kVectorised, 4)};
   for (KernelPlan &plan : plans)

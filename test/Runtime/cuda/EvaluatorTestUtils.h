@@ -108,6 +108,29 @@ extern "C" __global__ void add(const float *a, const float *b, float *c,
     c[i] = 1.0f;
 })";
 
+/// c = a + b, where thread 0 first spins for `nanoseconds` of the device's
+/// global timer when `condition` holds; `prelude` comes before the kernel.
+inline std::string makeWaitingAdd(const std::string &prelude,
+                                  const std::string &condition,
+                                  uint64_t nanoseconds = 2000000) {
+  return prelude + R"(
+extern "C" __global__ void add(const float *a, const float *b, float *c,
+                               int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0 && )" +
+         condition + R"() {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < )" +
+         std::to_string(nanoseconds) + R"(ull);
+  }
+  if (i < n)
+    c[i] = a[i] + b[i];
+})";
+}
+
 inline EvaluatorOptions quickOptions() {
   EvaluatorOptions options;
   options.warmupMs = 5;

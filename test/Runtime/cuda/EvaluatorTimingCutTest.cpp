@@ -22,27 +22,6 @@ using namespace kopt::runtime::evaltest;
 
 namespace {
 
-/// c = a + b, where thread 0 first spins for 2 ms of the device's global
-/// timer when `condition` holds; `prelude` comes before the kernel.
-std::string makeWaitingAdd(const std::string &prelude,
-                           const std::string &condition) {
-  return prelude + R"(
-extern "C" __global__ void add(const float *a, const float *b, float *c,
-                               int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i == 0 && )" +
-         condition + R"() {
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < 2000000ull);
-  }
-  if (i < n)
-    c[i] = a[i] + b[i];
-})";
-}
-
 /// Correct, and hundreds of times slower than the baseline.
 const std::string kSleepy = makeWaitingAdd("", "true");
 

@@ -430,6 +430,18 @@ std::vector<double> referenceGemm(const GemmStep &step,
   return c;
 }
 
+/// A GEMM step of tensors a, b and c, m x n x k.
+GemmStep makeGemm(int64_t m, int64_t n, int64_t k) {
+  GemmStep gemm;
+  gemm.a = "a";
+  gemm.b = "b";
+  gemm.c = "c";
+  gemm.m = m;
+  gemm.n = n;
+  gemm.k = k;
+  return gemm;
+}
+
 void runGemmCase(PlanRunnerTest &test, CudaContext &context, GemmStep gemm) {
   KernelTask task;
   task.key = task.name = "gemm";
@@ -467,15 +479,9 @@ void runGemmCase(PlanRunnerTest &test, CudaContext &context, GemmStep gemm) {
 }
 
 TEST_F(PlanRunnerTest, RunsBatchedGemmWithBiasAndRelu) {
-  GemmStep gemm;
-  gemm.a = "a";
-  gemm.b = "b";
-  gemm.c = "c";
+  GemmStep gemm = makeGemm(33, 65, 47);
   gemm.bias = "bias";
   gemm.batch = 3;
-  gemm.m = 33;
-  gemm.n = 65;
-  gemm.k = 47;
   gemm.activation = "relu";
   runGemmCase(*this, *context, gemm);
 }
@@ -512,13 +518,7 @@ TEST_F(PlanRunnerTest, RunnersShareTheContextsGemmWorkspace) {
 }
 
 TEST_F(PlanRunnerTest, RunsTransposedGemmWithGelu) {
-  GemmStep gemm;
-  gemm.a = "a";
-  gemm.b = "b";
-  gemm.c = "c";
-  gemm.m = 40;
-  gemm.n = 24;
-  gemm.k = 47;
+  GemmStep gemm = makeGemm(40, 24, 47);
   gemm.transposeA = true;
   gemm.transposeB = true;
   gemm.activation = "gelu";
@@ -527,27 +527,15 @@ TEST_F(PlanRunnerTest, RunsTransposedGemmWithGelu) {
 
 TEST_F(PlanRunnerTest, RunsScaledBatchedGemm) {
   // Attention's scores: cuBLASLt's alpha scales the product.
-  GemmStep gemm;
-  gemm.a = "a";
-  gemm.b = "b";
-  gemm.c = "c";
+  GemmStep gemm = makeGemm(64, 64, 32);
   gemm.batch = 4;
-  gemm.m = 64;
-  gemm.n = 64;
-  gemm.k = 32;
   gemm.transposeB = true;
   gemm.scale = 0.125;
   runGemmCase(*this, *context, gemm);
 }
 
 TEST_F(PlanRunnerTest, RunsPlainGemm) {
-  GemmStep gemm;
-  gemm.a = "a";
-  gemm.b = "b";
-  gemm.c = "c";
-  gemm.m = 128;
-  gemm.n = 96;
-  gemm.k = 47;
+  GemmStep gemm = makeGemm(128, 96, 47);
   gemm.transposeB = true;
   runGemmCase(*this, *context, gemm);
 }
