@@ -1,5 +1,4 @@
-//===- CollapseBeforeTranspose.cpp - Reshape first, transpose next *- C++
-//-*-===//
+//===- CollapseBeforeTranspose.cpp - Collapse, then transpose ---*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -222,18 +222,17 @@ static llvm::Error emitSoftmax(PlanBuilder &builder, Operation *part,
   auto isF32 = [](Value value) {
     return cast<ShapedType>(value.getType()).getElementType().isF32();
   };
-  if (input && lastLoopOnly && isF32(input) && isF32(result) &&
+  std::string inputBuffer = input ? builder.findBuffer(input) : "";
+  if (!inputBuffer.empty() && lastLoopOnly && isF32(input) && isF32(result) &&
       input.getType() == result.getType() &&
       reduction.getMatchingIndexingMap(reduction.getDpsInputOperand(0))
           .isIdentity() &&
-      length > int64_t(threads) * getRowCacheBudget(threads) &&
-      !builder.findBuffer(input).empty()) {
+      length > int64_t(threads) * getRowCacheBudget(threads)) {
     KernelOutput output = builder.outputFor(result);
-    builder.addKernel(
-        generateOnlineSoftmaxKernel(builder.entryName("softmax"),
-                                    "linalg.softmax", builder.findBuffer(input),
-                                    output.param, rows, length, threads),
-        "linalg.softmax");
+    builder.addKernel(generateOnlineSoftmaxKernel(
+                          builder.entryName("softmax"), "linalg.softmax",
+                          inputBuffer, output.param, rows, length, threads),
+                      "linalg.softmax");
     return llvm::Error::success();
   }
   std::vector<KernelOutput> outputs = {builder.outputFor(result)};

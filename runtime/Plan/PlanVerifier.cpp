@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <vector>
 
@@ -358,8 +359,11 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
           gemm.activation != "gelu")
         return invalid(where + ": unknown GEMM activation '" + gemm.activation +
                        "'");
-      if (!std::isfinite(gemm.scale))
-        return invalid(where + ": the GEMM's scale must be finite");
+      // cuBLASLt takes the scale as its fp32 alpha.
+      if (!std::isfinite(gemm.scale) ||
+          std::abs(gemm.scale) > double(std::numeric_limits<float>::max()))
+        return invalid(where + ": the GEMM's scale must be a finite fp32 "
+                               "number");
       break;
     }
     case PlanStep::Kind::Conv: {

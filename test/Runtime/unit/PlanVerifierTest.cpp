@@ -123,6 +123,10 @@ TEST(PlanVerifierTest, CatchesBadPlans) {
   task.inputs[0].shape = {32, 1};
   task.inputs[1].shape = {1, 32};
   EXPECT_TRUE(verifyPlan(plan, task).isOk());
+  plan.steps[0].gemm.scale = 1e39;
+  expectError(plan, "step 0: the GEMM's scale must be a finite fp32 number");
+  plan.steps[0].gemm.scale = -0.125;
+  EXPECT_TRUE(verifyPlan(plan, task).isOk());
   plan.steps[0].gemm.activation = "tanh";
   expectError(plan, "step 0: unknown GEMM activation 'tanh'");
 
