@@ -77,11 +77,11 @@ constexpr double kFloorExplainedRatio = 1.5;
 
 /// True when `candidateUs` is not below the task's memory floor `floorUs`
 /// (`isBelowFloor`, with its slack) and at most kFloorExplainedRatio times
-/// it: the candidate's time is then
-/// fixed by the bytes it must move, and a large speedup over the baseline
-/// says how far the baseline is from that floor. False when the floor is
-/// unknown (0). A compute-bound task's candidates run far above its memory
-/// floor, so their large speedups stay suspicious.
+/// it: the candidate's time is then fixed by the bytes it must move, and a
+/// large speedup over the baseline says how far the baseline is from that
+/// floor. False when the floor is unknown (0). A compute-bound task's
+/// candidates run far above its memory floor, so their large speedups stay
+/// suspicious.
 bool isSpeedupAtTheFloor(double candidateUs, double floorUs);
 
 /// The speedup of a candidate over the baseline, and whether it is
