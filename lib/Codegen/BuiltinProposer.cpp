@@ -90,53 +90,74 @@ static std::vector<PointwiseVariant> pointwiseVariants(ElementType type,
 
 namespace {
 struct PoolingVariant {
+  PoolingWindow window;
   unsigned blockSize;
   unsigned outputsPerThread;
   std::string name() const {
-    return "pool_w" + std::to_string(outputsPerThread) + "_bs" +
-           std::to_string(blockSize);
+    bool columns =
+        window.slideDim + 2 ==
+        cast<ShapedType>(window.op->getResult(0).getType()).getRank();
+    return (columns ? "pool_col" : "pool_w") +
+           std::to_string(outputsPerThread) + "_bs" + std::to_string(blockSize);
   }
 };
 } // namespace
 
-/// Outputs per thread and block sizes worth trying for a pool whose rows
-/// are `width` outputs long.
-static std::vector<PoolingVariant> poolingVariants(int64_t width) {
+/// Outputs per thread and block sizes worth trying for each of `windows`:
+/// along a row, 4 or 8; down a column, where a thread's loads of a window
+/// row are shared by the rows after it, 8 or 16.
+static std::vector<PoolingVariant>
+poolingVariants(llvm::ArrayRef<PoolingWindow> windows) {
   std::vector<PoolingVariant> variants;
-  for (unsigned outputs : {4u, 8u})
-    for (unsigned blockSize : {128u, 256u})
-      if (width >= outputs)
-        variants.push_back({blockSize, outputs});
+  for (const PoolingWindow &window : windows) {
+    auto shape = cast<ShapedType>(window.op->getResult(0).getType()).getShape();
+    bool columns = window.slideDim + 2 == shape.size();
+    unsigned fewest = columns ? 8 : 4;
+    for (unsigned outputs : {fewest, 2 * fewest})
+      for (unsigned blockSize : {128u, 256u})
+        if (shape[window.slideDim] >= outputs)
+          variants.push_back({window, blockSize, outputs});
+  }
   return variants;
 }
 
 /// The group's pool, when every one of `values` has its shape (so that a
-/// sliding-window kernel computes them from it elementwise); a remark
-/// saying why not in `remarks` when the group pools but not so.
-static std::optional<PoolingWindow>
+/// sliding-window kernel computes them from it elementwise): its window
+/// along the innermost dimension and along the one before it, those that
+/// fit; a remark saying why neither does in `remarks` when the group pools
+/// but not so.
+static std::vector<PoolingWindow>
 findSlidingPool(func::FuncOp group, llvm::ArrayRef<Value> values,
                 std::vector<std::string> &remarks) {
   linalg::GenericOp op = findPoolingOp(group);
   if (!op || values.empty())
-    return std::nullopt;
-  auto window = matchPoolingWindow(op);
-  if (!window) {
-    remarks.push_back("builtin pool_*: " + llvm::toString(window.takeError()));
-    return std::nullopt;
-  }
+    return {};
   Type type = op.getResult(0).getType();
   if (!llvm::all_of(values, [&](Value v) { return v.getType() == type; })) {
     remarks.push_back("builtin pool_*: pooling: the group's outputs differ in "
                       "shape from the pool");
-    return std::nullopt;
+    return {};
   }
-  return *window;
+  unsigned rank = cast<ShapedType>(type).getRank();
+  std::vector<PoolingWindow> windows;
+  std::string reasons;
+  for (unsigned slideDim = rank; slideDim-- > 0 && slideDim + 2 >= rank;) {
+    auto window = matchPoolingWindow(op, slideDim);
+    if (window) {
+      windows.push_back(*window);
+      continue;
+    }
+    reasons +=
+        (reasons.empty() ? "" : "; ") + llvm::toString(window.takeError());
+  }
+  if (windows.empty())
+    remarks.push_back("builtin pool_*: " + reasons);
+  return windows;
 }
 
 /// Emits one sliding-window pooling kernel computing `values`.
 static llvm::Error emitPooling(PlanBuilder &builder, MLIRContext *context,
                                llvm::ArrayRef<Value> values,
-                               const PoolingWindow &window,
                                const PoolingVariant &variant,
                                llvm::StringRef comment) {
   std::vector<KernelOutput> outputs;
@@ -147,7 +168,7 @@ static llvm::Error emitPooling(PlanBuilder &builder, MLIRContext *context,
   options.outputsPerThread = variant.outputsPerThread;
   auto kernel =
       generatePoolingKernel(context, builder.entryName("pool"), comment,
-                            outputs, builder.leafFn(), window, options);
+                            outputs, builder.leafFn(), variant.window, options);
   if (!kernel)
     return kernel.takeError();
   builder.addKernel(*kernel, comment);
@@ -509,12 +530,9 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
     std::optional<PoolingVariant> pooling;
   };
   std::vector<RestVariant> variants;
-  std::optional<PoolingWindow> pool;
   if (!epilogue)
-    pool = findSlidingPool(group, rest, proposal.remarks);
-  if (pool)
-    for (const PoolingVariant &variant : poolingVariants(
-             cast<ShapedType>(rest.front().getType()).getShape().back()))
+    for (const PoolingVariant &variant :
+         poolingVariants(findSlidingPool(group, rest, proposal.remarks)))
       variants.push_back({variant.name(), {}, variant});
   if (rest.empty()) {
     variants.push_back({"", {256, 1}, std::nullopt});
@@ -572,7 +590,7 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
     llvm::Error error =
         rest.empty() ? llvm::Error::success()
         : variant.pooling
-            ? emitPooling(builder, context, rest, *pool, *variant.pooling,
+            ? emitPooling(builder, context, rest, *variant.pooling,
                           comment + " (epilogue)")
             : emitPointwise(builder, context, rest, variant.pointwise,
                             comment + " (epilogue)");
@@ -886,16 +904,12 @@ static void proposePointwise(Proposal &proposal, func::FuncOp group,
 static void proposeSlidingPool(Proposal &proposal, func::FuncOp group,
                                const KernelTask &task) {
   SmallVector<Value> outputs = returnedValues(group);
-  std::optional<PoolingWindow> pool =
-      findSlidingPool(group, outputs, proposal.remarks);
-  if (!pool)
-    return;
   std::string comment = describeGroup(group);
-  for (const PoolingVariant &variant : poolingVariants(
-           cast<ShapedType>(outputs.front().getType()).getShape().back())) {
+  for (const PoolingVariant &variant :
+       poolingVariants(findSlidingPool(group, outputs, proposal.remarks))) {
     PlanBuilder builder(task, group, "builtin", variant.name());
-    llvm::Error error = emitPooling(builder, group.getContext(), outputs, *pool,
-                                    variant, comment);
+    llvm::Error error =
+        emitPooling(builder, group.getContext(), outputs, variant, comment);
     addPlan(proposal, builder, task, group, std::move(error));
   }
 }

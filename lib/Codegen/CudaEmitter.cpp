@@ -49,12 +49,25 @@ llvm::StringRef mlir::kopt::getKernelPreamble() {
 #define KOPT_NAN_D __longlong_as_double(0x7ff8000000000000LL)
 #define KOPT_INF_D __longlong_as_double(0x7ff0000000000000LL)
 
-// arith.maximumf / minimumf propagate NaN; fmaxf / fminf do not.
+// arith.maximumf / minimumf propagate NaN; fmaxf / fminf do not. From
+// sm_80 on one instruction does (max.NaN), not three.
 __device__ __forceinline__ float kopt_maximumf(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
   return (a != a || b != b) ? KOPT_NAN_F : fmaxf(a, b);
+#endif
 }
 __device__ __forceinline__ float kopt_minimumf(float a, float b) {
+#if __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
   return (a != a || b != b) ? KOPT_NAN_F : fminf(a, b);
+#endif
 }
 __device__ __forceinline__ double kopt_maximumf(double a, double b) {
   return (a != a || b != b) ? KOPT_NAN_D : fmax(a, b);

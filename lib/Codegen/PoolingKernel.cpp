@@ -82,7 +82,7 @@ static bool isRegroupableCombiner(Operation *op) {
 }
 
 llvm::Expected<PoolingWindow>
-mlir::kopt::matchPoolingWindow(linalg::GenericOp op) {
+mlir::kopt::matchPoolingWindow(linalg::GenericOp op, unsigned slideDim) {
   auto fail = [](const char *reason) {
     return llvm::createStringError(llvm::Twine("pooling: ") + reason);
   };
@@ -131,11 +131,20 @@ mlir::kopt::matchPoolingWindow(linalg::GenericOp op) {
   if (element.getType() != acc.getType())
     return fail("the window's elements and the result differ in type");
 
-  // The window slides along the output's innermost dimension: one index of
+  // The window slides along the output's dimension `slide`: one index of
   // the input adds it (times the stride) and one reduction loop (times the
   // dilation); no other index reads either.
+  const char *slideName =
+      slideDim + 1 == rank ? "innermost" : "second innermost";
+  auto failAlong = [&](const char *what) {
+    return llvm::createStringError(llvm::Twine("pooling: ") + what + " the " +
+                                   slideName + " dimension");
+  };
+  if (slideDim >= rank || slideDim + 2 < rank)
+    return failAlong("no window slides along");
   AffineMap map = op.getMatchingIndexingMap(window.input);
-  unsigned slide = rank - 1;
+  unsigned slide = slideDim;
+  window.slideDim = slideDim;
   std::optional<unsigned> slideResult;
   for (auto [position, result] : llvm::enumerate(map.getResults())) {
     std::optional<Linear> linear = getLinear(result, numLoops);
@@ -144,26 +153,26 @@ mlir::kopt::matchPoolingWindow(linalg::GenericOp op) {
     if (linear->coeffs[slide] == 0)
       continue;
     if (slideResult)
-      return fail("two input indices move with the innermost output");
+      return failAlong("two input indices move with the output along");
     slideResult = position;
   }
   if (!slideResult)
-    return fail("the window does not slide along the innermost dimension");
+    return failAlong("the window does not slide along");
   Linear along = *getLinear(map.getResult(*slideResult), numLoops);
   window.stride = along.coeffs[slide];
   for (unsigned loop = rank; loop < numLoops; ++loop) {
     if (along.coeffs[loop] == 0)
       continue;
     if (window.dilation != 1 || window.slideLoop != 0)
-      return fail("two window loops move along the innermost dimension");
+      return failAlong("two window loops move along");
     window.slideLoop = loop;
     window.dilation = along.coeffs[loop];
   }
-  for (unsigned loop = 0; loop < rank - 1; ++loop)
-    if (along.coeffs[loop] != 0)
-      return fail("the innermost input index moves with an outer output");
+  for (unsigned loop = 0; loop < rank; ++loop)
+    if (loop != slide && along.coeffs[loop] != 0)
+      return failAlong("another output moves the input index along");
   if (window.slideLoop == 0 || window.stride < 1 || window.dilation < 1)
-    return fail("the window does not slide along the innermost dimension");
+    return failAlong("the window does not slide along");
   for (auto [position, result] : llvm::enumerate(map.getResults()))
     if (position != *slideResult &&
         getLinear(result, numLoops)->coeffs[window.slideLoop] != 0)
@@ -195,7 +204,7 @@ public:
     SmallVector<AffineExpr> index;
     for (unsigned d = 0; d < rank; ++d)
       index.push_back(getAffineDimExpr(d, context));
-    index.back() = index.back() + lane;
+    index[window.slideDim] = index[window.slideDim] + lane;
     return index;
   }
 
@@ -236,9 +245,9 @@ PoolingKernelEmitter::combine(llvm::StringRef element, llvm::StringRef acc) {
 SmallVector<AffineExpr>
 PoolingKernelEmitter::inputIndex(llvm::ArrayRef<int64_t> windowPoint,
                                  int64_t column) {
-  // Kernel dimensions 0 to rank-2 are the outer output indices, rank-1 the
-  // thread's first output along the innermost one. The window loops are
-  // fixed; the sliding one reads `column` past the first output's window.
+  // Kernel dimensions are the output's indices, the sliding one's the
+  // thread's first output. The window loops are fixed; the sliding one reads
+  // `column` past the first output's window.
   unsigned numLoops = op.getNumLoops();
   SmallVector<AffineExpr> loops;
   for (unsigned loop = 0; loop < numLoops; ++loop)
@@ -249,7 +258,7 @@ PoolingKernelEmitter::inputIndex(llvm::ArrayRef<int64_t> windowPoint,
   SmallVector<AffineExpr> index;
   for (AffineExpr result : map.getResults()) {
     AffineExpr expr = result.replaceDimsAndSymbols(loops, {});
-    if (result.isFunctionOfDim(rank - 1))
+    if (result.isFunctionOfDim(window.slideDim))
       expr = expr + column;
     index.push_back(simplifyAffineExpr(expr, rank, 0));
   }
@@ -340,7 +349,16 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
   auto type = cast<RankedTensorType>(op.getResult(0).getType());
   std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
   unsigned rank = shape.size();
-  int64_t width = shape.back();
+  unsigned slide = window.slideDim;
+  if (slide >= rank || slide + 2 < rank)
+    return llvm::createStringError(
+        "pooling: the window slides along neither of the two innermost "
+        "dimensions");
+  // Along a column segment (the second innermost dimension), neighbouring
+  // threads take neighbouring columns.
+  bool columns = slide + 2 == rank;
+  int64_t extent = shape[slide];
+  int64_t inner = columns ? shape.back() : 1;
   int64_t lanes = options.outputsPerThread;
   if (outputs.empty())
     return llvm::createStringError("a kernel needs an output");
@@ -348,19 +366,20 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
     if (output.shape != shape)
       return llvm::createStringError(
           "pooling: an output differs in shape from the pool");
-  if (lanes < 1 || width < lanes)
+  if (lanes < 1 || extent < lanes)
     return llvm::createStringError(
-        "pooling: rows of %lld outputs, fewer than %lld per thread",
-        (long long)width, (long long)lanes);
-  int64_t groups = (width + lanes - 1) / lanes;
-  int64_t rows = 1;
-  for (unsigned d = 0; d + 1 < rank; ++d)
-    rows *= shape[d];
+        "pooling: %lld outputs along the sliding dimension, fewer than %lld "
+        "per thread",
+        (long long)extent, (long long)lanes);
+  int64_t groups = (extent + lanes - 1) / lanes;
+  int64_t outer = 1;
+  for (unsigned d = 0; d < slide; ++d)
+    outer *= shape[d];
 
   std::vector<std::string> names;
-  for (unsigned d = 0; d + 1 < rank; ++d)
+  for (unsigned d = 0; d < rank; ++d)
     names.push_back("i" + std::to_string(d));
-  names.push_back("w0");
+  names[slide] = columns ? "h0" : "w0";
   CodeWriter body;
   TensorEmitter emitter(context, body, names, leafOf);
   PoolingKernelEmitter pool(context, body, emitter, window, lanes);
@@ -372,9 +391,9 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
       auto value = emitter.valueAt(output.value, pool.outputIndex(lane));
       if (!value)
         return value.takeError();
-      stores.push_back(output.param + "[base + " + std::to_string(lane) +
-                       "] = " + convertFromCompute(output.elementType, *value) +
-                       ";");
+      stores.push_back(
+          output.param + "[base + " + std::to_string(lane * inner) +
+          "] = " + convertFromCompute(output.elementType, *value) + ";");
     }
 
   GeneratedKernel kernel;
@@ -382,34 +401,50 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
   CodeWriter code;
   code.comment(comment);
   code.comment("sliding-window pooling: " + std::to_string(lanes) +
-               " neighbouring outputs per thread");
+               (columns ? " outputs down a column per thread"
+                        : " neighbouring outputs per thread"));
   code.line(printKernelSignature(entry, options.blockSize, emitter.getLeaves(),
                                  outputs, kernel.args) +
             " {");
   code.indent();
-  std::string count = std::to_string(rows * groups) + "LL";
-  std::string last = std::to_string(width - lanes) + "LL";
+  std::string count = std::to_string(outer * groups * inner) + "LL";
+  std::string last = std::to_string(extent - lanes) + "LL";
   code.line("for (long long t = (long long)blockIdx.x * blockDim.x + "
             "threadIdx.x; t < " +
             count + "; t += (long long)gridDim.x * blockDim.x) {");
   code.indent();
-  code.line("long long rest = t / " + std::to_string(groups) + "LL;");
-  // The last group of a row ends at the row's end, overlapping the one
-  // before when the width is no multiple of the group.
-  code.line("const long long first = (t % " + std::to_string(groups) +
-            "LL) * " + std::to_string(lanes) + "LL;");
-  code.line("const long long w0 = first < " + last + " ? first : " + last +
-            ";");
-  code.line("const long long base = rest * " + std::to_string(width) +
-            "LL + w0;");
+  std::string groupsText = std::to_string(groups) + "LL";
+  std::string lanesText = std::to_string(lanes) + "LL";
+  std::string extentText = std::to_string(extent) + "LL";
+  // The last group along the sliding dimension ends at its end, overlapping
+  // the one before when the extent is no multiple of the group.
+  if (columns) {
+    std::string innerText = std::to_string(inner) + "LL";
+    code.line("const long long " + names.back() + " = t % " + innerText + ";");
+    code.line("long long rest = t / " + innerText + ";");
+    code.line("const long long first = (rest % " + groupsText + ") * " +
+              lanesText + ";");
+    code.line("rest /= " + groupsText + ";");
+    code.line("const long long h0 = first < " + last + " ? first : " + last +
+              ";");
+    code.line("const long long base = (rest * " + extentText + " + h0) * " +
+              innerText + " + " + names.back() + ";");
+  } else {
+    code.line("long long rest = t / " + groupsText + ";");
+    code.line("const long long first = (t % " + groupsText + ") * " +
+              lanesText + ";");
+    code.line("const long long w0 = first < " + last + " ? first : " + last +
+              ";");
+    code.line("const long long base = rest * " + extentText + " + w0;");
+  }
   // Only the outer indices the code reads are declared.
-  int outermost = rank - 1;
-  for (unsigned d = 0; d + 1 < rank; ++d)
+  int outermost = slide;
+  for (unsigned d = 0; d < slide; ++d)
     if (emitter.usesDim(d)) {
       outermost = d;
       break;
     }
-  for (int d = int(rank) - 2; d >= outermost; --d) {
+  for (int d = int(slide) - 1; d >= outermost; --d) {
     if (d == 0) {
       code.line("const long long " + names[d] + " = rest;");
       continue;
@@ -432,8 +467,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
   code.line("}");
   kernel.code = code.str();
   std::string threads = std::to_string(options.blockSize);
-  kernel.grid = {"min(cdiv(" + std::to_string(rows * groups) + ", " + threads +
-                     "), " + std::to_string(options.maxBlocks) + ")",
+  kernel.grid = {"min(cdiv(" + count.substr(0, count.size() - 2) + ", " +
+                     threads + "), " + std::to_string(options.maxBlocks) + ")",
                  "1", "1"};
   kernel.block = {threads, "1", "1"};
   return kernel;

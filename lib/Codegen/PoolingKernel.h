@@ -8,12 +8,19 @@
 //
 // A pooling op (a reduction over a window of its input, in the generic form
 // of linalg.pooling_nchw_max and its kin) computed several neighbouring
-// outputs along the innermost dimension per thread. A thread reads the
-// input elements its outputs' windows share once: for each point of the
-// other window dimensions (the rows of a 2-D window) it loads the row
-// segment its outputs cover and folds it into one value per column; each
-// output then folds its window's columns. A 4x4 stride-1 window over 8
-// outputs loads 4 x 11 elements instead of 8 x 16.
+// outputs along one dimension per thread. A thread reads the input elements
+// its outputs' windows share once: for each point of the other window
+// dimensions it loads the segment its outputs cover and folds it into one
+// value per position along the sliding dimension; each output then folds
+// its window's positions. A 4x4 stride-1 window over 8 outputs loads
+// 4 x 11 elements instead of 8 x 16.
+//
+// The outputs a thread computes lie along the innermost dimension (a row
+// segment: `pool_w` plans) or along the one before it (a column segment:
+// `pool_col` plans). In the second form neighbouring threads compute
+// neighbouring columns, so that each load of a warp reads consecutive
+// elements: a 2-D pool's rows as NCHW stores them, or the channels of a
+// channels-last pool, whose window slides along the width.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,12 +34,15 @@
 namespace mlir::kopt {
 
 /// A pooling reduction whose window slides along its output's innermost
-/// dimension.
+/// dimension or the one before it.
 struct PoolingWindow {
   linalg::GenericOp op;
   /// The operand the window reads (the other inputs only give the window's
   /// shape).
   OpOperand *input = nullptr;
+  /// The output dimension a thread's outputs lie along: the innermost or
+  /// the one before it.
+  unsigned slideDim = 0;
   /// The reduction loop that moves along the input's sliding dimension.
   unsigned slideLoop = 0;
   /// Along the sliding dimension: output stride, window dilation and size.
@@ -50,14 +60,15 @@ linalg::GenericOp findPoolingOp(func::FuncOp group);
 /// indexed by the parallel loops in order, the reduction loops after them,
 /// a body that folds the window's element into the accumulator with one
 /// associative op (max, min, sum), and a window that slides along the
-/// output's innermost dimension. An error saying what does not fit
-/// otherwise.
-llvm::Expected<PoolingWindow> matchPoolingWindow(linalg::GenericOp op);
+/// output's dimension `slideDim` (the innermost or the one before it). An
+/// error saying what does not fit otherwise.
+llvm::Expected<PoolingWindow> matchPoolingWindow(linalg::GenericOp op,
+                                                 unsigned slideDim);
 
 /// Options of a sliding-window pooling kernel.
 struct PoolingOptions {
   unsigned blockSize = 256;
-  /// Neighbouring outputs along the innermost dimension per thread.
+  /// Neighbouring outputs along the window's sliding dimension per thread.
   unsigned outputsPerThread = 4;
   /// Upper bound on the grid; the kernel loops over the rest.
   int64_t maxBlocks = 65535;
@@ -70,9 +81,9 @@ constexpr int64_t kMaxPoolingLoads = 256;
 /// Generates a kernel writing `outputs`, each of the pooling op's shape and
 /// computed from its result elementwise (the pool's consumers inlined per
 /// output, its input's producers per loaded element). A thread's outputs
-/// start at `min(group * outputsPerThread, width - outputsPerThread)`: the
-/// last group of a row overlaps the one before instead of running past the
-/// row, and writes the same values again.
+/// start at `min(group * outputsPerThread, extent - outputsPerThread)`
+/// along the sliding dimension: the last group overlaps the one before
+/// instead of running past the end, and writes the same values again.
 llvm::Expected<GeneratedKernel> generatePoolingKernel(
     MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,

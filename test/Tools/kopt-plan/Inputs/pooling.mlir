@@ -4,8 +4,9 @@
 //
 // Pools for the sliding-window pooling kernels (test/Tools/kopt-plan/
 // pooling.test): padded and strided, dilated, 1-D, sum pools, f16 and
-// i32, widths no group of outputs divides, and a channels-last pool the
-// kernels leave to the pointwise ones; a convolution in generic form,
+// i32, widths no group of outputs divides, a channels-last pool (column
+// kernels only) and a pool along an outer dimension the kernels leave to
+// the pointwise ones; a convolution in generic form,
 // which reads its window too, is no pool. (A pooling group holds the pad and the pool; the
 // elementwise ops around a pool join it after a convolution:
 // test/Inputs/conv/padded.mlir.)
@@ -99,14 +100,33 @@ func.func @sumpool_i32(%x: tensor<2x4x17x19xi32>) -> tensor<2x4x15x17xi32> {
   return %p : tensor<2x4x15x17xi32>
 }
 
-// Channels last: the window does not slide along the innermost dimension.
-func.func @nhwc_maxpool(%x: tensor<1x8x8x16xf32>) -> tensor<1x4x4x16xf32> {
+// Channels last: the window slides along the width, the dimension before
+// the channels, so the column kernels take it (threads along the channels).
+func.func @nhwc_maxpool(%x: tensor<1x8x34x16xf32>) -> tensor<1x4x17x16xf32> {
   %ninf = arith.constant 0xFF800000 : f32
-  %e = tensor.empty() : tensor<1x4x4x16xf32>
-  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
+  %e = tensor.empty() : tensor<1x4x17x16xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<1x4x17x16xf32>) -> tensor<1x4x17x16xf32>
   %win = tensor.empty() : tensor<2x2xf32>
-  %p = linalg.pooling_nhwc_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x8x8x16xf32>, tensor<2x2xf32>) outs(%f : tensor<1x4x4x16xf32>) -> tensor<1x4x4x16xf32>
-  return %p : tensor<1x4x4x16xf32>
+  %p = linalg.pooling_nhwc_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%x, %win : tensor<1x8x34x16xf32>, tensor<2x2xf32>) outs(%f : tensor<1x4x17x16xf32>) -> tensor<1x4x17x16xf32>
+  return %p : tensor<1x4x17x16xf32>
+}
+
+// A window along an outer dimension only (dimension 1 of 4): neither
+// sliding kernel fits, a remark says why.
+#outer_in = affine_map<(n, l, a, b, k) -> (n, l + k, a, b)>
+#outer_win = affine_map<(n, l, a, b, k) -> (k)>
+#outer_out = affine_map<(n, l, a, b, k) -> (n, l, a, b)>
+func.func @outer_maxpool(%x: tensor<2x9x4x4xf32>) -> tensor<2x8x4x4xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %e = tensor.empty() : tensor<2x8x4x4xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
+  %win = tensor.empty() : tensor<2xf32>
+  %p = linalg.generic {indexing_maps = [#outer_in, #outer_win, #outer_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%x, %win : tensor<2x9x4x4xf32>, tensor<2xf32>) outs(%f : tensor<2x8x4x4xf32>) {
+  ^bb0(%in: f32, %w: f32, %acc: f32):
+    %m = arith.maximumf %in, %acc : f32
+    linalg.yield %m : f32
+  } -> tensor<2x8x4x4xf32>
+  return %p : tensor<2x8x4x4xf32>
 }
 
 // A convolution in generic form with a ReLU: a windowed reduction, but it
