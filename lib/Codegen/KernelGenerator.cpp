@@ -368,10 +368,27 @@ mlir::kopt::generateSplitRowKernels(
 
   int64_t chunkLength = (rowLength + chunks - 1) / chunks;
   std::string s = std::to_string(chunks) + "LL";
+  // Unbatched, the last kernel, elementwise once the reductions are known,
+  // where it writes along the rows takes chunks of about kOutputChunkLength
+  // elements, the rows' blocks of one chunk next to each other: the blocks
+  // running at a time then stream a few regions of the rows, and read an
+  // operand broadcast along the rows (LayerNorm's weight) once for all rows
+  // from L2, where 64 chunks of 4M-element rows, all in flight, wrote at 2.7
+  // TB/s on an H200.
+  constexpr int64_t kOutputChunkLength = 8192;
+  int64_t outputFactor = 1;
+  bool streamsRows =
+      llvm::any_of(*indices, [](const auto &index) { return !index.second; });
+  if (!batched && streamsRows)
+    while (chunkLength / (2 * outputFactor) >= kOutputChunkLength)
+      outputFactor *= 2;
   std::vector<GeneratedKernel> kernels;
   size_t done = 0;
   for (size_t k = 0; k <= levels.size(); ++k) {
     bool last = k == levels.size();
+    bool regrouped = last && outputFactor > 1;
+    int64_t kernelChunks = regrouped ? chunks * outputFactor : chunks;
+    int64_t kernelChunkLength = (rowLength + kernelChunks - 1) / kernelChunks;
     CodeWriter body;
     TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
     emitter.setDimExtent(0, numRows);
@@ -389,7 +406,7 @@ mlir::kopt::generateSplitRowKernels(
           {partials[i].param, partials[i].elementType, partials[i].shape});
       if (llvm::Error error = emitter.emitCombinedPartials(
               reductions[i], partials[i].param, "row * " + s, chunks,
-              /*together=*/batched))
+              /*together=*/batched || regrouped))
         return std::move(error);
     }
     std::vector<KernelOutput> written;
@@ -471,14 +488,20 @@ mlir::kopt::generateSplitRowKernels(
                              ", split rows)"));
     code.line(signature + " {");
     code.indent();
-    code.line(std::string("const long long row = ") +
-              (batched ? "rowBase + " : "") + "blockIdx.x / " + s + ";");
-    code.line("const long long chunk = blockIdx.x % " + s + ";");
+    if (regrouped) {
+      std::string r = std::to_string(numRows) + "LL";
+      code.line("const long long row = blockIdx.x % " + r + ";");
+      code.line("const long long chunk = blockIdx.x / " + r + ";");
+    } else {
+      code.line(std::string("const long long row = ") +
+                (batched ? "rowBase + " : "") + "blockIdx.x / " + s + ";");
+      code.line("const long long chunk = blockIdx.x % " + s + ";");
+    }
     code.line("const long long chunkStart = chunk * " +
-              std::to_string(chunkLength) + "LL;");
+              std::to_string(kernelChunkLength) + "LL;");
     code.line("const long long chunkEnd = min(chunkStart + " +
-              std::to_string(chunkLength) + "LL, " + std::to_string(rowLength) +
-              "LL);");
+              std::to_string(kernelChunkLength) + "LL, " +
+              std::to_string(rowLength) + "LL);");
     llvm::SmallVector<llvm::StringRef> lines;
     llvm::StringRef(body.str()).split(lines, '\n', -1, false);
     for (llvm::StringRef line : lines)
@@ -488,7 +511,7 @@ mlir::kopt::generateSplitRowKernels(
     kernel.code = code.str();
     kernel.grid = {
         std::to_string((batched ? std::min(batching.rows, numRows) : numRows) *
-                       chunks),
+                       kernelChunks),
         "1", "1"};
     kernel.block = {std::to_string(blockSize), "1", "1"};
     kernels.push_back(std::move(kernel));
