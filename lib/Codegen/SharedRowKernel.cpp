@@ -128,8 +128,53 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
   auto levels = collectReductionLevels(emitter, values, outputIndices);
   if (!levels)
     return levels.takeError();
-  if (llvm::Error error = emitReductionLevels(emitter, *levels))
+  // The last level's one reduction: its loop may keep the value it reduces
+  // in place of the row's cached input (keepReducedValue).
+  struct KeptValue {
+    Value value;
+    SmallVector<AffineExpr> index;
+    std::string cache;
+  };
+  std::optional<KeptValue> kept;
+  bool keep = options.keepReducedValue && !levels->empty() &&
+              levels->back().size() == 1;
+  if (keep) {
+    std::vector<std::vector<CooperativeReduction>> before(levels->begin(),
+                                                          levels->end() - 1);
+    if (llvm::Error error = emitReductionLevels(emitter, before))
+      return std::move(error);
+    int reads = 0;
+    emitter.setReductionInputSink([&](Value input,
+                                      llvm::ArrayRef<AffineExpr> index,
+                                      llvm::StringRef value) {
+      ++reads;
+      llvm::ArrayRef<std::string> names = emitter.getSharedCacheNames();
+      if (leafOf(input) || names.size() != 1 ||
+          !getElementTypeOrSelf(input.getType()).isF32())
+        return;
+      kept = KeptValue{input, SmallVector<AffineExpr>(index), names.front()};
+      body.line(names.front() + "[c - chunkStart] = " + value.str() + ";");
+    });
+    if (llvm::Error error = emitReductionLevels(emitter, {levels->back()}))
+      return std::move(error);
+    emitter.setReductionInputSink(nullptr);
+    // A reduction of two inputs would overwrite the cache with the first.
+    if (reads != 1)
+      kept.reset();
+    if (!kept) {
+      SharedRowOptions plain = options;
+      plain.keepReducedValue = false;
+      return generateSharedRowKernel(context, entry, comment, outputs, leafOf,
+                                     numRows, rowLength, plain);
+    }
+    body.comment("The last reduction's operand took the row's place in " +
+                 kept->cache + ".");
+    body.line("float *const kopt_kept = " + kept->cache + ";");
+    emitter.bind(kept->value, kept->index, "kopt_kept[c - chunkStart]");
+  } else if (llvm::Error error = emitReductionLevels(emitter, *levels)) {
     return std::move(error);
+  }
+  size_t outputsStart = body.str().size();
 
   for (auto [i, output] : llvm::enumerate(outputs)) {
     const auto &[index, perRow] = (*indices)[i];
@@ -164,6 +209,17 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
     body.line(output.param + "[" + rowStart + " + c] = " +
               convertFromCompute(output.elementType, *value) + ";");
     emitter.closeRowLoop();
+  }
+
+  // The kept value replaced the input in shared memory: the outputs must
+  // not read the input itself.
+  if (kept && llvm::StringRef(body.str())
+                  .drop_front(outputsStart)
+                  .contains(kept->cache + "[")) {
+    SharedRowOptions plain = options;
+    plain.keepReducedValue = false;
+    return generateSharedRowKernel(context, entry, comment, outputs, leafOf,
+                                   numRows, rowLength, plain);
   }
 
   GeneratedKernel kernel;

@@ -375,6 +375,7 @@ TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
   p.dedent();
   p.line("}");
   caches[key] = name;
+  sharedCacheNames.push_back(name);
   return name + "[" + at + "]";
 }
 
@@ -1010,6 +1011,10 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
       if (!value)
         return value.takeError();
       args.push_back(*value);
+      if (reductionInputSink && p.generic.payloadUsesValueFromOperand(input))
+        reductionInputSink(
+            input->get(),
+            applyMap(p.generic.getMatchingIndexingMap(input), p.loops), *value);
     }
     args.push_back(p.acc);
     BodyEmitter emitter(*out);
@@ -1134,6 +1139,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   auto savedNames = dimNames;
   auto savedLeaves = leaves;
   auto savedCaches = caches;
+  auto savedSharedCacheNames = sharedCacheNames;
   unsigned savedCacheUsed = cacheUsed;
   int64_t savedSharedUsed = sharedUsed;
   bool savedAsyncCopiesUsed = asyncCopiesUsed;
@@ -1154,6 +1160,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   dimNames = std::move(savedNames);
   leaves = std::move(savedLeaves);
   caches = std::move(savedCaches);
+  sharedCacheNames = std::move(savedSharedCacheNames);
   cacheUsed = savedCacheUsed;
   sharedUsed = savedSharedUsed;
   asyncCopiesUsed = savedAsyncCopiesUsed;

@@ -42,6 +42,12 @@ struct SharedRowOptions {
   /// Blocks an SM must be able to hold at once (`__launch_bounds__`), 0 to
   /// leave the registers to the compiler.
   unsigned minBlocksPerSM = 0;
+  /// Where the last reduction sums a value computed from the row's one
+  /// cached input (softmax's exponentials), its loop writes the value over
+  /// the input in shared memory and the outputs read it from there instead
+  /// of computing it again; kept only when the outputs read the input no
+  /// other way.
+  bool keepReducedValue = true;
 };
 
 /// Elements of a row of `rowLength` each block of a cluster of

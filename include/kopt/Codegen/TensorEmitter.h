@@ -34,6 +34,7 @@
 #include "mlir/IR/AffineExpr.h"
 #include "mlir/IR/Value.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -190,6 +191,18 @@ public:
   bool usesAsyncCopies() const { return asyncCopiesUsed; }
   /// Bytes of shared memory the caches use so far.
   int64_t getSharedCacheBytes() const { return sharedUsed; }
+  /// The shared caches made so far, in order: arrays of the compute type
+  /// indexed like the row loops' reads of them.
+  llvm::ArrayRef<std::string> getSharedCacheNames() const {
+    return sharedCacheNames;
+  }
+  /// Called in a cooperative reduction's loop with each input the body
+  /// reads, its index and its value there, after the value is computed.
+  using ReductionInputSink = std::function<void(
+      Value input, llvm::ArrayRef<AffineExpr> index, llvm::StringRef value)>;
+  void setReductionInputSink(ReductionInputSink sink) {
+    reductionInputSink = std::move(sink);
+  }
 
   /// Opens a block-strided loop over [0, `count`) in the thread dimension,
   /// which names its variable; unrolled over the register caches when they
@@ -297,6 +310,8 @@ private:
   CodeWriter *cachePrologue = nullptr;
   std::map<std::pair<std::string, const void *>, std::string> caches;
   int64_t sharedSlot = 0, sharedBudget = 0, sharedUsed = 0;
+  std::vector<std::string> sharedCacheNames;
+  ReductionInputSink reductionInputSink;
   bool sharedVectors = true;
   bool sharedAsync = false, asyncCopiesUsed = false;
   std::string loadFunction;
