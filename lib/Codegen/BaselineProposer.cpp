@@ -31,8 +31,8 @@
 //   applies zero padding itself, and the kernel of a pooling op reads the
 //   unpadded tensor with bounds checks, as eager frameworks do.
 //
-// Constants, fills and reshapes are folded into their users, as any
-// compiler would.
+// Constants, fills, reshapes and widening casts (extf) are folded into
+// their users, as any compiler would.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +71,32 @@ static bool isPadReadInPlace(Operation *op) {
   return llvm::all_of(op->getResult(0).getUsers(), [](Operation *user) {
     return isa<linalg::LinalgOp>(user) && !isLibraryCandidate(user);
   });
+}
+
+/// True if `op` only widens its input elementwise (a generic whose body is
+/// one arith.extf, identity maps: torch's casts to f64 before a norm's
+/// statistics) and every user computes it in a kernel of its own: the cast
+/// folds into its users, as any compiler's would, instead of writing a
+/// tensor twice the input's size. The widening is exact, so each user
+/// computes the same values. A cast a library call reads, or a task
+/// returns, is written.
+static bool isWideningCastFoldedIntoUsers(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumResults() != 1 || generic.getNumReductionLoops() != 0 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 2 || !isa<arith::ExtFOp>(body.front()) ||
+      body.front().getOperand(0) != body.getArgument(0) ||
+      body.getTerminator()->getOperand(0) != body.front().getResult(0))
+    return false;
+  Value result = op->getResult(0);
+  return !result.use_empty() &&
+         llvm::all_of(result.getUsers(), [](Operation *user) {
+           return isa<linalg::GenericOp>(user) && !isLibraryCandidate(user);
+         });
 }
 
 /// Emits one generic op as its own kernel.
@@ -260,7 +286,7 @@ llvm::Expected<KernelPlan> mlir::kopt::proposeBaseline(func::FuncOp func,
   llvm::DenseSet<Operation *> done;
   for (Operation *op : ops) {
     if (isInlinedOp(op) || done.contains(op) || isFoldedIntoGemms(op) ||
-        isPadReadInPlace(op))
+        isPadReadInPlace(op) || isWideningCastFoldedIntoUsers(op))
       continue;
     if (op->hasAttr(kSoftmaxPartAttrName)) {
       if (llvm::Error error = emitSoftmax(builder, op, ops, done))
