@@ -94,10 +94,7 @@ struct PoolingVariant {
   unsigned blockSize;
   unsigned outputsPerThread;
   std::string name() const {
-    bool columns =
-        window.slideDim + 2 ==
-        cast<ShapedType>(window.op->getResult(0).getType()).getRank();
-    return (columns ? "pool_col" : "pool_w") +
+    return (slidesDownColumns(window) ? "pool_col" : "pool_w") +
            std::to_string(outputsPerThread) + "_bs" + std::to_string(blockSize);
   }
 };
@@ -110,12 +107,12 @@ static std::vector<PoolingVariant>
 poolingVariants(llvm::ArrayRef<PoolingWindow> windows) {
   std::vector<PoolingVariant> variants;
   for (const PoolingWindow &window : windows) {
-    auto shape = cast<ShapedType>(window.op->getResult(0).getType()).getShape();
-    bool columns = window.slideDim + 2 == shape.size();
-    unsigned fewest = columns ? 8 : 4;
+    int64_t extent = cast<ShapedType>(window.op->getResult(0).getType())
+                         .getShape()[window.slideDim];
+    unsigned fewest = slidesDownColumns(window) ? 8 : 4;
     for (unsigned outputs : {fewest, 2 * fewest})
       for (unsigned blockSize : {128u, 256u})
-        if (shape[window.slideDim] >= outputs)
+        if (extent >= outputs)
           variants.push_back({window, blockSize, outputs});
   }
   return variants;

@@ -81,6 +81,12 @@ static bool isRegroupableCombiner(Operation *op) {
              arith::MinSIOp, arith::MaxUIOp, arith::MinUIOp>(op);
 }
 
+bool mlir::kopt::slidesDownColumns(const PoolingWindow &window) {
+  linalg::GenericOp op = window.op;
+  return window.slideDim + 2 ==
+         cast<ShapedType>(op->getResult(0).getType()).getRank();
+}
+
 llvm::Expected<PoolingWindow>
 mlir::kopt::matchPoolingWindow(linalg::GenericOp op, unsigned slideDim) {
   auto fail = [](const char *reason) {
@@ -131,7 +137,7 @@ mlir::kopt::matchPoolingWindow(linalg::GenericOp op, unsigned slideDim) {
   if (element.getType() != acc.getType())
     return fail("the window's elements and the result differ in type");
 
-  // The window slides along the output's dimension `slide`: one index of
+  // The window slides along the output's dimension `slideDim`: one index of
   // the input adds it (times the stride) and one reduction loop (times the
   // dilation); no other index reads either.
   const char *slideName =
@@ -143,14 +149,13 @@ mlir::kopt::matchPoolingWindow(linalg::GenericOp op, unsigned slideDim) {
   if (slideDim >= rank || slideDim + 2 < rank)
     return failAlong("no window slides along");
   AffineMap map = op.getMatchingIndexingMap(window.input);
-  unsigned slide = slideDim;
   window.slideDim = slideDim;
   std::optional<unsigned> slideResult;
   for (auto [position, result] : llvm::enumerate(map.getResults())) {
     std::optional<Linear> linear = getLinear(result, numLoops);
     if (!linear)
       return fail("an input index is not linear in the loops");
-    if (linear->coeffs[slide] == 0)
+    if (linear->coeffs[slideDim] == 0)
       continue;
     if (slideResult)
       return failAlong("two input indices move with the output along");
@@ -159,7 +164,7 @@ mlir::kopt::matchPoolingWindow(linalg::GenericOp op, unsigned slideDim) {
   if (!slideResult)
     return failAlong("the window does not slide along");
   Linear along = *getLinear(map.getResult(*slideResult), numLoops);
-  window.stride = along.coeffs[slide];
+  window.stride = along.coeffs[slideDim];
   for (unsigned loop = rank; loop < numLoops; ++loop) {
     if (along.coeffs[loop] == 0)
       continue;
@@ -169,7 +174,7 @@ mlir::kopt::matchPoolingWindow(linalg::GenericOp op, unsigned slideDim) {
     window.dilation = along.coeffs[loop];
   }
   for (unsigned loop = 0; loop < rank; ++loop)
-    if (loop != slide && along.coeffs[loop] != 0)
+    if (loop != slideDim && along.coeffs[loop] != 0)
       return failAlong("another output moves the input index along");
   if (window.slideLoop == 0 || window.stride < 1 || window.dilation < 1)
     return failAlong("the window does not slide along");
@@ -356,7 +361,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
         "dimensions");
   // Along a column segment (the second innermost dimension), neighbouring
   // threads take neighbouring columns.
-  bool columns = slide + 2 == rank;
+  bool columns = slidesDownColumns(window);
   int64_t extent = shape[slide];
   int64_t inner = columns ? shape.back() : 1;
   int64_t lanes = options.outputsPerThread;
@@ -407,7 +412,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
                                  outputs, kernel.args) +
             " {");
   code.indent();
-  std::string count = std::to_string(outer * groups * inner) + "LL";
+  int64_t threadCount = outer * groups * inner;
+  std::string count = std::to_string(threadCount) + "LL";
   std::string last = std::to_string(extent - lanes) + "LL";
   code.line("for (long long t = (long long)blockIdx.x * blockDim.x + "
             "threadIdx.x; t < " +
@@ -467,8 +473,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
   code.line("}");
   kernel.code = code.str();
   std::string threads = std::to_string(options.blockSize);
-  kernel.grid = {"min(cdiv(" + count.substr(0, count.size() - 2) + ", " +
-                     threads + "), " + std::to_string(options.maxBlocks) + ")",
+  kernel.grid = {"min(cdiv(" + std::to_string(threadCount) + ", " + threads +
+                     "), " + std::to_string(options.maxBlocks) + ")",
                  "1", "1"};
   kernel.block = {threads, "1", "1"};
   return kernel;

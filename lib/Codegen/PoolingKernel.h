@@ -51,6 +51,10 @@ struct PoolingWindow {
   int64_t size = 1;
 };
 
+/// Whether `window` slides along its output's second innermost dimension
+/// (a thread's outputs down a column), not the innermost (along a row).
+bool slidesDownColumns(const PoolingWindow &window);
+
 /// The reduction `group` pools with: its generic op whose body reads one
 /// input, through a window (an index that adds a parallel and a reduction
 /// loop). Null when there is none, or more than one.
