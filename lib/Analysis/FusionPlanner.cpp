@@ -15,8 +15,8 @@
 //      transposes of its operands' innermost dimensions, which GEMMs read
 //      in place, and a convolution or pooling op the constant pad of its
 //      input, which cuDNN and the generated kernels apply as they read; an
-//      anchor also takes the broadcast (a bias) it accumulates into, which
-//      its epilogue then reads as the vector it is;
+//      anchor also takes the broadcast (a bias) it accumulates into or that
+//      its epilogue adds, which the epilogue then reads as the vector it is;
 //   2. reductions and softmax anchor groups and absorb elementwise producers
 //      and consumers and further reductions over the same rows;
 //   3. the remaining elementwise ops form connected chains; a pooling op
@@ -154,6 +154,7 @@ private:
   void absorbOperandTransposes(Draft &draft, Node &anchor);
   void absorbInputPad(Draft &draft, Operation *member);
   void absorbInitBroadcast(Draft &draft, Node &anchor);
+  void absorbOperandBroadcasts(Draft &draft, Operation *member);
   bool tryAddPaddedPooling(Draft &draft, Node *pad);
   void release(Draft &draft, Operation *op);
   void growAnchor(Draft &draft);
@@ -335,6 +336,22 @@ void Planner::absorbInitBroadcast(Draft &draft, Node &anchor) {
     tryAdd(draft, def);
 }
 
+void Planner::absorbOperandBroadcasts(Draft &draft, Operation *member) {
+  // torch-mlir also writes a linear layer's bias as a broadcast of the
+  // vector to the product's shape that an epilogue op then adds. Left
+  // outside, the broadcast is a lone cheap op that no group takes: it
+  // writes a tensor of the product's size that the group reads back;
+  // inside, the epilogue reads the vector. Taken only when nothing else
+  // reads it, so nothing is computed twice.
+  for (Node *producer : producersOf(member))
+    if (producer->group < 0 && isFree(producer, OpKind::Elementwise) &&
+        isBroadcast(producer->op) &&
+        llvm::all_of(usersOf(producer->op), [&](Node *user) {
+          return draft.members.contains(user->op);
+        }))
+      tryAdd(draft, producer->op);
+}
+
 void Planner::release(Draft &draft, Operation *op) {
   // Positions stay as they were: a superset of the members' keeps the
   // reachability bounds safe.
@@ -377,7 +394,10 @@ void Planner::growAnchor(Draft &draft) {
              countPoints(user->info.domain) ==
                  countPoints(draft.epilogueDomain)) ||
             user->info.kind == OpKind::Reshape) {
-          changed |= tryAdd(draft, user->op);
+          if (tryAdd(draft, user->op)) {
+            changed = true;
+            absorbOperandBroadcasts(draft, user->op);
+          }
         } else if (draft.kind == OpKind::Convolution && !draft.hasPooling &&
                    (user->info.kind == OpKind::Pooling ||
                     isFusiblePad(user->op))) {

@@ -21,9 +21,11 @@
 //   kernel for the rest of the chain (bias, activation, residual, pooling);
 //   a GEMM whose group is elementwise in
 //   its product also as one 3xTF32 tensor-core kernel with the group fused
-//   (TensorCoreGemm.h); a convolution with a small window (depthwise, few
-//   channels per group) also as pointwise kernels that sum the window in
-//   each thread, epilogue included;
+//   (TensorCoreGemm.h); an NCHW convolution likewise as a 3xTF32
+//   implicit GEMM on wgmma (WgmmaConv.h), with the group fused or before
+//   the group's sliding-window pooling kernels; a convolution with a small
+//   window (depthwise, few channels per group) also as pointwise kernels
+//   that sum the window in each thread, epilogue included;
 // - pooling, alone or after a convolution: besides the pointwise kernels,
 //   sliding-window kernels whose threads compute several neighbouring
 //   outputs each, reading the input their windows share once
@@ -47,6 +49,7 @@
 #include "kopt/Codegen/SharedRowKernel.h"
 #include "kopt/Codegen/TensorCoreGemm.h"
 #include "kopt/Codegen/TensorMoves.h"
+#include "kopt/Codegen/WgmmaConv.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -219,10 +222,15 @@ static std::string describeGroup(func::FuncOp func) {
 /// Finishes, checks and adds a plan; a failure becomes a remark.
 static void addPlan(Proposal &proposal, PlanBuilder &builder,
                     const KernelTask &task, func::FuncOp group,
-                    llvm::Error error) {
+                    llvm::Error error, llvm::StringRef arithmetic = "",
+                    llvm::StringRef arch = "") {
   if (!error)
     error = builder.finishOutputs(group.getContext());
   KernelPlan plan = builder.take();
+  if (!arithmetic.empty())
+    plan.arithmetic = arithmetic.str();
+  if (!arch.empty())
+    plan.arch = arch.str();
   if (!error)
     error = toLlvmError(verifyPlan(plan, task));
   if (error) {
@@ -499,9 +507,46 @@ static bool isEpilogueNegligible(Operation *anchor, ArrayRef<Value> rest) {
   return flops >= 256.0 * bytes;
 }
 
-static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
+/// The plan `name`: the convolution `anchor` as the wgmma kernel of
+/// `config`, writing its result, then `rest` as sliding-window pooling
+/// kernels of `pooling`.
+static void proposeWgmmaConvPooled(Proposal &proposal, func::FuncOp group,
                                    const KernelTask &task, Operation *anchor,
-                                   bool useEpilogue) {
+                                   const std::string &name,
+                                   ArrayRef<Value> rest,
+                                   const PoolingVariant &pooling,
+                                   const WgmmaGemmConfig &config) {
+  MLIRContext *context = group.getContext();
+  PlanBuilder builder(task, group, "builtin", name);
+  llvm::Error error = [&]() -> llvm::Error {
+    auto operands = getConvOperands(builder, anchor);
+    if (!operands)
+      return operands.takeError();
+    std::string what = "3xTF32 implicit-GEMM convolution on wgmma (sm_90a): " +
+                       describeOpForCode(anchor);
+    auto kernel = generateWgmmaConv(
+        context, builder.entryName("conv"), what, anchor, *operands,
+        {builder.outputFor(anchor->getResult(0))}, builder.leafFn(), config);
+    if (!kernel)
+      return kernel.takeError();
+    builder.addKernel(*kernel, what);
+    return emitPooling(builder, context, rest, pooling,
+                       describeGroup(group) + " (epilogue)");
+  }();
+  addPlan(proposal, builder, task, group, std::move(error),
+          kTensorCoreArithmetic, kWgmmaArch);
+}
+
+/// The anchor as a library call (with the library's epilogue when
+/// `useEpilogue`), or, given `wgmmaConv`, the convolution as the wgmma
+/// kernel of that configuration, before the rest of the group's sliding-
+/// window pooling kernels (a group without a pool gets the kernel with the
+/// whole group fused from proposeTensorCoreConvs instead).
+static void
+proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
+                       const KernelTask &task, Operation *anchor,
+                       bool useEpilogue,
+                       std::optional<WgmmaGemmConfig> wgmmaConv = {}) {
   MLIRContext *context = group.getContext();
   std::optional<GemmEpilogue> epilogue;
   if (useEpilogue) {
@@ -547,9 +592,20 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
   }
   std::string comment = describeGroup(group);
   std::string prefix = epilogue ? "gemm_epilogue" : "library";
+  if (wgmmaConv)
+    prefix = "wgmma3xtf32conv_128x" + std::to_string(wgmmaConv->blockN) +
+             "x32_s" + std::to_string(wgmmaConv->stages);
   for (const RestVariant &variant : variants) {
     std::string name =
         variant.name.empty() ? prefix : prefix + "_" + variant.name;
+    if (wgmmaConv) {
+      // The pooling kernels of 128 threads only: each variant costs the
+      // convolution's full evaluation, and the block size matters little.
+      if (variant.pooling && variant.pooling->blockSize == 128)
+        proposeWgmmaConvPooled(proposal, group, task, anchor, name, rest,
+                               *variant.pooling, *wgmmaConv);
+      continue;
+    }
     PlanBuilder builder(task, group, "builtin", name);
     if (llvm::Error error = materializeMovedOperands(builder, anchor)) {
       addPlan(proposal, builder, task, group, std::move(error));
@@ -1010,6 +1066,12 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
     // The tensor-core GEMMs first: a round's candidates are capped
     // (--max-candidates), and they are the likeliest winners.
     proposeTensorCoreGemms(proposal, group, task, libraryAnchor);
+    proposeTensorCoreConvs(proposal, group, task, libraryAnchor);
+    if (std::optional<WgmmaConvShape> conv = matchWgmmaConv(libraryAnchor);
+        conv && isWorthWgmmaConv(*conv) && task.precision != "fp32-ieee")
+      for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs(conv->features))
+        proposeLibraryAnchored(proposal, group, task, libraryAnchor,
+                               /*useEpilogue=*/false, config);
     proposeLibraryAnchored(proposal, group, task, libraryAnchor,
                            /*useEpilogue=*/false);
     proposeLibraryAnchored(proposal, group, task, libraryAnchor,

@@ -28,6 +28,8 @@
 
 #include "kopt/Codegen/TensorCoreGemm.h"
 
+#include "GemmKernelParts.h"
+
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AffineExpr.h"
 
@@ -341,69 +343,44 @@ __device__ __forceinline__ void wgmma128(float *d, unsigned long long descA,
                : "memory");
 }
 
-template <int BN, int BK, int STAGES, int PN, long long M, long long N,
-          long long K>
-struct Gemm {
+// The pipeline without its loads: a block's 128 x BN tile of C through
+// `tiles` K tiles, each loaded by warpgroup 0 calling load(stage, tile),
+// which stores its vectors with storeSplit.
+template <int BN, int BK, int STAGES, int PN> struct Pipeline {
   static constexpr int kBM = 128;
   static constexpr int kAcc = BN / 2;
   static constexpr int kABytes = kBM * BK * 4, kBBytes = BN * BK * 4;
   // Per stage: big parts of A and B, then small parts of A and B.
   static constexpr int kHalfBytes = kABytes + kBBytes;
   static constexpr int kStageBytes = 2 * kHalfBytes;
-  static constexpr int kTiles = int(K / BK);
-  static_assert(BK == 32 && K % BK == 0, "rows of 128 bytes, whole K tiles");
+  static_assert(BK == 32, "rows of 128 bytes");
   static_assert(BN % PN == 0 && (PN == 64 || PN == 128), "partial chunks");
 
-  // Loader thread t of warpgroup 0: its 16-byte vectors of each K tile are
-  // t + 128 j, A's rows first (row t / 8 + 16 j, column 4 (t % 8)); a
-  // vector's shared offset is swizzled. Rows past M or N are read at the
-  // last row instead: they only reach C's elements that are not stored.
-  static __device__ __forceinline__ void load(unsigned char *stage,
-                                              const float *a, const float *b,
-                                              long long row0, long long col0,
-                                              int tile) {
-    constexpr int kRowVectors = BK / 4;
-    constexpr int kRowsPerPass = 128 / kRowVectors;
-    constexpr int kPerA = kBM / kRowsPerPass, kPerB = BN / kRowsPerPass;
-    const int t = threadIdx.x;
-    const int r = t / kRowVectors;
-    const long long column = (long long)tile * BK + (t % kRowVectors) * 4;
-    float4 v[kPerA + kPerB];
-#pragma unroll
-    for (int j = 0; j < kPerA; ++j) {
-      const long long row = min(row0 + r + j * kRowsPerPass, M - 1);
-      v[j] = __ldg(reinterpret_cast<const float4 *>(a + row * K + column));
-    }
-#pragma unroll
-    for (int j = 0; j < kPerB; ++j) {
-      const long long row = min(col0 + r + j * kRowsPerPass, N - 1);
-      v[kPerA + j] =
-          __ldg(reinterpret_cast<const float4 *>(b + row * K + column));
-    }
-#pragma unroll
-    for (int j = 0; j < kPerA + kPerB; ++j) {
-      unsigned offset = (t + j * 128) * 16;
-      offset ^= ((offset >> 7) & 7) << 4;
-      float4 big, small;
-      big.x = roundTf32(v[j].x);
-      big.y = roundTf32(v[j].y);
-      big.z = roundTf32(v[j].z);
-      big.w = roundTf32(v[j].w);
-      small.x = roundTf32(v[j].x - big.x);
-      small.y = roundTf32(v[j].y - big.y);
-      small.z = roundTf32(v[j].z - big.z);
-      small.w = roundTf32(v[j].w - big.w);
-      *reinterpret_cast<float4 *>(stage + offset) = big;
-      *reinterpret_cast<float4 *>(stage + kHalfBytes + offset) = small;
-    }
+  // Stores the big and small parts of 16-byte vector `vector` of a stage:
+  // A's rows first, 8 vectors (32 floats of K) a row, at swizzled offsets.
+  static __device__ __forceinline__ void storeSplit(unsigned char *stage,
+                                                    int vector, float4 v) {
+    unsigned offset = vector * 16;
+    offset ^= ((offset >> 7) & 7) << 4;
+    float4 big, small;
+    big.x = roundTf32(v.x);
+    big.y = roundTf32(v.y);
+    big.z = roundTf32(v.z);
+    big.w = roundTf32(v.w);
+    small.x = roundTf32(v.x - big.x);
+    small.y = roundTf32(v.y - big.y);
+    small.z = roundTf32(v.z - big.z);
+    small.w = roundTf32(v.w - big.w);
+    *reinterpret_cast<float4 *>(stage + offset) = big;
+    *reinterpret_cast<float4 *>(stage + kHalfBytes + offset) = small;
   }
 
   // Returns true on the 256 threads of warpgroups 1 and 2, whose acc[4 j +
-  // h] is C's element (row0 + 64 (warpgroup - 1) + 16 warp + lane / 4 +
-  // 8 (h / 2), col0 + 8 j + 2 (lane % 4) + h % 2).
-  static __device__ __forceinline__ bool run(unsigned char *smemRaw,
-                                             const float *a, const float *b,
-                                             long long row0, long long col0,
+  // h] is the tile's element (64 (warpgroup - 1) + 16 warp + lane / 4 +
+  // 8 (h / 2), 8 j + 2 (lane % 4) + h % 2).
+  template <class Load>
+  static __device__ __forceinline__ bool run(unsigned char *smemRaw, int tiles,
+                                             const Load &load,
                                              float (&acc)[kAcc]) {
     __shared__ __align__(8) unsigned long long readyBar[STAGES];
     __shared__ __align__(8) unsigned long long emptyBar[STAGES];
@@ -420,10 +397,10 @@ struct Gemm {
     __syncthreads();
 
     if (warpGroup == 0) {
-      for (int tile = 0; tile < kTiles; ++tile) {
+      for (int tile = 0; tile < tiles; ++tile) {
         const int s = tile % STAGES;
         barrierWait(&emptyBar[s], ((tile / STAGES) & 1) ^ 1);
-        load(smem + s * kStageBytes, a, b, row0, col0, tile);
+        load(smem + s * kStageBytes, tile);
         // The tensor cores read what these generic stores wrote.
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         barrierArrive(&readyBar[s]);
@@ -437,7 +414,7 @@ struct Gemm {
       acc[i] = 0.0f;
     const unsigned base = sharedAddress(smem);
     float part[PN / 2];
-    for (int tile = 0; tile < kTiles; ++tile) {
+    for (int tile = 0; tile < tiles; ++tile) {
       const int s = tile % STAGES;
       barrierWait(&readyBar[s], (tile / STAGES) & 1);
       const unsigned bigA = base + s * kStageBytes + half * 64 * BK * 4;
@@ -478,6 +455,58 @@ struct Gemm {
     }
     return true;
   }
+
+};
+
+template <int BN, int BK, int STAGES, int PN, long long M, long long N,
+          long long K>
+struct Gemm : Pipeline<BN, BK, STAGES, PN> {
+  using Base = Pipeline<BN, BK, STAGES, PN>;
+  static constexpr int kAcc = Base::kAcc;
+  static_assert(K % BK == 0, "whole K tiles");
+
+  // Loader thread t of warpgroup 0: its 16-byte vectors of each K tile are
+  // t + 128 j, A's rows first (row t / 8 + 16 j, column 4 (t % 8)). Rows
+  // past M or N are read at the last row instead: they only reach C's
+  // elements that are not stored. Every load is issued before the first
+  // store, so that a tile takes one trip to memory.
+  static __device__ __forceinline__ void load(unsigned char *stage,
+                                              const float *a, const float *b,
+                                              long long row0, long long col0,
+                                              int tile) {
+    constexpr int kPerA = Base::kBM / 16, kPerB = BN / 16;
+    const int t = threadIdx.x;
+    const int r = t / 8;
+    const long long column = (long long)tile * BK + (t % 8) * 4;
+    float4 v[kPerA + kPerB];
+#pragma unroll
+    for (int j = 0; j < kPerA; ++j) {
+      const long long row = min(row0 + r + j * 16, M - 1);
+      v[j] = __ldg(reinterpret_cast<const float4 *>(a + row * K + column));
+    }
+#pragma unroll
+    for (int j = 0; j < kPerB; ++j) {
+      const long long row = min(col0 + r + j * 16, N - 1);
+      v[kPerA + j] =
+          __ldg(reinterpret_cast<const float4 *>(b + row * K + column));
+    }
+#pragma unroll
+    for (int j = 0; j < kPerA + kPerB; ++j)
+      Base::storeSplit(stage, t + j * 128, v[j]);
+  }
+
+  // Returns true on the 256 threads of warpgroups 1 and 2, whose acc[4 j +
+  // h] is C's element (row0 + 64 (warpgroup - 1) + 16 warp + lane / 4 +
+  // 8 (h / 2), col0 + 8 j + 2 (lane % 4) + h % 2).
+  static __device__ __forceinline__ bool run(unsigned char *smemRaw,
+                                             const float *a, const float *b,
+                                             long long row0, long long col0,
+                                             float (&acc)[kAcc]) {
+    auto loadTile = [&](unsigned char *stage, int tile) {
+      load(stage, a, b, row0, col0, tile);
+    };
+    return Base::run(smemRaw, int(K / BK), loadTile, acc);
+  }
 };
 
 } // namespace kopt_wg
@@ -516,11 +545,10 @@ static constexpr llvm::StringLiteral kElsewhere = "kopt_c_elsewhere";
 
 static std::string ll(int64_t value) { return std::to_string(value) + "LL"; }
 
-/// Declares `tileM` and `tileN`, the block's output tile, from blockIdx.x
-/// over a grid of `tilesM` x `tilesN` tiles, and `gb`, its batch: tiles go
-/// in groups of 8 along M, so that the blocks running together share their
-/// B panels in L2.
-static void emitTileOrder(CodeWriter &code, int64_t tilesM, int64_t tilesN) {
+llvm::StringRef mlir::kopt::getWgmmaMainLoopSource() { return kWgmmaMainLoop; }
+
+void mlir::kopt::emitTileOrder(CodeWriter &code, int64_t tilesM, int64_t tilesN,
+                               bool batched) {
   code.line("const int tilesM = " + std::to_string(tilesM) +
             ", tilesN = " + std::to_string(tilesN) + ";");
   code.line("const int perGroup = 8 * tilesN;");
@@ -529,7 +557,8 @@ static void emitTileOrder(CodeWriter &code, int64_t tilesM, int64_t tilesN) {
   code.line("const int tileM = firstM + ((int)blockIdx.x % perGroup) % "
             "groupSize;");
   code.line("const int tileN = ((int)blockIdx.x % perGroup) / groupSize;");
-  code.line("const long long gb = blockIdx.z;");
+  if (batched)
+    code.line("const long long gb = blockIdx.z;");
 }
 
 /// The index, in a tensor of shape `to`, of the element at `index` in one of
@@ -595,60 +624,61 @@ static SmallVector<AffineExpr> reshapeIndex(llvm::ArrayRef<AffineExpr> index,
       TensorEmitter::linearize(index, from, context), to);
 }
 
-namespace {
-/// What both GEMM kernels share: the parameter list (A, B, the epilogue's
-/// other leaves, the outputs) and the epilogue's lines for the element
-/// (gb, gi, gj) whose accumulator is `kopt_c`.
-struct GemmKernelParts {
-  GeneratedKernel kernel;
-  std::string parameters;
-  llvm::SmallVector<std::string> epilogue;
-};
-} // namespace
-
-static llvm::Expected<GemmKernelParts>
-buildGemmKernelParts(MLIRContext *context, llvm::StringRef entry,
-                     const GemmForm &form, const GemmOperands &operands,
-                     llvm::ArrayRef<KernelOutput> outputs,
-                     const TensorEmitter::LeafFn &leafOf) {
-  if (outputs.empty())
-    return llvm::createStringError("a kernel needs an output");
+/// The GEMM's product C [batch..., M, N] at (gb, gi, gj).
+static llvm::Expected<ProductBinding> bindGemmProduct(MLIRContext *context,
+                                                      const GemmForm &form) {
   int64_t batch = form.getBatch();
   if (batch > 65535)
     return llvm::createStringError("%lld batches do not fit a grid's z",
                                    (long long)batch);
-  std::vector<int64_t> shape(form.batchShape.begin(), form.batchShape.end());
-  shape.push_back(form.m);
-  shape.push_back(form.n);
+  ProductBinding product;
+  product.result = form.result;
+  product.shape.assign(form.batchShape.begin(), form.batchShape.end());
+  product.shape.push_back(form.m);
+  product.shape.push_back(form.n);
+  product.dims = {"gb", "gi", "gj"};
+  if (!form.batchShape.empty())
+    product.index = TensorEmitter::delinearize(getAffineDimExpr(0, context),
+                                               form.batchShape);
+  product.index.push_back(getAffineDimExpr(1, context));
+  product.index.push_back(getAffineDimExpr(2, context));
+  product.linear = "(gb * " + ll(form.m) + " + gi) * " + ll(form.n) + " + gj";
+  return product;
+}
+
+llvm::Expected<GemmKernelParts> mlir::kopt::buildGemmKernelParts(
+    MLIRContext *context, llvm::StringRef entry, const ProductBinding &product,
+    const GemmOperands &operands, llvm::ArrayRef<KernelOutput> outputs,
+    const TensorEmitter::LeafFn &leafOf) {
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  int64_t elements = 1;
+  for (int64_t size : product.shape)
+    elements *= size;
   for (const KernelOutput &output : outputs) {
     int64_t count = 1;
     for (int64_t size : output.shape)
       count *= size;
-    if (count != batch * form.m * form.n)
+    if (count != elements)
       return llvm::createStringError(
           "output '%s' does not have the product's number of elements",
           output.param.c_str());
   }
 
-  // The epilogue, once, for the element (gb, gi, gj) whose accumulator is
-  // `kopt_c`.
+  // The epilogue, once, for the element the product's index names, whose
+  // accumulator is `kopt_c`.
+  const std::vector<int64_t> &shape = product.shape;
   CodeWriter epilogue;
   auto readC = [&](Value value) -> std::optional<LeafTensor> {
-    if (value == form.result)
+    if (value == product.result)
       return LeafTensor{kElsewhere.str(), ElementType::F32, shape};
     return leafOf(value);
   };
-  TensorEmitter emitter(context, epilogue, {"gb", "gi", "gj"}, readC);
+  TensorEmitter emitter(context, epilogue, product.dims, readC);
   emitter.enableStructuredReshapes();
-  SmallVector<AffineExpr> index;
-  if (!form.batchShape.empty())
-    index = TensorEmitter::delinearize(getAffineDimExpr(0, context),
-                                       form.batchShape);
-  index.push_back(getAffineDimExpr(1, context));
-  index.push_back(getAffineDimExpr(2, context));
-  emitter.bind(form.result, index, "kopt_c");
-  std::string linear =
-      "(gb * " + ll(form.m) + " + gi) * " + ll(form.n) + " + gj";
+  llvm::ArrayRef<AffineExpr> index = product.index;
+  emitter.bind(product.result, index, "kopt_c");
+  const std::string &linear = product.linear;
   // An output of another shape (a reshape of an epilogue value, such as
   // attention scores as [batch, heads, rows, columns]) is written at the
   // same row-major position.
@@ -663,7 +693,7 @@ buildGemmKernelParts(MLIRContext *context, llvm::StringRef entry,
   for (const LeafTensor &leaf : emitter.getLeaves()) {
     if (leaf.param != kElsewhere)
       continue;
-    // Name the read, with the product's element as (gb, gi, gj).
+    // Name the read, with the product's element in the kernel's variables.
     llvm::StringRef text = epilogue.str();
     size_t at = text.find(kElsewhere);
     llvm::StringRef read = text.substr(at).split('\n').first.rtrim(';');
@@ -704,8 +734,11 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTensorCoreGemm(
     const GemmForm &form, const GemmOperands &operands,
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
     const TensorCoreGemmConfig &config) {
+  auto product = bindGemmProduct(context, form);
+  if (!product)
+    return product.takeError();
   auto parts =
-      buildGemmKernelParts(context, entry, form, operands, outputs, leafOf);
+      buildGemmKernelParts(context, entry, *product, operands, outputs, leafOf);
   if (!parts)
     return parts.takeError();
   GeneratedKernel kernel = parts->kernel;
@@ -794,6 +827,36 @@ int64_t WgmmaGemmConfig::getSharedBytes() const {
   return int64_t(stages) * 2 * (128 + blockN) * blockK * 4 + 1024;
 }
 
+void mlir::kopt::emitWgmmaEpilogue(CodeWriter &code, unsigned blockN, int64_t m,
+                                   int64_t n,
+                                   llvm::ArrayRef<std::string> epilogue) {
+  code.line(
+      "const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;");
+  code.line("const long long rowBase = (long long)tileM * 128 + "
+            "((int)threadIdx.x / 128 - 1) * 64 + warp * 16 + (lane >> 2);");
+  code.line("const long long colBase = (long long)tileN * " +
+            std::to_string(blockN) + " + (lane & 3) * 2;");
+  code.line("#pragma unroll");
+  code.line("for (int j = 0; j < " + std::to_string(blockN / 8) + "; ++j) {");
+  code.indent();
+  code.line("#pragma unroll");
+  code.line("for (int h = 0; h < 4; ++h) {");
+  code.indent();
+  code.line("const long long gi = rowBase + (h >> 1) * 8;");
+  code.line("const long long gj = colBase + j * 8 + (h & 1);");
+  code.line("if (gi < " + ll(m) + " && gj < " + ll(n) + ") {");
+  code.indent();
+  code.line("const float kopt_c = kopt_acc[j * 4 + h];");
+  for (const std::string &line : epilogue)
+    code.line(line);
+  for (int i = 0; i < 3; ++i) {
+    code.dedent();
+    code.line("}");
+  }
+  code.dedent();
+  code.line("}");
+}
+
 llvm::SmallVector<WgmmaGemmConfig> mlir::kopt::getWgmmaGemmConfigs(int64_t n) {
   // 128x256 tiles with 64-column partials (the accumulators and a partial
   // fit the 168 registers of 384 threads), 128x128 with 128-column ones;
@@ -820,8 +883,11 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWgmmaGemm(
   if (!isWgmmaGemmForm(form))
     return llvm::createStringError(
         "the wgmma GEMM takes A [M, K] and B [N, K] with K a multiple of 32");
+  auto product = bindGemmProduct(context, form);
+  if (!product)
+    return product.takeError();
   auto parts =
-      buildGemmKernelParts(context, entry, form, operands, outputs, leafOf);
+      buildGemmKernelParts(context, entry, *product, operands, outputs, leafOf);
   if (!parts)
     return parts.takeError();
   GeneratedKernel kernel = parts->kernel;
@@ -850,32 +916,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWgmmaGemm(
             ", (long long)tileM * 128, (long long)tileN * " +
             std::to_string(config.blockN) + ", kopt_acc))");
   code.line("  return;");
-  code.line(
-      "const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;");
-  code.line("const long long rowBase = (long long)tileM * 128 + "
-            "((int)threadIdx.x / 128 - 1) * 64 + warp * 16 + (lane >> 2);");
-  code.line("const long long colBase = (long long)tileN * " +
-            std::to_string(config.blockN) + " + (lane & 3) * 2;");
-  code.line("#pragma unroll");
-  code.line("for (int j = 0; j < " + std::to_string(config.blockN / 8) +
-            "; ++j) {");
-  code.indent();
-  code.line("#pragma unroll");
-  code.line("for (int h = 0; h < 4; ++h) {");
-  code.indent();
-  code.line("const long long gi = rowBase + (h >> 1) * 8;");
-  code.line("const long long gj = colBase + j * 8 + (h & 1);");
-  code.line("if (gi < " + ll(form.m) + " && gj < " + ll(form.n) + ") {");
-  code.indent();
-  code.line("const float kopt_c = kopt_acc[j * 4 + h];");
-  for (const std::string &line : parts->epilogue)
-    code.line(line);
-  for (int i = 0; i < 3; ++i) {
-    code.dedent();
-    code.line("}");
-  }
-  code.dedent();
-  code.line("}");
+  emitWgmmaEpilogue(code, config.blockN, form.m, form.n, parts->epilogue);
 
   kernel.code = kWgmmaMainLoop.str() + code.str();
   kernel.grid = {std::to_string(tilesM * tilesN), "1", std::to_string(batch)};

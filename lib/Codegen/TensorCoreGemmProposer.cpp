@@ -27,6 +27,7 @@
 #include "kopt/Codegen/LibraryCalls.h"
 #include "kopt/Codegen/PlanBuilder.h"
 #include "kopt/Codegen/RuntimeStatus.h"
+#include "kopt/Codegen/WgmmaConv.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -204,5 +205,69 @@ void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
     if (!propose(config.getName() + (transposeB ? "_tb" : ""), comment,
                  kWgmmaArch, generate, transposeB))
       return;
+  }
+}
+
+void mlir::kopt::proposeTensorCoreConvs(Proposal &proposal, func::FuncOp group,
+                                        const KernelTask &task,
+                                        Operation *anchor) {
+  if (task.precision == "fp32-ieee" || !matchConvForm(anchor))
+    return;
+  // Convolutions the kernel does not take (other layouts, K not a
+  // multiple of 32: a first layer's 3 channels) have cuDNN's plans; no
+  // remark, as most networks have a few.
+  std::optional<WgmmaConvShape> shape = matchWgmmaConv(anchor);
+  if (!shape || !isWorthWgmmaConv(*shape))
+    return;
+  // Fused whole when every output has the convolution's elements; a group
+  // that pools them gets the kernel before its pooling kernels instead
+  // (BuiltinProposer.cpp).
+  SmallVector<Value> outputs = getReturnedValues(group);
+  auto convType = cast<RankedTensorType>(anchor->getResult(0).getType());
+  if (outputs.empty() || llvm::any_of(outputs, [&](Value value) {
+        return cast<RankedTensorType>(value.getType()).getNumElements() !=
+               convType.getNumElements();
+      }))
+    return;
+  std::string ops;
+  for (Operation &op : group.getBody().front().without_terminator())
+    if (!isInlinedOp(&op) && !isFoldedIntoConvs(&op))
+      ops += " " + describeOpForCode(&op);
+  MLIRContext *context = group.getContext();
+  for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs(shape->features)) {
+    std::string variant =
+        "wgmma3xtf32conv_128x" + std::to_string(config.blockN) + "x" +
+        std::to_string(config.blockK) + "_s" + std::to_string(config.stages);
+    PlanBuilder builder(task, group, "builtin", variant);
+    llvm::Error error = [&]() -> llvm::Error {
+      auto operands = getConvOperands(builder, anchor);
+      if (!operands)
+        return operands.takeError();
+      std::vector<KernelOutput> kernelOutputs;
+      for (Value value : outputs)
+        kernelOutputs.push_back(builder.outputFor(value));
+      std::string comment = "3xTF32 implicit-GEMM convolution on wgmma "
+                            "(sm_90a), 128x" +
+                            std::to_string(config.blockN) + "x32 tiles, " +
+                            std::to_string(config.stages) + " stages:" + ops;
+      auto kernel =
+          generateWgmmaConv(context, builder.entryName("conv"), comment, anchor,
+                            *operands, kernelOutputs, builder.leafFn(), config);
+      if (!kernel)
+        return kernel.takeError();
+      builder.addKernel(*kernel, comment);
+      return builder.finishOutputs(context);
+    }();
+    KernelPlan plan = builder.take();
+    plan.arithmetic = kTensorCoreArithmetic.str();
+    plan.arch = kWgmmaArch.str();
+    if (!error)
+      error = toLlvmError(verifyPlan(plan, task));
+    if (error) {
+      proposal.remarks.push_back("builtin " + plan.variant + ": " +
+                                 llvm::toString(std::move(error)));
+      return;
+    }
+    proposal.plans.push_back(std::move(plan));
   }
 }
