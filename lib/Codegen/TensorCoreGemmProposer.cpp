@@ -213,9 +213,9 @@ void mlir::kopt::proposeTensorCoreConvs(Proposal &proposal, func::FuncOp group,
                                         Operation *anchor) {
   if (task.precision == "fp32-ieee" || !matchConvForm(anchor))
     return;
-  // Convolutions the kernel does not take (other layouts, K not a
-  // multiple of 32: a first layer's 3 channels) have cuDNN's plans; no
-  // remark, as most networks have a few.
+  // Convolutions the kernel does not take (other layouts, groups) or that
+  // would leave most SMs idle have cuDNN's plans; no remark, as most
+  // networks have a few.
   std::optional<WgmmaConvShape> shape = matchWgmmaConv(anchor);
   if (!shape || !isWorthWgmmaConv(*shape))
     return;

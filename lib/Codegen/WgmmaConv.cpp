@@ -35,7 +35,7 @@ namespace kopt_wg {
 // Convolution as the implicit GEMM C [NB*OH*OW, F] = A B^T: A's row m holds
 // what output pixel m reads of the input [NB, C, H, W] at each filter
 // position k = (c, kh, kw), zero in the padding; B is the filter
-// [F, C*KH*KW] as stored.
+// [F, C*KH*KW] as stored. K is padded with zeros to whole K tiles (KP).
 template <int BN, int BK, int STAGES, int PN, long long NB, int C, int H,
           int W, int F, int KH, int KW, int OH, int OW, int SH, int SW, int PH,
           int PW, int DH, int DW>
@@ -44,8 +44,10 @@ struct Conv : Pipeline<BN, BK, STAGES, PN> {
   static constexpr int kAcc = Base::kAcc;
   static constexpr long long M = NB * OH * OW;
   static constexpr int K = C * KH * KW;
-  static constexpr bool kPadded = PH > 0 || PW > 0;
-  static_assert(K % BK == 0, "whole K tiles");
+  static constexpr int KP = (K + BK - 1) / BK * BK;
+  // Whether some reads fall outside the input (the padding, or the
+  // positions past K) and are checked.
+  static constexpr bool kChecked = PH > 0 || PW > 0 || K != KP;
 
   // Returns true on the 256 threads of warpgroups 1 and 2, whose acc[4 j +
   // h] is C's element (row0 + 64 (warpgroup - 1) + 16 warp + lane / 4 +
@@ -55,12 +57,15 @@ struct Conv : Pipeline<BN, BK, STAGES, PN> {
                                              long long row0, long long col0,
                                              float (&acc)[kAcc]) {
     // Per filter position: its offset from the window's corner in the
-    // input, and its row and column in the window (16 bits each).
-    __shared__ int2 positions[K];
-    for (int k = threadIdx.x; k < K; k += blockDim.x) {
+    // input, and its row and column in the window (16 bits each); a
+    // position past K has a row no window reaches (H + PH < 32767).
+    __shared__ int2 positions[KP];
+    for (int k = threadIdx.x; k < KP; k += blockDim.x) {
       const int c = k / (KH * KW), kh = k / KW % KH, kw = k % KW;
-      positions[k] = make_int2(c * H * W + kh * DH * W + kw * DW,
-                               (kh * DH) << 16 | (kw * DW));
+      positions[k] =
+          k < K ? make_int2(c * H * W + kh * DH * W + kw * DW,
+                            (kh * DH) << 16 | (kw * DW))
+                : make_int2(0, 0x7FFF << 16);
     }
     // The pipeline's __syncthreads orders the table before the first load.
     // Loader thread t reads output pixel row0 + t (the last one past M).
@@ -76,7 +81,7 @@ struct Conv : Pipeline<BN, BK, STAGES, PN> {
 #pragma unroll
       for (int e = 0; e < BK; ++e) {
         const int2 position = positions[tile * BK + e];
-        if constexpr (kPadded) {
+        if constexpr (kChecked) {
           const int ih = ih0 + (position.y >> 16);
           const int iw = iw0 + (position.y & 0xFFFF);
           a[e] = (unsigned)ih < (unsigned)H && (unsigned)iw < (unsigned)W
@@ -91,7 +96,17 @@ struct Conv : Pipeline<BN, BK, STAGES, PN> {
 #pragma unroll
       for (int j = 0; j < kPerB; ++j) {
         const long long row = min(col0 + t / 8 + j * 16, (long long)F - 1);
-        v[j] = __ldg(reinterpret_cast<const float4 *>(w + row * K + column));
+        const float *filter = w + row * K + column;
+        if constexpr (K % 4 == 0) {
+          v[j] = column < K ? __ldg(reinterpret_cast<const float4 *>(filter))
+                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        } else {
+          // Rows of K floats are not 16-byte aligned: one float at a time.
+          v[j].x = column < K ? __ldg(filter) : 0.0f;
+          v[j].y = column + 1 < K ? __ldg(filter + 1) : 0.0f;
+          v[j].z = column + 2 < K ? __ldg(filter + 2) : 0.0f;
+          v[j].w = column + 3 < K ? __ldg(filter + 3) : 0.0f;
+        }
       }
 #pragma unroll
       for (int q = 0; q < BK / 4; ++q)
@@ -102,7 +117,7 @@ struct Conv : Pipeline<BN, BK, STAGES, PN> {
       for (int j = 0; j < kPerB; ++j)
         Base::storeSplit(stage, Base::kABytes / 16 + t + j * 128, v[j]);
     };
-    return Base::run(smemRaw, K / BK, load, acc);
+    return Base::run(smemRaw, KP / BK, load, acc);
   }
 };
 
@@ -110,8 +125,9 @@ struct Conv : Pipeline<BN, BK, STAGES, PN> {
 #endif // KOPT_WG_CONV_LOADS
 )cuda";
 
-/// The largest C * KH * KW: the positions' table (8 bytes each) and the
-/// pipeline's 197,632 bytes of stages fit the 232,448 a block may have.
+/// The largest C * KH * KW: the positions' table (8 bytes each, K rounded
+/// up to whole tiles of 32) and the pipeline's 197,632 bytes of stages fit
+/// the 232,448 a block may have.
 static constexpr int64_t kMaxReduction = 4096;
 
 std::optional<WgmmaConvShape> mlir::kopt::matchWgmmaConv(Operation *op,
@@ -153,9 +169,8 @@ std::optional<WgmmaConvShape> mlir::kopt::matchWgmmaConv(Operation *op,
   shape.padH = form->padding[0];
   shape.padW = form->padding[1];
   int64_t k = shape.getK();
-  if (k % 32 != 0 || k > kMaxReduction)
-    return fail("C * KH * KW = " + std::to_string(k) +
-                " is not a multiple of 32 up to " +
+  if (k > kMaxReduction)
+    return fail("C * KH * KW = " + std::to_string(k) + " is over " +
                 std::to_string(kMaxReduction));
   // The kernel's offsets within one image, and the window's corner and
   // extent, are 32-bit; a window position is 16 bits.

@@ -39,9 +39,10 @@ struct WgmmaConvShape {
 
 /// The shape of `op` when the kernel takes it: an f32 `nchw_fchw`
 /// convolution (matchConvForm) of one group, accumulating into zeros, with
-/// C * KH * KW a multiple of 32 and at most 4096 (the filter positions'
-/// table fits beside the pipeline's stages in shared memory). std::nullopt
-/// otherwise, with the reason in `why` when given.
+/// C * KH * KW at most 4096 (the filter positions' table fits beside the
+/// pipeline's stages in shared memory; K is padded with zeros to whole
+/// tiles of 32). std::nullopt otherwise, with the reason in `why` when
+/// given.
 std::optional<WgmmaConvShape> matchWgmmaConv(Operation *op,
                                              std::string *why = nullptr);
 

@@ -1,6 +1,6 @@
 // Convolutions the 3xTF32 implicit-GEMM kernel on wgmma takes
-// (lib/Codegen/WgmmaConv.cpp): NCHW input, FCHW filter, C * KH * KW a
-// multiple of 32, at least 132 tiles of 128 x 128 (isWorthWgmmaConv).
+// (lib/Codegen/WgmmaConv.cpp): NCHW input, FCHW filter, at least 132 tiles
+// of 128 x 128 (isWorthWgmmaConv); C * KH * KW a multiple of 32 or not.
 // Output pixels and features that do not fill a tile, padding read as
 // zeros by the loader, strides and dilations, a bias and ReLU fused, and a
 // max-pool after the convolution.
@@ -78,4 +78,19 @@ func.func @conv_relu_maxpool(%x: tensor<2x32x96x96xf32>, %w: tensor<64x32x3x3xf3
   %win = tensor.empty() : tensor<2x2xf32>
   %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>} ins(%r, %win : tensor<2x64x96x96xf32>, tensor<2x2xf32>) outs(%pf : tensor<2x64x48x48xf32>) -> tensor<2x64x48x48xf32>
   return %p : tensor<2x64x48x48xf32>
+}
+
+// AlexNet's first layer: 11x11, 3 channels, stride 4, padding 2, bias:
+// K = 363 is padded to 384 with zeros, and rows of 363 floats are read one
+// float at a time; 6 * 56 * 56 = 18816 output pixels.
+func.func @conv11x11_stride4_k363(%x: tensor<6x3x227x227xf32>, %w: tensor<96x3x11x11xf32>, %b: tensor<96xf32>) -> tensor<6x96x56x56xf32> {
+  %zero = arith.constant 0.0 : f32
+  %padded = tensor.pad %x low[0, 0, 2, 2] high[0, 0, 2, 2] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<6x3x227x227xf32> to tensor<6x3x231x231xf32>
+  %e = tensor.empty() : tensor<6x96x56x56xf32>
+  %br = linalg.broadcast ins(%b : tensor<96xf32>) outs(%e : tensor<6x96x56x56xf32>) dimensions = [0, 2, 3]
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<4> : vector<2xi64>} ins(%padded, %w : tensor<6x3x231x231xf32>, tensor<96x3x11x11xf32>) outs(%br : tensor<6x96x56x56xf32>) -> tensor<6x96x56x56xf32>
+  return %c : tensor<6x96x56x56xf32>
 }
