@@ -507,46 +507,58 @@ static bool isEpilogueNegligible(Operation *anchor, ArrayRef<Value> rest) {
   return flops >= 256.0 * bytes;
 }
 
-/// The plan `name`: the convolution `anchor` as the wgmma kernel of
-/// `config`, writing its result, then `rest` as sliding-window pooling
-/// kernels of `pooling`.
-static void proposeWgmmaConvPooled(Proposal &proposal, func::FuncOp group,
-                                   const KernelTask &task, Operation *anchor,
-                                   const std::string &name,
-                                   ArrayRef<Value> rest,
-                                   const PoolingVariant &pooling,
-                                   const WgmmaGemmConfig &config) {
+/// A group that pools after an NCHW convolution the wgmma kernel is offered
+/// for (offersWgmmaConv): per wgmma configuration and sliding-window
+/// pooling variant of 128 threads, the kernel writing the convolution, then
+/// the rest of the group as the pooling kernels, bias and activation
+/// applied as they read. Only 128 threads: each variant costs the
+/// convolution's full evaluation, and the block size matters little. (A
+/// group without a pool gets the kernel with the whole group fused,
+/// proposeTensorCoreConvs.)
+static void proposeWgmmaConvPools(Proposal &proposal, func::FuncOp group,
+                                  const KernelTask &task, Operation *anchor) {
+  std::optional<WgmmaConvShape> shape = offersWgmmaConv(anchor, task);
+  if (!shape)
+    return;
   MLIRContext *context = group.getContext();
-  PlanBuilder builder(task, group, "builtin", name);
-  llvm::Error error = [&]() -> llvm::Error {
-    auto operands = getConvOperands(builder, anchor);
-    if (!operands)
-      return operands.takeError();
-    std::string what = "3xTF32 implicit-GEMM convolution on wgmma (sm_90a): " +
-                       describeOpForCode(anchor);
-    auto kernel = generateWgmmaConv(
-        context, builder.entryName("conv"), what, anchor, *operands,
-        {builder.outputFor(anchor->getResult(0))}, builder.leafFn(), config);
-    if (!kernel)
-      return kernel.takeError();
-    builder.addKernel(*kernel, what);
-    return emitPooling(builder, context, rest, pooling,
-                       describeGroup(group) + " (epilogue)");
-  }();
-  addPlan(proposal, builder, task, group, std::move(error),
-          kTensorCoreArithmetic, kWgmmaArch);
+  Value conv = anchor->getResult(0);
+  SmallVector<Value> rest;
+  for (Value value : returnedValues(group))
+    if (value != conv)
+      rest.push_back(value);
+  // Why a pool does not fit is the library plans' remark to make.
+  std::vector<std::string> remarks;
+  std::vector<PoolingVariant> pools =
+      poolingVariants(findSlidingPool(group, rest, remarks));
+  std::string comment = describeGroup(group) + " (epilogue)";
+  std::string what = "3xTF32 implicit-GEMM convolution on wgmma (sm_90a): " +
+                     describeOpForCode(anchor);
+  for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs(shape->features))
+    for (const PoolingVariant &pooling : pools) {
+      if (pooling.blockSize != 128)
+        continue;
+      PlanBuilder builder(task, group, "builtin",
+                          getWgmmaConvName(config) + "_" + pooling.name());
+      llvm::Error error = [&]() -> llvm::Error {
+        auto operands = getConvOperands(builder, anchor);
+        if (!operands)
+          return operands.takeError();
+        auto kernel = generateWgmmaConv(
+            context, builder.entryName("conv"), what, anchor, *operands,
+            {builder.outputFor(conv)}, builder.leafFn(), config);
+        if (!kernel)
+          return kernel.takeError();
+        builder.addKernel(*kernel, what);
+        return emitPooling(builder, context, rest, pooling, comment);
+      }();
+      addPlan(proposal, builder, task, group, std::move(error),
+              kTensorCoreArithmetic, kWgmmaArch);
+    }
 }
 
-/// The anchor as a library call (with the library's epilogue when
-/// `useEpilogue`), or, given `wgmmaConv`, the convolution as the wgmma
-/// kernel of that configuration, before the rest of the group's sliding-
-/// window pooling kernels (a group without a pool gets the kernel with the
-/// whole group fused from proposeTensorCoreConvs instead).
-static void
-proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
-                       const KernelTask &task, Operation *anchor,
-                       bool useEpilogue,
-                       std::optional<WgmmaGemmConfig> wgmmaConv = {}) {
+static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
+                                   const KernelTask &task, Operation *anchor,
+                                   bool useEpilogue) {
   MLIRContext *context = group.getContext();
   std::optional<GemmEpilogue> epilogue;
   if (useEpilogue) {
@@ -592,20 +604,9 @@ proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
   }
   std::string comment = describeGroup(group);
   std::string prefix = epilogue ? "gemm_epilogue" : "library";
-  if (wgmmaConv)
-    prefix = "wgmma3xtf32conv_128x" + std::to_string(wgmmaConv->blockN) +
-             "x32_s" + std::to_string(wgmmaConv->stages);
   for (const RestVariant &variant : variants) {
     std::string name =
         variant.name.empty() ? prefix : prefix + "_" + variant.name;
-    if (wgmmaConv) {
-      // The pooling kernels of 128 threads only: each variant costs the
-      // convolution's full evaluation, and the block size matters little.
-      if (variant.pooling && variant.pooling->blockSize == 128)
-        proposeWgmmaConvPooled(proposal, group, task, anchor, name, rest,
-                               *variant.pooling, *wgmmaConv);
-      continue;
-    }
     PlanBuilder builder(task, group, "builtin", name);
     if (llvm::Error error = materializeMovedOperands(builder, anchor)) {
       addPlan(proposal, builder, task, group, std::move(error));
@@ -1067,11 +1068,7 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
     // (--max-candidates), and they are the likeliest winners.
     proposeTensorCoreGemms(proposal, group, task, libraryAnchor);
     proposeTensorCoreConvs(proposal, group, task, libraryAnchor);
-    if (std::optional<WgmmaConvShape> conv = matchWgmmaConv(libraryAnchor);
-        conv && isWorthWgmmaConv(*conv) && task.precision != "fp32-ieee")
-      for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs(conv->features))
-        proposeLibraryAnchored(proposal, group, task, libraryAnchor,
-                               /*useEpilogue=*/false, config);
+    proposeWgmmaConvPools(proposal, group, task, libraryAnchor);
     proposeLibraryAnchored(proposal, group, task, libraryAnchor,
                            /*useEpilogue=*/false);
     proposeLibraryAnchored(proposal, group, task, libraryAnchor,

@@ -7,9 +7,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The pieces the GEMM kernels (TensorCoreGemm.cpp) and the implicit-GEMM
-// convolution (WgmmaConv.cpp) build their entries from: the wgmma main
-// loop's source, the tile order, and the epilogue computed from an
-// accumulator element.
+// convolution (WgmmaConv.cpp) build their entries from: the epilogue
+// computed from an accumulator element, and the wgmma kernel around it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,17 +18,6 @@
 #include "kopt/Codegen/TensorCoreGemm.h"
 
 namespace mlir::kopt {
-
-/// The CUDA source of the wgmma pipeline (`kopt_wg::Pipeline`) and of the
-/// GEMM on it (`kopt_wg::Gemm`), guarded to appear once per source.
-llvm::StringRef getWgmmaMainLoopSource();
-
-/// Declares `tileM` and `tileN`, the block's output tile, from blockIdx.x
-/// over a grid of `tilesM` x `tilesN` tiles, and `gb`, its batch: tiles go
-/// in groups of 8 along M, so that the blocks running together share their
-/// B panels in L2. `gb` (blockIdx.z) only when `batched`.
-void emitTileOrder(CodeWriter &code, int64_t tilesM, int64_t tilesN,
-                   bool batched = true);
 
 /// Where an accumulator element sits in the product the epilogue reads:
 /// `result` (of `shape`) at `index`, affine in the kernel's variables
@@ -60,12 +48,30 @@ llvm::Expected<GemmKernelParts> buildGemmKernelParts(
     const GemmOperands &operands, llvm::ArrayRef<KernelOutput> outputs,
     const TensorEmitter::LeafFn &leafOf);
 
-/// Emits the wgmma kernels' epilogue: for each accumulator element of the
-/// 256 multiplying threads (tile `tileM` x `tileN` of 128 x `blockN`), the
-/// `epilogue` lines with `kopt_c` the accumulator at (gi, gj), for the
-/// elements inside the m x n product.
-void emitWgmmaEpilogue(CodeWriter &code, unsigned blockN, int64_t m, int64_t n,
-                       llvm::ArrayRef<std::string> epilogue);
+/// What sets one wgmma kernel's entry apart from another's.
+struct WgmmaEntry {
+  std::string comment;
+  /// The kopt_wg type a block runs (`Gemm<...>`, `Conv<...>`), whose
+  /// `run(smem, a, b, row0, col0, acc)` computes the block's tile, and the
+  /// source defining it beyond the wgmma pipeline's and the GEMM's, which
+  /// every such kernel has (`loads`).
+  std::string block;
+  llvm::StringRef loads;
+  /// The operand pointers `run` gets (of the block's batch `gb` when
+  /// `batched`).
+  std::string a, b;
+  /// The product's rows and columns, and the batches on the grid's z.
+  int64_t m = 0, n = 0, batch = 1;
+  bool batched = true;
+};
+
+/// The kernel of `parts`: the entry runs `entry.block` over a tile of
+/// `config`, then the epilogue for each of the 256 multiplying threads'
+/// accumulators inside the m x n product, `kopt_c` the accumulator at
+/// (gi, gj); one block per tile.
+GeneratedKernel finishWgmmaKernel(const GemmKernelParts &parts,
+                                  const WgmmaEntry &entry,
+                                  const WgmmaGemmConfig &config);
 
 } // namespace mlir::kopt
 

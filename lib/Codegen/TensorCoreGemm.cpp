@@ -455,7 +455,6 @@ template <int BN, int BK, int STAGES, int PN> struct Pipeline {
     }
     return true;
   }
-
 };
 
 template <int BN, int BK, int STAGES, int PN, long long M, long long N,
@@ -545,10 +544,12 @@ static constexpr llvm::StringLiteral kElsewhere = "kopt_c_elsewhere";
 
 static std::string ll(int64_t value) { return std::to_string(value) + "LL"; }
 
-llvm::StringRef mlir::kopt::getWgmmaMainLoopSource() { return kWgmmaMainLoop; }
-
-void mlir::kopt::emitTileOrder(CodeWriter &code, int64_t tilesM, int64_t tilesN,
-                               bool batched) {
+/// Declares `tileM` and `tileN`, the block's output tile, from blockIdx.x
+/// over a grid of `tilesM` x `tilesN` tiles, and `gb`, its batch: tiles go
+/// in groups of 8 along M, so that the blocks running together share their
+/// B panels in L2. `gb` (blockIdx.z) only when `batched`.
+static void emitTileOrder(CodeWriter &code, int64_t tilesM, int64_t tilesN,
+                          bool batched = true) {
   code.line("const int tilesM = " + std::to_string(tilesM) +
             ", tilesN = " + std::to_string(tilesN) + ";");
   code.line("const int perGroup = 8 * tilesN;");
@@ -827,34 +828,58 @@ int64_t WgmmaGemmConfig::getSharedBytes() const {
   return int64_t(stages) * 2 * (128 + blockN) * blockK * 4 + 1024;
 }
 
-void mlir::kopt::emitWgmmaEpilogue(CodeWriter &code, unsigned blockN, int64_t m,
-                                   int64_t n,
-                                   llvm::ArrayRef<std::string> epilogue) {
+GeneratedKernel mlir::kopt::finishWgmmaKernel(const GemmKernelParts &parts,
+                                              const WgmmaEntry &entry,
+                                              const WgmmaGemmConfig &config) {
+  int64_t tilesM = (entry.m + 127) / 128;
+  int64_t tilesN = (entry.n + config.blockN - 1) / config.blockN;
+  std::string blockN = std::to_string(config.blockN);
+  CodeWriter code;
+  code.comment(entry.comment);
+  code.line("extern \"C\" __global__ void __launch_bounds__(384, 1) " +
+            parts.kernel.entry + "(" + parts.parameters + ") {");
+  code.indent();
+  code.line("using Block = " + entry.block + ";");
+  code.line("extern __shared__ __align__(1024) unsigned char kopt_smem[];");
+  emitTileOrder(code, tilesM, tilesN, entry.batched);
+  code.line("float kopt_acc[Block::kAcc];");
+  code.line("if (!Block::run(kopt_smem, " + entry.a + ", " + entry.b +
+            ", (long long)tileM * 128, (long long)tileN * " + blockN +
+            ", kopt_acc))");
+  code.line("  return;");
+  // Each of the 256 multiplying threads' accumulators, inside the product.
   code.line(
       "const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) & 3;");
   code.line("const long long rowBase = (long long)tileM * 128 + "
             "((int)threadIdx.x / 128 - 1) * 64 + warp * 16 + (lane >> 2);");
-  code.line("const long long colBase = (long long)tileN * " +
-            std::to_string(blockN) + " + (lane & 3) * 2;");
+  code.line("const long long colBase = (long long)tileN * " + blockN +
+            " + (lane & 3) * 2;");
   code.line("#pragma unroll");
-  code.line("for (int j = 0; j < " + std::to_string(blockN / 8) + "; ++j) {");
+  code.line("for (int j = 0; j < " + std::to_string(config.blockN / 8) +
+            "; ++j) {");
   code.indent();
   code.line("#pragma unroll");
   code.line("for (int h = 0; h < 4; ++h) {");
   code.indent();
   code.line("const long long gi = rowBase + (h >> 1) * 8;");
   code.line("const long long gj = colBase + j * 8 + (h & 1);");
-  code.line("if (gi < " + ll(m) + " && gj < " + ll(n) + ") {");
+  code.line("if (gi < " + ll(entry.m) + " && gj < " + ll(entry.n) + ") {");
   code.indent();
   code.line("const float kopt_c = kopt_acc[j * 4 + h];");
-  for (const std::string &line : epilogue)
+  for (const std::string &line : parts.epilogue)
     code.line(line);
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     code.dedent();
     code.line("}");
   }
-  code.dedent();
-  code.line("}");
+
+  GeneratedKernel kernel = parts.kernel;
+  kernel.code = kWgmmaMainLoop.str() + entry.loads.str() + code.str();
+  kernel.grid = {std::to_string(tilesM * tilesN), "1",
+                 std::to_string(entry.batch)};
+  kernel.block = {"384", "1", "1"};
+  kernel.sharedBytes = config.getSharedBytes();
+  return kernel;
 }
 
 llvm::SmallVector<WgmmaGemmConfig> mlir::kopt::getWgmmaGemmConfigs(int64_t n) {
@@ -890,37 +915,19 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWgmmaGemm(
       buildGemmKernelParts(context, entry, *product, operands, outputs, leafOf);
   if (!parts)
     return parts.takeError();
-  GeneratedKernel kernel = parts->kernel;
-  int64_t batch = form.getBatch();
-  int64_t tilesM = (form.m + 127) / 128;
-  int64_t tilesN = (form.n + config.blockN - 1) / config.blockN;
-  std::string gemm = "kopt_wg::Gemm<" + std::to_string(config.blockN) + ", " +
-                     std::to_string(config.blockK) + ", " +
-                     std::to_string(config.stages) + ", " +
-                     std::to_string(config.partialN) + ", " + ll(form.m) +
-                     ", " + ll(form.n) + ", " + ll(form.k) + ">";
-
-  CodeWriter code;
-  code.comment(comment);
-  code.line("extern \"C\" __global__ void __launch_bounds__(384, 1) " +
-            entry.str() + "(" + parts->parameters + ") {");
-  code.indent();
-  code.line("using Gemm = " + gemm + ";");
-  code.line("extern __shared__ __align__(1024) unsigned char kopt_smem[];");
-  emitTileOrder(code, tilesM, tilesN);
-  code.line("float kopt_acc[Gemm::kAcc];");
-  code.line("if (!Gemm::run(kopt_smem, " + operands.a + " + " +
-            (form.batchedA ? "gb * " + ll(form.m * form.k) : std::string("0")) +
-            ", " + operands.b + " + " +
-            (form.batchedB ? "gb * " + ll(form.k * form.n) : std::string("0")) +
-            ", (long long)tileM * 128, (long long)tileN * " +
-            std::to_string(config.blockN) + ", kopt_acc))");
-  code.line("  return;");
-  emitWgmmaEpilogue(code, config.blockN, form.m, form.n, parts->epilogue);
-
-  kernel.code = kWgmmaMainLoop.str() + code.str();
-  kernel.grid = {std::to_string(tilesM * tilesN), "1", std::to_string(batch)};
-  kernel.block = {"384", "1", "1"};
-  kernel.sharedBytes = config.getSharedBytes();
-  return kernel;
+  WgmmaEntry wgmma;
+  wgmma.comment = comment.str();
+  wgmma.block = "kopt_wg::Gemm<" + std::to_string(config.blockN) + ", " +
+                std::to_string(config.blockK) + ", " +
+                std::to_string(config.stages) + ", " +
+                std::to_string(config.partialN) + ", " + ll(form.m) + ", " +
+                ll(form.n) + ", " + ll(form.k) + ">";
+  wgmma.a = operands.a + " + " +
+            (form.batchedA ? "gb * " + ll(form.m * form.k) : std::string("0"));
+  wgmma.b = operands.b + " + " +
+            (form.batchedB ? "gb * " + ll(form.k * form.n) : std::string("0"));
+  wgmma.m = form.m;
+  wgmma.n = form.n;
+  wgmma.batch = form.getBatch();
+  return finishWgmmaKernel(*parts, wgmma, config);
 }

@@ -86,6 +86,26 @@ writeKMajorB(PlanBuilder &builder, const GemmForm &form, const std::string &b) {
   return name;
 }
 
+/// Declares the plan `builder` built (`error` when it failed) as 3xTF32
+/// arithmetic for `arch`, verifies it and adds it to `proposal`; a failure
+/// becomes a remark, and false.
+static bool addTensorCorePlan(Proposal &proposal, PlanBuilder &builder,
+                              const KernelTask &task, llvm::Error error,
+                              llvm::StringRef arch) {
+  KernelPlan plan = builder.take();
+  plan.arithmetic = kTensorCoreArithmetic.str();
+  plan.arch = arch.str();
+  if (!error)
+    error = toLlvmError(verifyPlan(plan, task));
+  if (error) {
+    proposal.remarks.push_back("builtin " + plan.variant + ": " +
+                               llvm::toString(std::move(error)));
+    return false;
+  }
+  proposal.plans.push_back(std::move(plan));
+  return true;
+}
+
 /// One plan: the operands (B transposed first when `transposeB`), then the
 /// GEMM with `outputs` as its epilogue.
 static llvm::Error buildPlan(PlanBuilder &builder, const GemmForm &form,
@@ -153,18 +173,7 @@ void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
     PlanBuilder builder(task, group, "builtin", variant);
     llvm::Error error =
         buildPlan(builder, *form, outputs, generate, comment, transposeB);
-    KernelPlan plan = builder.take();
-    plan.arithmetic = kTensorCoreArithmetic.str();
-    plan.arch = arch.str();
-    if (!error)
-      error = toLlvmError(verifyPlan(plan, task));
-    if (error) {
-      proposal.remarks.push_back("builtin " + plan.variant + ": " +
-                                 llvm::toString(std::move(error)));
-      return false;
-    }
-    proposal.plans.push_back(std::move(plan));
-    return true;
+    return addTensorCorePlan(proposal, builder, task, std::move(error), arch);
   };
   MLIRContext *context = group.getContext();
   for (const TensorCoreGemmConfig &config : getTensorCoreGemmConfigs()) {
@@ -211,13 +220,11 @@ void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
 void mlir::kopt::proposeTensorCoreConvs(Proposal &proposal, func::FuncOp group,
                                         const KernelTask &task,
                                         Operation *anchor) {
-  if (task.precision == "fp32-ieee" || !matchConvForm(anchor))
-    return;
   // Convolutions the kernel does not take (other layouts, groups) or that
   // would leave most SMs idle have cuDNN's plans; no remark, as most
   // networks have a few.
-  std::optional<WgmmaConvShape> shape = matchWgmmaConv(anchor);
-  if (!shape || !isWorthWgmmaConv(*shape))
+  std::optional<WgmmaConvShape> shape = offersWgmmaConv(anchor, task);
+  if (!shape)
     return;
   // Fused whole when every output has the convolution's elements; a group
   // that pools them gets the kernel before its pooling kernels instead
@@ -235,10 +242,7 @@ void mlir::kopt::proposeTensorCoreConvs(Proposal &proposal, func::FuncOp group,
       ops += " " + describeOpForCode(&op);
   MLIRContext *context = group.getContext();
   for (const WgmmaGemmConfig &config : getWgmmaGemmConfigs(shape->features)) {
-    std::string variant =
-        "wgmma3xtf32conv_128x" + std::to_string(config.blockN) + "x" +
-        std::to_string(config.blockK) + "_s" + std::to_string(config.stages);
-    PlanBuilder builder(task, group, "builtin", variant);
+    PlanBuilder builder(task, group, "builtin", getWgmmaConvName(config));
     llvm::Error error = [&]() -> llvm::Error {
       auto operands = getConvOperands(builder, anchor);
       if (!operands)
@@ -258,16 +262,8 @@ void mlir::kopt::proposeTensorCoreConvs(Proposal &proposal, func::FuncOp group,
       builder.addKernel(*kernel, comment);
       return builder.finishOutputs(context);
     }();
-    KernelPlan plan = builder.take();
-    plan.arithmetic = kTensorCoreArithmetic.str();
-    plan.arch = kWgmmaArch.str();
-    if (!error)
-      error = toLlvmError(verifyPlan(plan, task));
-    if (error) {
-      proposal.remarks.push_back("builtin " + plan.variant + ": " +
-                                 llvm::toString(std::move(error)));
+    if (!addTensorCorePlan(proposal, builder, task, std::move(error),
+                           kWgmmaArch))
       return;
-    }
-    proposal.plans.push_back(std::move(plan));
   }
 }

@@ -184,9 +184,22 @@ std::optional<WgmmaConvShape> mlir::kopt::matchWgmmaConv(Operation *op,
   return shape;
 }
 
-bool mlir::kopt::isWorthWgmmaConv(const WgmmaConvShape &shape) {
-  int64_t pixels = shape.batch * shape.outputH * shape.outputW;
-  return ((pixels + 127) / 128) * ((shape.features + 127) / 128) >= 132;
+std::optional<WgmmaConvShape>
+mlir::kopt::offersWgmmaConv(Operation *anchor, const KernelTask &task) {
+  if (task.precision == "fp32-ieee")
+    return std::nullopt;
+  std::optional<WgmmaConvShape> shape = matchWgmmaConv(anchor);
+  if (!shape)
+    return std::nullopt;
+  int64_t pixels = shape->batch * shape->outputH * shape->outputW;
+  if ((pixels + 127) / 128 * ((shape->features + 127) / 128) < 132)
+    return std::nullopt;
+  return shape;
+}
+
+std::string mlir::kopt::getWgmmaConvName(const WgmmaGemmConfig &config) {
+  return "wgmma3xtf32conv_128x" + std::to_string(config.blockN) + "x" +
+         std::to_string(config.blockK) + "_s" + std::to_string(config.stages);
 }
 
 llvm::Expected<GemmOperands> mlir::kopt::getConvOperands(PlanBuilder &builder,
@@ -235,40 +248,25 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWgmmaConv(
       buildGemmKernelParts(context, entry, product, operands, outputs, leafOf);
   if (!parts)
     return parts.takeError();
-  GeneratedKernel kernel = parts->kernel;
-
-  int64_t tilesM = (m + 127) / 128;
-  int64_t tilesN = (s.features + config.blockN - 1) / config.blockN;
-  if (tilesM * tilesN >= (int64_t(1) << 31))
+  if ((m + 127) / 128 * ((s.features + config.blockN - 1) / config.blockN) >=
+      (int64_t(1) << 31))
     return llvm::createStringError("the convolution has too many tiles");
-  std::string type = "kopt_wg::Conv<" + std::to_string(config.blockN) + ", " +
-                     std::to_string(config.blockK) + ", " +
-                     std::to_string(config.stages) + ", " +
-                     std::to_string(config.partialN) + ", " + ll(s.batch);
+  WgmmaEntry wgmma;
+  wgmma.comment = comment.str();
+  wgmma.block = "kopt_wg::Conv<" + std::to_string(config.blockN) + ", " +
+                std::to_string(config.blockK) + ", " +
+                std::to_string(config.stages) + ", " +
+                std::to_string(config.partialN) + ", " + ll(s.batch);
   for (int64_t value : {s.channels, s.height, s.width, s.features, s.kernelH,
                         s.kernelW, s.outputH, s.outputW, s.strideH, s.strideW,
                         s.padH, s.padW, s.dilationH, s.dilationW})
-    type += ", " + std::to_string(value);
-  type += ">";
-
-  CodeWriter code;
-  code.comment(comment);
-  code.line("extern \"C\" __global__ void __launch_bounds__(384, 1) " +
-            entry.str() + "(" + parts->parameters + ") {");
-  code.indent();
-  code.line("using Conv = " + type + ";");
-  code.line("extern __shared__ __align__(1024) unsigned char kopt_smem[];");
-  emitTileOrder(code, tilesM, tilesN, /*batched=*/false);
-  code.line("float kopt_acc[Conv::kAcc];");
-  code.line("if (!Conv::run(kopt_smem, " + operands.a + ", " + operands.b +
-            ", (long long)tileM * 128, (long long)tileN * " +
-            std::to_string(config.blockN) + ", kopt_acc))");
-  code.line("  return;");
-  emitWgmmaEpilogue(code, config.blockN, m, s.features, parts->epilogue);
-
-  kernel.code = getWgmmaMainLoopSource().str() + kConvLoads.str() + code.str();
-  kernel.grid = {std::to_string(tilesM * tilesN), "1", "1"};
-  kernel.block = {"384", "1", "1"};
-  kernel.sharedBytes = config.getSharedBytes();
-  return kernel;
+    wgmma.block += ", " + std::to_string(value);
+  wgmma.block += ">";
+  wgmma.loads = kConvLoads;
+  wgmma.a = operands.a;
+  wgmma.b = operands.b;
+  wgmma.m = m;
+  wgmma.n = s.features;
+  wgmma.batched = false;
+  return finishWgmmaKernel(*parts, wgmma, config);
 }

@@ -46,11 +46,19 @@ struct WgmmaConvShape {
 std::optional<WgmmaConvShape> matchWgmmaConv(Operation *op,
                                              std::string *why = nullptr);
 
-/// Whether the convolution has at least a wave of 128 x 128 tiles for a
-/// GPU of 132 SMs (an H100's or H200's): with fewer, most SMs idle while
-/// cuDNN's smaller tiles fill them (a network's convolutions at batch 1),
-/// and the candidates would only cost compilation and evaluation time.
-bool isWorthWgmmaConv(const WgmmaConvShape &shape);
+/// The shape of the convolution `anchor` when the built-in proposer offers
+/// it the kernel: matchWgmmaConv takes it, the task's precision policy
+/// allows 3xTF32 (not `fp32-ieee`), and it has at least a wave of 128 x 128
+/// tiles for a GPU of 132 SMs (an H100's or H200's). With fewer, most SMs
+/// idle while cuDNN's smaller tiles fill them (a network's convolutions at
+/// batch 1), and the candidates would only cost compilation and evaluation
+/// time.
+std::optional<WgmmaConvShape> offersWgmmaConv(Operation *anchor,
+                                              const KernelTask &task);
+
+/// The variant name of the kernel in `config`, such as
+/// `wgmma3xtf32conv_128x128x32_s3`.
+std::string getWgmmaConvName(const WgmmaGemmConfig &config);
 
 /// Generates the kernel computing `conv` (taken by matchWgmmaConv), with
 /// the input read from `operands.a` (the form's input: a folded pad's

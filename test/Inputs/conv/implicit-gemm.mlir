@@ -1,6 +1,6 @@
 // Convolutions the 3xTF32 implicit-GEMM kernel on wgmma takes
 // (lib/Codegen/WgmmaConv.cpp): NCHW input, FCHW filter, at least 132 tiles
-// of 128 x 128 (isWorthWgmmaConv); C * KH * KW a multiple of 32 or not.
+// of 128 x 128 (offersWgmmaConv); C * KH * KW a multiple of 32 or not.
 // Output pixels and features that do not fill a tile, padding read as
 // zeros by the loader, strides and dilations, a bias and ReLU fused, and a
 // max-pool after the convolution.
