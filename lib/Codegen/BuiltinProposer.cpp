@@ -96,8 +96,14 @@ struct PoolingVariant {
   PoolingWindow window;
   unsigned blockSize;
   unsigned outputsPerThread;
+  /// Set for a warp kernel (generateWarpPoolingKernel): the window along
+  /// rows, `window` the one down columns, `outputsPerThread` the rows a
+  /// warp takes.
+  std::optional<PoolingWindow> rowWindow = std::nullopt;
   std::string name() const {
-    return (slidesDownColumns(window) ? "pool_col" : "pool_w") +
+    return (rowWindow                   ? "pool_warp"
+            : slidesDownColumns(window) ? "pool_col"
+                                        : "pool_w") +
            std::to_string(outputsPerThread) + "_bs" + std::to_string(blockSize);
   }
 };
@@ -105,10 +111,24 @@ struct PoolingVariant {
 
 /// Outputs per thread and block sizes worth trying for each of `windows`:
 /// along a row, 4 or 8; down a column, where a thread's loads of a window
-/// row are shared by the rows after it, 8 or 16.
+/// row are shared by the rows after it, 8 or 16. A 2-D window of stride 1
+/// along both (its two windows come in pairs) also as warps sliding down
+/// 16 or 32 rows of 32 columns (`pool_warp<R>_bs<B>`), each input row
+/// read once and its window folded by warp shuffles.
 static std::vector<PoolingVariant>
 poolingVariants(llvm::ArrayRef<PoolingWindow> windows) {
   std::vector<PoolingVariant> variants;
+  const PoolingWindow *down = nullptr, *along = nullptr;
+  for (const PoolingWindow &window : windows)
+    (slidesDownColumns(window) ? down : along) = &window;
+  if (down && along && down->stride == 1 && down->dilation == 1 &&
+      along->stride == 1 && along->dilation == 1) {
+    ArrayRef<int64_t> shape =
+        cast<ShapedType>(down->op->getResult(0).getType()).getShape();
+    for (unsigned rows : {16u, 32u})
+      if (shape[shape.size() - 2] >= rows && shape.back() >= 32)
+        variants.push_back({*down, 128, rows, *along});
+  }
   for (const PoolingWindow &window : windows) {
     int64_t extent = cast<ShapedType>(window.op->getResult(0).getType())
                          .getShape()[window.slideDim];
@@ -163,6 +183,18 @@ static llvm::Error emitPooling(PlanBuilder &builder, MLIRContext *context,
   std::vector<KernelOutput> outputs;
   for (Value value : values)
     outputs.push_back(builder.outputFor(value));
+  if (variant.rowWindow) {
+    WarpPoolingOptions options;
+    options.blockSize = variant.blockSize;
+    options.rowsPerWarp = variant.outputsPerThread;
+    auto kernel = generateWarpPoolingKernel(
+        context, builder.entryName("pool"), comment, outputs, builder.leafFn(),
+        variant.window, *variant.rowWindow, options);
+    if (!kernel)
+      return kernel.takeError();
+    builder.addKernel(*kernel, comment);
+    return llvm::Error::success();
+  }
   PoolingOptions options;
   options.blockSize = variant.blockSize;
   options.outputsPerThread = variant.outputsPerThread;

@@ -230,8 +230,12 @@ private:
 };
 } // namespace
 
-llvm::Expected<std::string>
-PoolingKernelEmitter::combine(llvm::StringRef element, llvm::StringRef acc) {
+/// The pool's body folding `element` into `acc`, emitted into `body`.
+static llvm::Expected<std::string> combineInto(CodeWriter &body,
+                                               const PoolingWindow &window,
+                                               llvm::StringRef element,
+                                               llvm::StringRef acc) {
+  linalg::GenericOp op = window.op;
   Block &block = op.getRegion().front();
   SmallVector<std::string> args;
   for (BlockArgument arg : block.getArguments())
@@ -245,6 +249,11 @@ PoolingKernelEmitter::combine(llvm::StringRef element, llvm::StringRef acc) {
   if (!yielded)
     return yielded.takeError();
   return yielded->front();
+}
+
+llvm::Expected<std::string>
+PoolingKernelEmitter::combine(llvm::StringRef element, llvm::StringRef acc) {
+  return combineInto(body, window, element, acc);
 }
 
 SmallVector<AffineExpr>
@@ -474,6 +483,218 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
   kernel.code = code.str();
   std::string threads = std::to_string(options.blockSize);
   kernel.grid = {"min(cdiv(" + std::to_string(threadCount) + ", " + threads +
+                     "), " + std::to_string(options.maxBlocks) + ")",
+                 "1", "1"};
+  kernel.block = {threads, "1", "1"};
+  return kernel;
+}
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generateWarpPoolingKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const PoolingWindow &rows, const PoolingWindow &columns,
+    const WarpPoolingOptions &options) {
+  linalg::GenericOp op = rows.op;
+  auto type = cast<RankedTensorType>(op.getResult(0).getType());
+  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+  unsigned rank = shape.size();
+  int64_t rowsPerWarp = options.rowsPerWarp;
+  if (columns.op != op || rank < 2 || rows.slideDim != rank - 2 ||
+      columns.slideDim != rank - 1 || op.getNumLoops() != rank + 2)
+    return llvm::createStringError(
+        "pooling: warps slide only a 2-D window over the two innermost "
+        "dimensions");
+  if (rows.stride != 1 || rows.dilation != 1 || columns.stride != 1 ||
+      columns.dilation != 1)
+    return llvm::createStringError(
+        "pooling: warps slide only windows of stride 1 and dilation 1");
+  int64_t height = shape[rank - 2], width = shape[rank - 1];
+  int64_t windowRows = rows.size, windowColumns = columns.size;
+  if (height < rowsPerWarp || width < 32 || windowColumns > 33 ||
+      rowsPerWarp < 1)
+    return llvm::createStringError(
+        "pooling: %lld x %lld outputs, fewer than a warp's %lld rows of 32",
+        (long long)height, (long long)width, (long long)rowsPerWarp);
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  for (const KernelOutput &output : outputs)
+    if (output.shape != shape)
+      return llvm::createStringError(
+          "pooling: an output differs in shape from the pool");
+  auto computeType =
+      getCudaScalarType(getElementTypeOrSelf(op.getResult(0).getType()));
+  if (!computeType)
+    return computeType.takeError();
+
+  // Dimension `rank` is the column of a lane's extra read, past the
+  // warp's 32.
+  std::vector<std::string> names;
+  for (unsigned d = 0; d < rank; ++d)
+    names.push_back("i" + std::to_string(d));
+  names[rank - 2] = "h0";
+  names[rank - 1] = "w";
+  names.push_back("wx");
+  CodeWriter body;
+  TensorEmitter emitter(context, body, names, leafOf);
+
+  // The input index of window point (0, 0) for output row h0 + `row`, at
+  // the lane's column or at its extra one.
+  AffineMap map = op.getMatchingIndexingMap(rows.input);
+  auto inputIndex = [&](int64_t row, bool extra) {
+    SmallVector<AffineExpr> loops;
+    for (unsigned loop = 0; loop < op.getNumLoops(); ++loop)
+      loops.push_back(loop < rank ? getAffineDimExpr(loop, context)
+                                  : getAffineConstantExpr(0, context));
+    AffineExpr column = getAffineDimExpr(rank - 1, context);
+    SmallVector<AffineExpr> index;
+    for (AffineExpr result : map.getResults()) {
+      AffineExpr expr = result.replaceDimsAndSymbols(loops, {});
+      if (result.isFunctionOfDim(rank - 2))
+        expr = expr + row;
+      if (extra)
+        expr = expr.replace(column, getAffineDimExpr(rank, context));
+      index.push_back(simplifyAffineExpr(expr, rank + 1, 0));
+    }
+    return index;
+  };
+  auto outputIndex = [&](int64_t row) {
+    SmallVector<AffineExpr> index;
+    for (unsigned d = 0; d < rank; ++d)
+      index.push_back(getAffineDimExpr(d, context));
+    index[rank - 2] = index[rank - 2] + row;
+    return index;
+  };
+
+  // Input rows stream through: each row's window folded across the lanes,
+  // then each output whose window's last row that was.
+  std::vector<std::string> folded;
+  std::vector<std::string> stores;
+  for (int64_t row = 0; row < rowsPerWarp + windowRows - 1; ++row) {
+    auto element = emitter.valueAt(rows.input->get(), inputIndex(row, false));
+    if (!element)
+      return element.takeError();
+    std::string x = body.fresh("x");
+    body.line("const " + *computeType + " " + x + " = " + *element + ";");
+    std::string extra;
+    if (windowColumns > 1) {
+      auto value = emitter.valueAt(rows.input->get(), inputIndex(row, true));
+      if (!value)
+        return value.takeError();
+      extra = body.fresh("x");
+      body.line("const " + *computeType + " " + extra + " = " + *value + ";");
+    }
+    std::string acc = body.fresh("fold");
+    body.line(*computeType + " " + acc + " = " + x + ";");
+    for (int64_t k = 1; k < windowColumns; ++k) {
+      std::string source = "(lane + " + std::to_string(k) + ") & 31";
+      // Every lane shuffles both (a shuffle waits for the whole warp).
+      std::string within = body.fresh("x"), past = body.fresh("x");
+      std::string next = body.fresh("x");
+      body.line("const " + *computeType + " " + within +
+                " = __shfl_sync(0xffffffffu, " + x + ", " + source + ");");
+      body.line("const " + *computeType + " " + past +
+                " = __shfl_sync(0xffffffffu, " + extra + ", " + source + ");");
+      body.line("const " + *computeType + " " + next + " = lane + " +
+                std::to_string(k) + " < 32 ? " + within + " : " + past + ";");
+      auto value = combineInto(body, columns, next, acc);
+      if (!value)
+        return value.takeError();
+      body.line(acc + " = " + *value + ";");
+    }
+    folded.push_back(acc);
+    int64_t out = row - (windowRows - 1);
+    if (out < 0)
+      continue;
+    SmallVector<AffineExpr> index = outputIndex(out);
+    auto init = emitter.valueAt(op.getDpsInitOperand(0)->get(), index);
+    if (!init)
+      return init.takeError();
+    std::string pool = body.fresh("pool");
+    body.line(*computeType + " " + pool + " = " + *init + ";");
+    for (int64_t k = 0; k < windowRows; ++k) {
+      auto value = combineInto(body, rows, folded[out + k], pool);
+      if (!value)
+        return value.takeError();
+      body.line(pool + " = " + *value + ";");
+    }
+    emitter.bind(op.getResult(0), index, pool);
+    for (const KernelOutput &output : outputs) {
+      auto value = emitter.valueAt(output.value, index);
+      if (!value)
+        return value.takeError();
+      body.line(output.param + "[base + " + std::to_string(out * width) +
+                "LL] = " + convertFromCompute(output.elementType, *value) +
+                ";");
+    }
+  }
+
+  int64_t outer = 1;
+  for (unsigned d = 0; d + 2 < rank; ++d)
+    outer *= shape[d];
+  int64_t rowTiles = (height + rowsPerWarp - 1) / rowsPerWarp;
+  int64_t columnTiles = (width + 31) / 32;
+  int64_t tiles = outer * rowTiles * columnTiles;
+  GeneratedKernel kernel;
+  kernel.entry = entry.str();
+  CodeWriter code;
+  code.comment(comment);
+  code.comment("sliding-window pooling: a warp per 32 columns and " +
+               std::to_string(rowsPerWarp) + " rows");
+  code.line(printKernelSignature(entry, options.blockSize, emitter.getLeaves(),
+                                 outputs, kernel.args) +
+            " {");
+  code.indent();
+  code.line("const int lane = threadIdx.x & 31;");
+  code.line("const long long warps = (long long)gridDim.x * (blockDim.x / "
+            "32);");
+  code.line("for (long long t = ((long long)blockIdx.x * blockDim.x + "
+            "threadIdx.x) / 32; t < " +
+            std::to_string(tiles) + "LL; t += warps) {");
+  code.indent();
+  std::string c = std::to_string(columnTiles) + "LL";
+  std::string r = std::to_string(rowTiles) + "LL";
+  code.line("const long long w0 = min((t % " + c + ") * 32LL, " +
+            std::to_string(width - 32) + "LL);");
+  code.line("const long long w = w0 + lane;");
+  if (windowColumns > 1)
+    code.line("const long long wx = w0 + 32 + min(lane, " +
+              std::to_string(windowColumns - 2) + ");");
+  code.line("long long rest = t / " + c + ";");
+  code.line("const long long h0 = min((rest % " + r + ") * " +
+            std::to_string(rowsPerWarp) + "LL, " +
+            std::to_string(height - rowsPerWarp) + "LL);");
+  code.line("rest /= " + r + ";");
+  code.line("const long long base = (rest * " + std::to_string(height) +
+            "LL + h0) * " + std::to_string(width) + "LL + w;");
+  // Only the outer indices the code reads are declared.
+  int outermost = int(rank) - 2;
+  for (unsigned d = 0; d + 2 < rank; ++d)
+    if (emitter.usesDim(d)) {
+      outermost = d;
+      break;
+    }
+  for (int d = int(rank) - 3; d >= outermost; --d) {
+    if (d == 0) {
+      code.line("const long long " + names[d] + " = rest;");
+      continue;
+    }
+    if (emitter.usesDim(d))
+      code.line("const long long " + names[d] + " = rest % " +
+                std::to_string(shape[d]) + "LL;");
+    if (d > outermost)
+      code.line("rest /= " + std::to_string(shape[d]) + "LL;");
+  }
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(body.str()).split(lines, '\n', -1, false);
+  for (llvm::StringRef line : lines)
+    code.line(line);
+  code.dedent();
+  code.line("}");
+  code.dedent();
+  code.line("}");
+  kernel.code = code.str();
+  std::string threads = std::to_string(options.blockSize);
+  kernel.grid = {"min(cdiv(" + std::to_string(tiles * 32) + ", " + threads +
                      "), " + std::to_string(options.maxBlocks) + ")",
                  "1", "1"};
   kernel.block = {threads, "1", "1"};

@@ -82,6 +82,28 @@ struct PoolingOptions {
 /// windows are left to the pointwise kernels.
 constexpr int64_t kMaxPoolingLoads = 256;
 
+/// Options of a pooling kernel whose warps slide a 2-D window down columns.
+struct WarpPoolingOptions {
+  unsigned blockSize = 128;
+  /// Output rows a warp computes, down its 32 neighbouring columns.
+  unsigned rowsPerWarp = 16;
+  int64_t maxBlocks = 65535;
+};
+
+/// Generates a pooling kernel for a 2-D window of stride 1 and dilation 1
+/// along both innermost dimensions (`rows` slides down columns, `columns`
+/// along rows, both windows of one op): each warp takes 32 neighbouring
+/// output columns and `rowsPerWarp` rows down them; its lanes read each
+/// input row once (and the window's extra columns past the warp's 32),
+/// fold the row's window with warp shuffles, and each output folds the
+/// window's rows from registers. Reads stay in bounds without checks: the
+/// last warps of a row or column overlap the ones before them.
+llvm::Expected<GeneratedKernel> generateWarpPoolingKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const PoolingWindow &rows, const PoolingWindow &columns,
+    const WarpPoolingOptions &options);
+
 /// Generates a kernel writing `outputs`, each of the pooling op's shape and
 /// computed from its result elementwise (the pool's consumers inlined per
 /// output, its input's producers per loaded element). A thread's outputs

@@ -3,7 +3,8 @@
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
 // Pools for the sliding-window pooling kernels (test/Tools/kopt-plan/
-// pooling.test): padded and strided, dilated, 1-D, sum pools, f16 and
+// pooling.test): padded and strided, dilated, 1-D, sum pools (one large
+// enough for warps sliding down 16 and 32 rows of 32 columns), f16 and
 // i32, widths no group of outputs divides, a channels-last pool (column
 // kernels only) and a pool along an outer dimension the kernels leave to
 // the pointwise ones; a convolution in generic form,
@@ -60,6 +61,28 @@ func.func @avgpool(%x: tensor<2x4x10x9xf32>) -> tensor<2x4x10x9xf32> {
     linalg.yield %q : f32
   } -> tensor<2x4x10x9xf32>
   return %d : tensor<2x4x10x9xf32>
+}
+
+// avg_pool2d(kernel 3, stride 1, padding 1) on 40x70: warps of 32 columns
+// sliding down 16 or 32 rows, the last warp of a row (at 38) and of a
+// column (at 24 or 8) overlapping the one before.
+func.func @avgpool_warps(%x: tensor<2x3x40x70xf32>) -> tensor<2x3x40x70xf32> {
+  %zero = arith.constant 0.0 : f32
+  %nine = arith.constant 9.0 : f32
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<2x3x40x70xf32> to tensor<2x3x42x72xf32>
+  %e = tensor.empty() : tensor<2x3x40x70xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x3x40x70xf32>) -> tensor<2x3x40x70xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %s = linalg.pooling_nchw_sum {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %win : tensor<2x3x42x72xf32>, tensor<3x3xf32>) outs(%f : tensor<2x3x40x70xf32>) -> tensor<2x3x40x70xf32>
+  %d = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x3x40x70xf32>) outs(%e : tensor<2x3x40x70xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %q = arith.divf %in, %nine : f32
+    linalg.yield %q : f32
+  } -> tensor<2x3x40x70xf32>
+  return %d : tensor<2x3x40x70xf32>
 }
 
 // A dilated 3x2 max-pool, strides 1 and 3, dilations 2 and 2.
