@@ -565,24 +565,32 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWarpPoolingKernel(
     return index;
   };
 
-  // Input rows stream through: each row's window folded across the lanes,
-  // then each output whose window's last row that was.
-  std::vector<std::string> folded;
-  std::vector<std::string> stores;
-  for (int64_t row = 0; row < rowsPerWarp + windowRows - 1; ++row) {
+  // Every input row's reads first, so that all of a thread's loads are in
+  // flight together (streamed row by row, each waited for before the
+  // next was issued); then each row's window folded across the lanes,
+  // and each output once its window's last row is folded.
+  int64_t inputRows = rowsPerWarp + windowRows - 1;
+  std::vector<std::string> reads, extras;
+  for (int64_t row = 0; row < inputRows; ++row) {
     auto element = emitter.valueAt(rows.input->get(), inputIndex(row, false));
     if (!element)
       return element.takeError();
-    std::string x = body.fresh("x");
-    body.line("const " + *computeType + " " + x + " = " + *element + ";");
-    std::string extra;
+    reads.push_back(body.fresh("x"));
+    body.line("const " + *computeType + " " + reads.back() + " = " + *element +
+              ";");
     if (windowColumns > 1) {
       auto value = emitter.valueAt(rows.input->get(), inputIndex(row, true));
       if (!value)
         return value.takeError();
-      extra = body.fresh("x");
-      body.line("const " + *computeType + " " + extra + " = " + *value + ";");
+      extras.push_back(body.fresh("x"));
+      body.line("const " + *computeType + " " + extras.back() + " = " +
+                *value + ";");
     }
+  }
+  std::vector<std::string> folded;
+  for (int64_t row = 0; row < inputRows; ++row) {
+    const std::string &x = reads[row];
+    std::string extra = windowColumns > 1 ? extras[row] : "";
     std::string acc = body.fresh("fold");
     body.line(*computeType + " " + acc + " = " + x + ";");
     for (int64_t k = 1; k < windowColumns; ++k) {
