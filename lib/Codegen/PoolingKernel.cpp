@@ -583,8 +583,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWarpPoolingKernel(
       if (!value)
         return value.takeError();
       extras.push_back(body.fresh("x"));
-      body.line("const " + *computeType + " " + extras.back() + " = " +
-                *value + ";");
+      body.line("const " + *computeType + " " + extras.back() + " = " + *value +
+                ";");
     }
   }
   std::vector<std::string> folded;
