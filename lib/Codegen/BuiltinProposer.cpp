@@ -251,6 +251,19 @@ static std::string describeGroup(func::FuncOp func) {
   return text;
 }
 
+bool mlir::kopt::addBuiltinPlan(Proposal &proposal, KernelPlan plan,
+                                const KernelTask &task, llvm::Error error) {
+  if (!error)
+    error = toLlvmError(verifyPlan(plan, task));
+  if (error) {
+    proposal.remarks.push_back("builtin " + plan.variant + ": " +
+                               llvm::toString(std::move(error)));
+    return false;
+  }
+  proposal.plans.push_back(std::move(plan));
+  return true;
+}
+
 /// Finishes, checks and adds a plan; a failure becomes a remark.
 static void addPlan(Proposal &proposal, PlanBuilder &builder,
                     const KernelTask &task, func::FuncOp group,
@@ -263,14 +276,7 @@ static void addPlan(Proposal &proposal, PlanBuilder &builder,
     plan.arithmetic = arithmetic.str();
   if (!arch.empty())
     plan.arch = arch.str();
-  if (!error)
-    error = toLlvmError(verifyPlan(plan, task));
-  if (error) {
-    proposal.remarks.push_back("builtin " + plan.variant + ": " +
-                               llvm::toString(std::move(error)));
-    return;
-  }
-  proposal.plans.push_back(std::move(plan));
+  addBuiltinPlan(proposal, std::move(plan), task, std::move(error));
 }
 
 /// The single user of `value`, when it has exactly one and `value` is not a

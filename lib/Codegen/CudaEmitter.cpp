@@ -31,6 +31,13 @@ void CodeWriter::line(llvm::StringRef lineText) {
   text += '\n';
 }
 
+void CodeWriter::lines(llvm::StringRef linesText) {
+  llvm::SmallVector<llvm::StringRef> split;
+  linesText.split(split, '\n', -1, false);
+  for (llvm::StringRef each : split)
+    line(each);
+}
+
 void CodeWriter::comment(llvm::StringRef commentText) {
   line("// " + sanitizeCommentText(commentText));
 }

@@ -142,15 +142,9 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
         code.line("rest /= " + std::to_string(shape[d]) + "LL;");
     }
   }
-  auto appendLines = [&](const std::string &text) {
-    llvm::SmallVector<llvm::StringRef> lines;
-    llvm::StringRef(text).split(lines, '\n', -1, false);
-    for (llvm::StringRef line : lines)
-      code.line(line);
-  };
-  appendLines(prologue.str());
+  code.lines(prologue.str());
   if (width == 1) {
-    appendLines(body.str());
+    code.lines(body.str());
     for (auto [output, value] : llvm::zip(outputs, values))
       code.line(output.param + "[base] = " +
                 convertFromCompute(output.elementType, value) + ";");
@@ -165,7 +159,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
     code.indent();
     code.line("const long long iL = " + innermost + " + lane;");
     code.line("(void)iL;");
-    appendLines(body.str());
+    code.lines(body.str());
     for (auto [index, pair] : llvm::enumerate(llvm::zip(outputs, values)))
       code.line(
           "o" + std::to_string(index) + ".v[lane] = " +
@@ -301,12 +295,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
             " {");
   code.indent();
   code.line("const long long row = blockIdx.x;");
-  for (const std::string *text : {&caches.str(), &body.str()}) {
-    llvm::SmallVector<llvm::StringRef> lines;
-    llvm::StringRef(*text).split(lines, '\n', -1, false);
-    for (llvm::StringRef line : lines)
-      code.line(line);
-  }
+  code.lines(caches.str());
+  code.lines(body.str());
   code.dedent();
   code.line("}");
   kernel.code = code.str();
@@ -502,10 +492,7 @@ mlir::kopt::generateSplitRowKernels(
     code.line("const long long chunkEnd = min(chunkStart + " +
               std::to_string(kernelChunkLength) + "LL, " +
               std::to_string(rowLength) + "LL);");
-    llvm::SmallVector<llvm::StringRef> lines;
-    llvm::StringRef(body.str()).split(lines, '\n', -1, false);
-    for (llvm::StringRef line : lines)
-      code.line(line);
+    code.lines(body.str());
     code.dedent();
     code.line("}");
     kernel.code = code.str();

@@ -355,6 +355,31 @@ llvm::Error PoolingKernelEmitter::emitPool() {
   return llvm::Error::success();
 }
 
+/// Declares the kernel's indices of dimensions 0 to `count` - 1 that the
+/// code reads, `names[d]`, from `rest`, their linear index (dimension 0
+/// outermost), which it divides down as it goes.
+static void declareOuterIndices(CodeWriter &code, const TensorEmitter &emitter,
+                                llvm::ArrayRef<std::string> names,
+                                llvm::ArrayRef<int64_t> shape, unsigned count) {
+  int outermost = count;
+  for (unsigned d = 0; d < count; ++d)
+    if (emitter.usesDim(d)) {
+      outermost = d;
+      break;
+    }
+  for (int d = int(count) - 1; d >= outermost; --d) {
+    if (d == 0) {
+      code.line("const long long " + names[d] + " = rest;");
+      continue;
+    }
+    if (emitter.usesDim(d))
+      code.line("const long long " + names[d] + " = rest % " +
+                std::to_string(shape[d]) + "LL;");
+    if (d > outermost)
+      code.line("rest /= " + std::to_string(shape[d]) + "LL;");
+  }
+}
+
 llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
     MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
@@ -452,28 +477,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
               ";");
     code.line("const long long base = rest * " + extentText + " + w0;");
   }
-  // Only the outer indices the code reads are declared.
-  int outermost = slide;
-  for (unsigned d = 0; d < slide; ++d)
-    if (emitter.usesDim(d)) {
-      outermost = d;
-      break;
-    }
-  for (int d = int(slide) - 1; d >= outermost; --d) {
-    if (d == 0) {
-      code.line("const long long " + names[d] + " = rest;");
-      continue;
-    }
-    if (emitter.usesDim(d))
-      code.line("const long long " + names[d] + " = rest % " +
-                std::to_string(shape[d]) + "LL;");
-    if (d > outermost)
-      code.line("rest /= " + std::to_string(shape[d]) + "LL;");
-  }
-  llvm::SmallVector<llvm::StringRef> lines;
-  llvm::StringRef(body.str()).split(lines, '\n', -1, false);
-  for (llvm::StringRef line : lines)
-    code.line(line);
+  declareOuterIndices(code, emitter, names, shape, slide);
+  code.lines(body.str());
   for (const std::string &store : stores)
     code.line(store);
   code.dedent();
@@ -674,28 +679,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWarpPoolingKernel(
   code.line("rest /= " + r + ";");
   code.line("const long long base = (rest * " + std::to_string(height) +
             "LL + h0) * " + std::to_string(width) + "LL + w;");
-  // Only the outer indices the code reads are declared.
-  int outermost = int(rank) - 2;
-  for (unsigned d = 0; d + 2 < rank; ++d)
-    if (emitter.usesDim(d)) {
-      outermost = d;
-      break;
-    }
-  for (int d = int(rank) - 3; d >= outermost; --d) {
-    if (d == 0) {
-      code.line("const long long " + names[d] + " = rest;");
-      continue;
-    }
-    if (emitter.usesDim(d))
-      code.line("const long long " + names[d] + " = rest % " +
-                std::to_string(shape[d]) + "LL;");
-    if (d > outermost)
-      code.line("rest /= " + std::to_string(shape[d]) + "LL;");
-  }
-  llvm::SmallVector<llvm::StringRef> lines;
-  llvm::StringRef(body.str()).split(lines, '\n', -1, false);
-  for (llvm::StringRef line : lines)
-    code.line(line);
+  declareOuterIndices(code, emitter, names, shape, rank - 2);
+  code.lines(body.str());
   code.dedent();
   code.line("}");
   code.dedent();

@@ -229,16 +229,10 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
   code.comment(comment);
   std::string signature = printKernelSignature(
       entry, options.blockSize, emitter.getLeaves(), outputs, kernel.args);
-  auto appendHelpers = [&](llvm::StringRef helpers) {
-    llvm::SmallVector<llvm::StringRef> lines;
-    helpers.split(lines, '\n', -1, false);
-    for (llvm::StringRef line : lines)
-      code.line(line);
-  };
   if (blocks > 1)
-    appendHelpers(getClusterHelpers());
+    code.lines(getClusterHelpers());
   if (emitter.usesAsyncCopies())
-    appendHelpers(getAsyncCopyHelpers());
+    code.lines(getAsyncCopyHelpers());
   if (options.minBlocksPerSM) {
     std::string bounds =
         "__launch_bounds__(" + std::to_string(options.blockSize);
@@ -272,19 +266,13 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateSharedRowKernel(
   code.line("const long long chunkEnd = min(chunkStart + " +
             std::to_string(range) + "LL, " + std::to_string(rowLength) +
             "LL);");
-  auto append = [&](const std::string &text) {
-    llvm::SmallVector<llvm::StringRef> lines;
-    llvm::StringRef(text).split(lines, '\n', -1, false);
-    for (llvm::StringRef line : lines)
-      code.line(line);
-  };
-  append(caches.str());
+  code.lines(caches.str());
   // The caches are filled with wide loads: threads read others' elements.
   if (emitter.usesAsyncCopies())
     code.line("kopt_copy_async_wait();");
   if (kernel.sharedBytes)
     code.line("__syncthreads();");
-  append(body.str());
+  code.lines(body.str());
   // No block leaves while others may still read its shared memory.
   if (blocks > 1)
     code.line("kopt_cluster_sync();");

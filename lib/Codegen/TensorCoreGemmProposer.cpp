@@ -95,15 +95,7 @@ static bool addTensorCorePlan(Proposal &proposal, PlanBuilder &builder,
   KernelPlan plan = builder.take();
   plan.arithmetic = kTensorCoreArithmetic.str();
   plan.arch = arch.str();
-  if (!error)
-    error = toLlvmError(verifyPlan(plan, task));
-  if (error) {
-    proposal.remarks.push_back("builtin " + plan.variant + ": " +
-                               llvm::toString(std::move(error)));
-    return false;
-  }
-  proposal.plans.push_back(std::move(plan));
-  return true;
+  return addBuiltinPlan(proposal, std::move(plan), task, std::move(error));
 }
 
 /// One plan: the operands (B transposed first when `transposeB`), then the

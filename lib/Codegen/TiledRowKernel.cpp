@@ -214,12 +214,8 @@ assembleKernel(llvm::StringRef entry, llvm::StringRef comment,
             std::to_string(rows) + "LL;");
   code.line("const long long row = " + layout.valid +
             " ? kopt_first : " + std::to_string(rows - 1) + "LL;");
-  for (const std::string *text : {&caches.str(), &body.str()}) {
-    llvm::SmallVector<llvm::StringRef> lines;
-    llvm::StringRef(*text).split(lines, '\n', -1, false);
-    for (llvm::StringRef line : lines)
-      code.line(line);
-  }
+  code.lines(caches.str());
+  code.lines(body.str());
   code.dedent();
   code.line("}");
   kernel.code = code.str();

@@ -34,6 +34,9 @@ class CodeWriter {
 public:
   /// Appends `line` at the current indentation, with a newline.
   void line(llvm::StringRef text);
+  /// Appends each non-empty line of `text` (another writer's code) at the
+  /// current indentation.
+  void lines(llvm::StringRef text);
   /// Appends `text` as a `//` comment line, made safe with
   /// sanitizeCommentText: it may hold names taken from the model.
   void comment(llvm::StringRef text);

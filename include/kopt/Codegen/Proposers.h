@@ -36,6 +36,12 @@ llvm::Expected<KernelPlan> proposeBaseline(func::FuncOp func,
 /// saying why, when no template fits (the baseline then stands alone).
 Proposal proposeBuiltin(func::FuncOp func, const KernelTask &task);
 
+/// Adds the built-in `plan` to `proposal` if `error` (from building it) is
+/// success and the plan passes verifyPlan for `task`; otherwise a remark
+/// naming the variant and the error. Returns whether the plan was added.
+bool addBuiltinPlan(Proposal &proposal, KernelPlan plan, const KernelTask &task,
+                    llvm::Error error);
+
 } // namespace mlir::kopt
 
 #endif // KOPT_CODEGEN_PROPOSERS_H
