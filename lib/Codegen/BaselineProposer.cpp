@@ -39,6 +39,7 @@
 #include "kopt/Codegen/Proposers.h"
 
 #include "OnlineSoftmax.h"
+#include "SoftmaxForm.h"
 #include "TiledRowVariants.h"
 
 #include "kopt/Codegen/ConvForms.h"
@@ -201,33 +202,12 @@ static llvm::Error emitGenericOp(PlanBuilder &builder, linalg::GenericOp op) {
 static llvm::Error emitSoftmax(PlanBuilder &builder, Operation *part,
                                llvm::ArrayRef<Operation *> ops,
                                llvm::DenseSet<Operation *> &done) {
-  Attribute id = part->getAttr(kSoftmaxPartAttrName);
-  SmallVector<Operation *> parts;
-  for (Operation *op : ops)
-    if (op->getAttr(kSoftmaxPartAttrName) == id)
-      parts.push_back(op);
-  done.insert(parts.begin(), parts.end());
-  auto isPart = [&](Operation *user) {
-    return llvm::is_contained(parts, user);
-  };
-  // The result: the part used outside the softmax.
-  Value result;
-  linalg::GenericOp reduction;
-  for (Operation *op : parts) {
-    for (Value value : op->getResults())
-      if (llvm::any_of(value.getUsers(),
-                       [&](Operation *user) { return !isPart(user); }))
-        result = value;
-    auto generic = dyn_cast<linalg::GenericOp>(op);
-    if (!reduction && generic && generic.getNumReductionLoops() > 0)
-      reduction = generic;
-  }
-  if (!result || !reduction)
+  std::optional<SoftmaxParts> softmax = findSoftmaxParts(part, ops);
+  if (!softmax)
     return llvm::createStringError("baseline: unexpected softmax form");
-  int64_t rows = 1, length = 1;
-  for (auto [range, iterator] : llvm::zip(reduction.getStaticLoopRanges(),
-                                          reduction.getIteratorTypesArray()))
-    (iterator == utils::IteratorType::reduction ? length : rows) *= range;
+  done.insert(softmax->ops.begin(), softmax->ops.end());
+  Value result = softmax->result;
+  int64_t rows = softmax->rows, length = softmax->length;
   // As eager frameworks do: the row read once into registers, with more
   // threads for longer rows.
   unsigned threads = length <= 1024    ? 128
@@ -237,22 +217,10 @@ static llvm::Error emitSoftmax(PlanBuilder &builder, Operation *part,
   // A row longer than the block keeps in registers, read row-major from a
   // plan tensor: two passes with the online normaliser (OnlineSoftmax.h),
   // as eager frameworks run long rows, rather than three.
-  Value input = reduction.getNumDpsInputs() == 1
-                    ? reduction.getDpsInputOperand(0)->get()
-                    : Value();
-  bool lastLoopOnly = llvm::all_of(
-      llvm::enumerate(reduction.getIteratorTypesArray()), [&](auto iterator) {
-        return (iterator.value() == utils::IteratorType::reduction) ==
-               (iterator.index() + 1 == reduction.getNumLoops());
-      });
-  auto isF32 = [](Value value) {
-    return cast<ShapedType>(value.getType()).getElementType().isF32();
-  };
-  std::string inputBuffer = input ? builder.findBuffer(input) : "";
-  if (!inputBuffer.empty() && lastLoopOnly && isF32(input) && isF32(result) &&
-      input.getType() == result.getType() &&
-      reduction.getMatchingIndexingMap(reduction.getDpsInputOperand(0))
-          .isIdentity() &&
+  std::string inputBuffer = softmax->contiguousInput
+                                ? builder.findBuffer(softmax->contiguousInput)
+                                : "";
+  if (!inputBuffer.empty() &&
       length > int64_t(threads) * getRowCacheBudget(threads)) {
     KernelOutput output = builder.outputFor(result);
     builder.addKernel(generateOnlineSoftmaxKernel(

@@ -15,7 +15,9 @@
 //   reduction of the row computed by the block with warp shuffles and its
 //   prologue and epilogue inlined; where the group sums squared deviations
 //   from its rows' means, each variant also with that variance computed in
-//   the mean's pass (OnePassMoments.h);
+//   the mean's pass (OnePassMoments.h); a softmax over rows too long for
+//   registers also as a cluster per row that reads the row once
+//   (ClusterSoftmax.h);
 // - contraction and convolution groups: the GEMM (cuBLASLt) or convolution
 //   (cuDNN, a zero pad of the input as its own padding), then one pointwise
 //   kernel for the rest of the chain (bias, activation, residual, pooling);
@@ -38,7 +40,9 @@
 
 #include "kopt/Codegen/Proposers.h"
 
+#include "ClusterSoftmax.h"
 #include "PoolingKernel.h"
+#include "SoftmaxForm.h"
 #include "TiledRowVariants.h"
 
 #include "kopt/Codegen/ConvForms.h"
@@ -809,6 +813,62 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
       }
 }
 
+/// A group that is one softmax over long contiguous f32 rows as a cluster
+/// per row, the row read once and its statistics folded while it lands
+/// (ClusterSoftmax.h). Variants `softmax_c<C>_bs<B>`: the smallest cluster
+/// whose blocks hold the row and twice as many blocks, and clusters of 16
+/// (non-portable) where their halves of the row let two blocks share an SM.
+static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
+                                  const KernelTask &task) {
+  constexpr int64_t kHalfSmBytes = 112 * 1024;
+  SmallVector<Operation *> ops;
+  for (Operation &op : group.getBody().front().without_terminator())
+    if (!isInlinedOp(&op))
+      ops.push_back(&op);
+  if (ops.empty() || !ops.front()->hasAttr(kSoftmaxPartAttrName))
+    return;
+  std::optional<SoftmaxParts> softmax = findSoftmaxParts(ops.front(), ops);
+  SmallVector<Value> returned = returnedValues(group);
+  if (!softmax || softmax->ops.size() != ops.size() ||
+      !softmax->contiguousInput || returned.size() != 1 ||
+      returned.front() != softmax->result ||
+      softmax->length <= 1024 * int64_t(getRowCacheBudget(1024)))
+    return;
+  int64_t length = softmax->length;
+  auto shareBytes = [&](unsigned blocks) { return length / blocks * 4; };
+  std::vector<unsigned> clusters;
+  for (unsigned blocks : {1u, 2u, 4u, 8u})
+    if (length % (4 * blocks) == 0 && shareBytes(blocks) <= kSharedRowBytes &&
+        clusters.size() < 2)
+      clusters.push_back(blocks);
+  if (length % 64 == 0 && shareBytes(16) <= kHalfSmBytes &&
+      shareBytes(8) > kHalfSmBytes)
+    clusters.push_back(16);
+  std::string comment = describeGroup(group);
+  for (unsigned blocks : clusters)
+    for (unsigned threads : {512u, 1024u}) {
+      PlanBuilder builder(task, group, "builtin",
+                          "softmax_c" + std::to_string(blocks) + "_bs" +
+                              std::to_string(threads));
+      ClusterSoftmaxOptions options;
+      options.clusterSize = blocks;
+      options.blockSize = threads;
+      if (shareBytes(blocks) <= kHalfSmBytes && threads <= 512)
+        options.minBlocksPerSM = 2;
+      std::string input = builder.findBuffer(softmax->contiguousInput);
+      KernelOutput output = builder.outputFor(softmax->result);
+      auto kernel = generateClusterSoftmaxKernel(
+          builder.entryName("softmax"), comment, input, output.param,
+          softmax->rows, length, options, kSharedRowBytes);
+      if (!kernel) {
+        addPlan(proposal, builder, task, group, kernel.takeError());
+        continue;
+      }
+      builder.addKernel(*kernel, comment);
+      addPlan(proposal, builder, task, group, llvm::Error::success());
+    }
+}
+
 static void proposeRows(Proposal &proposal, func::FuncOp group,
                         const KernelTask &task, linalg::GenericOp anchor,
                         llvm::StringRef tag) {
@@ -1115,6 +1175,7 @@ Proposal mlir::kopt::proposeBuiltin(func::FuncOp func, const KernelTask &task) {
     return proposal;
   }
   if ((task.kind == "reduction" || task.kind == "softmax") && reduction) {
+    proposeClusterSoftmax(proposal, group, task);
     proposeRows(proposal, group, task, reduction, /*tag=*/"");
     proposeOnePassTwins(proposal, group, task);
     return proposal;

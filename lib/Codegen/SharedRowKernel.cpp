@@ -16,7 +16,7 @@ using namespace mlir::kopt;
 
 /// What cluster kernels call, in PTX (sm_90): the cooperative_groups
 /// header needs the C++ standard library headers NVRTC does not carry.
-static llvm::StringRef getClusterHelpers() {
+llvm::StringRef mlir::kopt::getClusterHelpers() {
   return R"cuda(#ifndef KOPT_CLUSTER_HELPERS
 #define KOPT_CLUSTER_HELPERS
 // Thread-block clusters: a barrier over the threads of all the cluster's

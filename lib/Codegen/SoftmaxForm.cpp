@@ -176,3 +176,48 @@ unsigned mlir::kopt::tagWrittenOutSoftmaxes(func::FuncOp func,
   }
   return tagged;
 }
+
+std::optional<SoftmaxParts>
+mlir::kopt::findSoftmaxParts(Operation *part, llvm::ArrayRef<Operation *> ops) {
+  SoftmaxParts softmax;
+  Attribute id = part->getAttr(kSoftmaxPartAttrName);
+  for (Operation *op : ops)
+    if (op->getAttr(kSoftmaxPartAttrName) == id)
+      softmax.ops.push_back(op);
+  auto isPart = [&](Operation *user) {
+    return llvm::is_contained(softmax.ops, user);
+  };
+  for (Operation *op : softmax.ops) {
+    for (Value value : op->getResults())
+      if (llvm::any_of(value.getUsers(),
+                       [&](Operation *user) { return !isPart(user); }))
+        softmax.result = value;
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!softmax.reduction && generic && generic.getNumReductionLoops() > 0)
+      softmax.reduction = generic;
+  }
+  if (!softmax.result || !softmax.reduction)
+    return std::nullopt;
+  linalg::GenericOp reduction = softmax.reduction;
+  for (auto [range, iterator] : llvm::zip(reduction.getStaticLoopRanges(),
+                                          reduction.getIteratorTypesArray()))
+    (iterator == utils::IteratorType::reduction ? softmax.length
+                                                : softmax.rows) *= range;
+  Value input = reduction.getNumDpsInputs() == 1
+                    ? reduction.getDpsInputOperand(0)->get()
+                    : Value();
+  bool lastLoopOnly = llvm::all_of(
+      llvm::enumerate(reduction.getIteratorTypesArray()), [&](auto iterator) {
+        return (iterator.value() == utils::IteratorType::reduction) ==
+               (iterator.index() + 1 == reduction.getNumLoops());
+      });
+  auto isF32 = [](Value value) {
+    return cast<ShapedType>(value.getType()).getElementType().isF32();
+  };
+  if (input && lastLoopOnly && isF32(input) && isF32(softmax.result) &&
+      input.getType() == softmax.result.getType() &&
+      reduction.getMatchingIndexingMap(reduction.getDpsInputOperand(0))
+          .isIdentity())
+    softmax.contiguousInput = input;
+  return softmax;
+}

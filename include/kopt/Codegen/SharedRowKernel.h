@@ -55,6 +55,11 @@ struct SharedRowOptions {
 /// starts 16-byte aligned.
 int64_t getSharedRowRange(int64_t rowLength, unsigned clusterSize);
 
+/// The device helpers cluster kernels call (a cluster-wide barrier, a read
+/// of another block's shared memory), guarded so that several kernels of
+/// one source may each include them.
+llvm::StringRef getClusterHelpers();
+
 /// Generates a row kernel of `numRows * clusterSize` blocks keeping the
 /// row's inputs in shared memory (GeneratedKernel::sharedBytes says how
 /// much). Outputs as for generateRowKernel.

@@ -406,6 +406,53 @@ func.func @softmax_cluster16_rows(%x: tensor<2x250001xf32>) -> tensor<2x250001xf
   return %y : tensor<2x250001xf32>
 }
 
+// The same over rows of 16-byte vectors: also the softmax that reads its
+// row once and folds it while it lands (ClusterSoftmax.h), a cluster of 8
+// and of 16 per row, 4,097 vectors a block so no block size divides them.
+func.func @softmax_cluster_read_once(%x: tensor<2x262208xf32>) -> tensor<2x262208xf32> {
+  %c0 = arith.constant 0 : i64
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %ei = tensor.empty() : tensor<2xi64>
+  %fi = linalg.fill ins(%c0 : i64) outs(%ei : tensor<2xi64>) -> tensor<2xi64>
+  %em = tensor.empty() : tensor<2xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%em : tensor<2xf32>) -> tensor<2xf32>
+  %m:2 = linalg.generic {indexing_maps = [#id2, #row2, #row2], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<2x262208xf32>) outs(%fm, %fi : tensor<2xf32>, tensor<2xi64>) {
+  ^bb0(%in: f32, %out: f32, %idx: i64):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i64
+    %mx = arith.maximumf %in, %out : f32
+    %gt = arith.cmpf ogt, %in, %out : f32
+    %sel = arith.select %gt, %ii, %idx : i64
+    linalg.yield %mx, %sel : f32, i64
+  } -> (tensor<2xf32>, tensor<2xi64>)
+  %mc = tensor.expand_shape %m#0 [[0, 1]] output_shape [2, 1] : tensor<2xf32> into tensor<2x1xf32>
+  %e = tensor.empty() : tensor<2x262208xf32>
+  %d = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %mc : tensor<2x262208xf32>, tensor<2x1xf32>) outs(%e : tensor<2x262208xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %s = arith.subf %in, %mx : f32
+    linalg.yield %s : f32
+  } -> tensor<2x262208xf32>
+  %ex = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<2x262208xf32>) outs(%e : tensor<2x262208xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %p = math.exp %in : f32
+    linalg.yield %p : f32
+  } -> tensor<2x262208xf32>
+  %es = tensor.empty() : tensor<2x1xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%es : tensor<2x1xf32>) -> tensor<2x1xf32>
+  %s = linalg.generic {indexing_maps = [#id2, #bcast2], iterator_types = ["parallel", "reduction"]} ins(%ex : tensor<2x262208xf32>) outs(%fs : tensor<2x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<2x1xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%ex, %s : tensor<2x262208xf32>, tensor<2x1xf32>) outs(%e : tensor<2x262208xf32>) {
+  ^bb0(%in: f32, %sum: f32, %out: f32):
+    %q = arith.divf %in, %sum : f32
+    linalg.yield %q : f32
+  } -> tensor<2x262208xf32>
+  return %y : tensor<2x262208xf32>
+}
+
 // A layernorm over rows whose inputs do not fit the L2 cache: also split
 // rows in batches of rows that do.
 func.func @layernorm_batched_rows(%x: tensor<3x5600003xf32>) -> tensor<3x5600003xf32> {

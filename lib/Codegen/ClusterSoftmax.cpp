@@ -1,0 +1,233 @@
+//===- ClusterSoftmax.cpp - A long-row softmax read once --------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+
+#include "ClusterSoftmax.h"
+
+#include "kopt/Codegen/CudaEmitter.h"
+#include "kopt/Codegen/SharedRowKernel.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+/// Copies of 16 bytes in commit groups, and a wait for all but the newest
+/// N groups of the thread's own copies (sm_80).
+static constexpr llvm::StringLiteral kStagedCopyHelpers = R"cuda(
+#ifndef KOPT_STAGED_COPY_HELPERS
+#define KOPT_STAGED_COPY_HELPERS
+__device__ __forceinline__ void kopt_copy_vector_async(float4 *shared,
+                                                       const float4 *global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
+               :: "r"((unsigned)__cvta_generic_to_shared(shared)),
+                  "l"(global) : "memory");
+}
+__device__ __forceinline__ void kopt_copy_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void kopt_copy_wait_newest() {
+  asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory");
+}
+#endif
+)cuda";
+
+/// The online normaliser of OnlineSoftmax.h, a 16-byte vector at a time
+/// (one rescale a vector), and the merge of two (maximum, sum) pairs.
+static constexpr llvm::StringLiteral kNormaliser = R"cuda(
+float m = -KOPT_INF_F, s = 0.0f;
+auto absorb = [&](const float4 v) {
+  const float top = kopt_maximumf(kopt_maximumf(v.x, v.y),
+                                  kopt_maximumf(v.z, v.w));
+  const float grown = kopt_maximumf(m, top);
+  const float rescale = grown == m ? 1.0f : expf(m - grown);
+  s = s * rescale + ((expf(v.x - grown) + expf(v.y - grown)) +
+                     (expf(v.z - grown) + expf(v.w - grown)));
+  m = grown;
+};
+auto merge = [&](float om, float os) {
+  const float grown = kopt_maximumf(m, om);
+  const float mine = grown == m ? 1.0f : expf(m - grown);
+  const float theirs = grown == om ? 1.0f : expf(om - grown);
+  s = s * mine + os * theirs;
+  m = grown;
+};
+)cuda";
+
+/// The block's pair from its threads': by shuffles within each warp, then
+/// by the first warp over the warps' pairs, left in kopt_m[0], kopt_s[0].
+static constexpr llvm::StringLiteral kBlockMerge = R"cuda(
+for (int o = 16; o > 0; o >>= 1) {
+  const float om = __shfl_xor_sync(0xffffffffu, m, o);
+  const float os = __shfl_xor_sync(0xffffffffu, s, o);
+  merge(om, os);
+}
+__shared__ float kopt_m[32], kopt_s[32];
+if ((threadIdx.x & 31) == 0) {
+  kopt_m[threadIdx.x >> 5] = m;
+  kopt_s[threadIdx.x >> 5] = s;
+}
+__syncthreads();
+if (threadIdx.x < 32) {
+  const bool live = threadIdx.x < (blockDim.x >> 5);
+  m = live ? kopt_m[threadIdx.x] : -KOPT_INF_F;
+  s = live ? kopt_s[threadIdx.x] : 0.0f;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, o);
+    const float os = __shfl_xor_sync(0xffffffffu, s, o);
+    merge(om, os);
+  }
+}
+)cuda";
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
+    llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
+    llvm::StringRef output, int64_t rows, int64_t length,
+    const ClusterSoftmaxOptions &options, int64_t maxSharedBytes) {
+  unsigned blocks = options.clusterSize, threads = options.blockSize;
+  if (!llvm::is_contained({1u, 2u, 4u, 8u, 16u}, blocks))
+    return llvm::createStringError("clusters of %u blocks are not supported",
+                                   blocks);
+  if (length % (4 * blocks) != 0)
+    return llvm::createStringError(
+        "a row of %lld does not split into 16-byte vectors over %u blocks",
+        static_cast<long long>(length), blocks);
+  int64_t share = length / blocks, vectors = share / 4;
+  if (share * 4 > maxSharedBytes)
+    return llvm::createStringError(
+        "a block's %lld bytes of the row exceed its shared memory",
+        static_cast<long long>(share * 4));
+
+  // Each thread's vectors are threadIdx.x + i * threads, i < perThread, in
+  // `stages` commit groups of consecutive i.
+  int64_t perThread = (vectors + threads - 1) / threads;
+  int64_t stages = std::min<int64_t>(4, perThread);
+  auto stageStart = [&](int64_t stage) {
+    return stage * perThread / stages;
+  };
+  std::string t = std::to_string(threads);
+  std::string v = std::to_string(vectors);
+  bool partial = vectors % threads != 0;
+  auto forStage = [&](CodeWriter &code, int64_t stage,
+                      llvm::StringRef statement) {
+    code.line("#pragma unroll");
+    code.line("for (int i = " + std::to_string(stageStart(stage)) +
+              "; i < " + std::to_string(stageStart(stage + 1)) + "; ++i) {");
+    code.indent();
+    code.line("const int v = threadIdx.x + i * " + t + ";");
+    if (partial)
+      code.line("if (v >= " + v + ") break;");
+    code.lines(statement);
+    code.dedent();
+    code.line("}");
+  };
+
+  GeneratedKernel kernel;
+  kernel.entry = entry.str();
+  kernel.sharedBytes = share * 4;
+  kernel.args = {input.str(), output.str()};
+  kernel.grid = {std::to_string(rows * blocks), "1", "1"};
+  kernel.block = {t, "1", "1"};
+
+  CodeWriter code;
+  code.comment(comment);
+  if (blocks > 1)
+    code.lines(getClusterHelpers());
+  code.lines(kStagedCopyHelpers);
+  std::string attributes = "__launch_bounds__(" + t +
+                           (options.minBlocksPerSM
+                                ? ", " + std::to_string(options.minBlocksPerSM)
+                                : "") +
+                           ")";
+  // A non-portable cluster is set at launch, not declared.
+  if (blocks > 8)
+    kernel.cluster = blocks;
+  else if (blocks > 1)
+    attributes = "__cluster_dims__(" + std::to_string(blocks) + ", 1, 1) " +
+                 attributes;
+  code.line("extern \"C\" __global__ void " + attributes + " " + entry.str() +
+            "(const float *__restrict__ " + input.str() +
+            ", float *__restrict__ " + output.str() + ") {");
+  code.indent();
+  // Launched without its cluster, the kernel would read other blocks'
+  // shared memory that does not exist: it stops instead.
+  if (blocks > 8)
+    code.line("if (kopt_cluster_blocks() != " + std::to_string(blocks) +
+              "u) __trap();");
+  code.line("extern __shared__ __align__(16) unsigned char kopt_smem[];");
+  code.line("float4 *const kept = reinterpret_cast<float4 *>(kopt_smem);");
+  std::string b = std::to_string(blocks);
+  code.line("const long long first = (long long)(blockIdx.x / " + b +
+            ") * " + std::to_string(length) + "LL + (long long)(blockIdx.x % " +
+            b + ") * " + std::to_string(share) + "LL;");
+  code.line("const float4 *__restrict__ x = reinterpret_cast<const float4 "
+            "*>(" +
+            input.str() + " + first);");
+  code.line("float4 *__restrict__ y = reinterpret_cast<float4 *>(" +
+            output.str() + " + first);");
+  code.comment("Every copy in flight at once, a commit group a stage.");
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    forStage(code, stage, "kopt_copy_vector_async(kept + v, x + v);");
+    code.line("kopt_copy_commit();");
+  }
+  code.lines(kNormaliser);
+  code.comment("Each stage folded as it lands: a thread reads only what it "
+               "copied itself, so no barrier is needed.");
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    code.line("kopt_copy_wait_newest<" +
+              std::to_string(stages - 1 - stage) + ">();");
+    forStage(code, stage, "absorb(kept[v]);");
+  }
+  code.lines(kBlockMerge);
+  code.line("if (threadIdx.x == 0) {");
+  code.line("  kopt_m[0] = m;");
+  code.line("  kopt_s[0] = s;");
+  code.line("}");
+  if (blocks > 1) {
+    code.comment("The cluster's pair: every block merges the blocks' pairs "
+                 "in rank order, so all divide by the same sum.");
+    code.line("kopt_cluster_sync();");
+    code.line("m = -KOPT_INF_F;");
+    code.line("s = 0.0f;");
+    code.line("#pragma unroll");
+    code.line("for (unsigned q = 0; q < " + b +
+              "u; ++q) merge(kopt_cluster_load(&kopt_m[0], q), "
+              "kopt_cluster_load(&kopt_s[0], q));");
+    code.comment("Done with the other blocks' shared memory; none leaves "
+                 "before all are (the wait at the end).");
+    code.line(
+        "asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
+        "\"memory\");");
+  } else {
+    code.line("__syncthreads();");
+    code.line("m = kopt_m[0];");
+    code.line("s = kopt_s[0];");
+  }
+  code.line("#pragma unroll");
+  code.line("for (int i = 0; i < " + std::to_string(perThread) + "; ++i) {");
+  code.indent();
+  code.line("const int v = threadIdx.x + i * " + t + ";");
+  if (partial)
+    code.line("if (v >= " + v + ") break;");
+  code.lines("float4 e = kept[v];\n"
+             "e.x = expf(e.x - m) / s;\n"
+             "e.y = expf(e.y - m) / s;\n"
+             "e.z = expf(e.z - m) / s;\n"
+             "e.w = expf(e.w - m) / s;\n"
+             "y[v] = e;");
+  code.dedent();
+  code.line("}");
+  if (blocks > 1)
+    code.line("asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: "
+              "\"memory\");");
+  code.dedent();
+  code.line("}");
+  kernel.code = code.str();
+  return kernel;
+}

@@ -1,0 +1,57 @@
+//===- ClusterSoftmax.h - A long-row softmax read once ----------*- C++ -*-===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// A softmax whose row fits the shared memory of a thread-block cluster,
+// read from DRAM once and written once. Each block of the cluster copies its
+// part of the row into shared memory with cp.async, every copy in flight at
+// once in a few commit groups, and folds each group into the online
+// normaliser (OnlineSoftmax.h) as soon as it lands, so that the statistics
+// are ready when the last bytes arrive. The blocks' (maximum, sum) pairs are
+// combined through distributed shared memory, in rank order, so that every
+// block divides by the same sum; each block then writes exp(x - m) / s from
+// shared memory, 16 bytes a store. The generic shared-row kernel
+// (SharedRowKernel.h) instead waits for the whole row and then goes over it
+// three times (maximum, exponentials, quotients), while the SM's memory
+// traffic stops.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KOPT_LIB_CODEGEN_CLUSTERSOFTMAX_H
+#define KOPT_LIB_CODEGEN_CLUSTERSOFTMAX_H
+
+#include "kopt/Codegen/KernelGenerator.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+namespace mlir::kopt {
+
+/// How the rows are shared out.
+struct ClusterSoftmaxOptions {
+  /// Blocks a row is split over: 1, 2, 4, 8 or 16 (16 is non-portable and
+  /// set at launch).
+  unsigned clusterSize = 8;
+  unsigned blockSize = 1024;
+  /// Blocks an SM must hold at once (`__launch_bounds__`), 0 for any.
+  unsigned minBlocksPerSM = 0;
+};
+
+/// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of
+/// `length` elements of plan tensor `input` into `output`, a cluster per
+/// row. Fails unless each block's share is a whole number of 16-byte
+/// vectors that fits `maxSharedBytes`.
+llvm::Expected<GeneratedKernel>
+generateClusterSoftmaxKernel(llvm::StringRef entry, llvm::StringRef comment,
+                             llvm::StringRef input, llvm::StringRef output,
+                             int64_t rows, int64_t length,
+                             const ClusterSoftmaxOptions &options,
+                             int64_t maxSharedBytes);
+
+} // namespace mlir::kopt
+
+#endif // KOPT_LIB_CODEGEN_CLUSTERSOFTMAX_H
