@@ -815,9 +815,11 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
 
 /// A group that is one softmax over long contiguous f32 rows as a cluster
 /// per row, the row read once and its statistics folded while it lands
-/// (ClusterSoftmax.h). Variants `softmax_c<C>_bs<B>`: the smallest cluster
-/// whose blocks hold the row and twice as many blocks, and clusters of 16
-/// (non-portable) where their halves of the row let two blocks share an SM.
+/// (ClusterSoftmax.h). Variants `softmax_c<C>[_r<R>]_bs<B>`: the smallest
+/// cluster whose blocks hold the row and twice as many blocks, and clusters
+/// of 16 (non-portable) where their halves of the row let two blocks share
+/// an SM; each also taking R consecutive rows in turn where there are rows
+/// enough.
 static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
                                   const KernelTask &task) {
   constexpr int64_t kHalfSmBytes = 112 * 1024;
@@ -844,15 +846,24 @@ static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   if (length % 64 == 0 && shareBytes(16) <= kHalfSmBytes &&
       shareBytes(8) > kHalfSmBytes)
     clusters.push_back(16);
+  // Rows a cluster takes in turn, and the block sizes each is tried with.
+  std::vector<std::pair<int64_t, unsigned>> forms = {
+      {1, 512}, {1, 1024}, {2, 512}, {2, 1024}, {4, 512}};
   std::string comment = describeGroup(group);
   for (unsigned blocks : clusters)
-    for (unsigned threads : {512u, 1024u}) {
-      PlanBuilder builder(task, group, "builtin",
-                          "softmax_c" + std::to_string(blocks) + "_bs" +
-                              std::to_string(threads));
+    for (auto [perCluster, threads] : forms) {
+      if (softmax->rows % perCluster != 0 ||
+          (perCluster > 1 && softmax->rows < 8 * perCluster))
+        continue;
+      PlanBuilder builder(
+          task, group, "builtin",
+          "softmax_c" + std::to_string(blocks) +
+              (perCluster > 1 ? "_r" + std::to_string(perCluster) : "") +
+              "_bs" + std::to_string(threads));
       ClusterSoftmaxOptions options;
       options.clusterSize = blocks;
       options.blockSize = threads;
+      options.rowsPerCluster = perCluster;
       if (shareBytes(blocks) <= kHalfSmBytes && threads <= 512)
         options.minBlocksPerSM = 2;
       std::string input = builder.findBuffer(softmax->contiguousInput);

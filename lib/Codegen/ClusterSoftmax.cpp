@@ -61,7 +61,7 @@ auto merge = [&](float om, float os) {
 )cuda";
 
 /// The block's pair from its threads': by shuffles within each warp, then
-/// by the first warp over the warps' pairs, left in kopt_m[0], kopt_s[0].
+/// by the first warp over the warps' pairs: thread 0 holds the block's.
 static constexpr llvm::StringLiteral kBlockMerge = R"cuda(
 for (int o = 16; o > 0; o >>= 1) {
   const float om = __shfl_xor_sync(0xffffffffu, m, o);
@@ -98,6 +98,11 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
     return llvm::createStringError(
         "a row of %lld does not split into 16-byte vectors over %u blocks",
         static_cast<long long>(length), blocks);
+  int64_t perCluster = options.rowsPerCluster;
+  if (perCluster < 1 || rows % perCluster != 0)
+    return llvm::createStringError("%lld rows do not go %lld to a cluster",
+                                   static_cast<long long>(rows),
+                                   static_cast<long long>(perCluster));
   int64_t share = length / blocks, vectors = share / 4;
   if (share * 4 > maxSharedBytes)
     return llvm::createStringError(
@@ -132,7 +137,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   kernel.entry = entry.str();
   kernel.sharedBytes = share * 4;
   kernel.args = {input.str(), output.str()};
-  kernel.grid = {std::to_string(rows * blocks), "1", "1"};
+  kernel.grid = {std::to_string(rows / perCluster * blocks), "1", "1"};
   kernel.block = {t, "1", "1"};
 
   CodeWriter code;
@@ -162,20 +167,39 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
               "u) __trap();");
   code.line("extern __shared__ __align__(16) unsigned char kopt_smem[];");
   code.line("float4 *const kept = reinterpret_cast<float4 *>(kopt_smem);");
-  std::string b = std::to_string(blocks);
-  code.line("const long long first = (long long)(blockIdx.x / " + b +
-            ") * " + std::to_string(length) + "LL + (long long)(blockIdx.x % " +
-            b + ") * " + std::to_string(share) + "LL;");
-  code.line("const float4 *__restrict__ x = reinterpret_cast<const float4 "
-            "*>(" +
-            input.str() + " + first);");
-  code.line("float4 *__restrict__ y = reinterpret_cast<float4 *>(" +
-            output.str() + " + first);");
+  code.line("__shared__ float kopt_pair[2];");
+  std::string b = std::to_string(blocks), k = std::to_string(perCluster);
+  std::string l = std::to_string(length) + "LL";
+  code.line("const long long firstRow = (long long)(blockIdx.x / " + b +
+            ") * " + k + ";");
+  code.line("const long long offset = (long long)(blockIdx.x % " + b + ") * " +
+            std::to_string(share) + "LL;");
+  auto rowPointer = [&](llvm::StringRef name, llvm::StringRef row,
+                        bool read) {
+    std::string type = read ? "const float4" : "float4";
+    std::string base = read ? input.str() : output.str();
+    return type + " *__restrict__ " + name.str() + " = reinterpret_cast<" +
+           type + " *>(" + base + " + (" + row.str() + ") * " + l +
+           " + offset);";
+  };
+  code.line("{");
+  code.indent();
+  code.line(rowPointer("x", "firstRow", true));
   code.comment("Every copy in flight at once, a commit group a stage.");
   for (int64_t stage = 0; stage < stages; ++stage) {
     forStage(code, stage, "kopt_copy_vector_async(kept + v, x + v);");
     code.line("kopt_copy_commit();");
   }
+  code.dedent();
+  code.line("}");
+  code.line("#pragma unroll 1");
+  code.line("for (int j = 0; j < " + k + "; ++j) {");
+  code.indent();
+  code.line(rowPointer("y", "firstRow + j", false));
+  code.comment("The next row's copies go where this row's outputs were read "
+               "from, as they are written.");
+  code.line(rowPointer("next", "firstRow + j + 1", true));
+  code.line("const bool more = j + 1 < " + k + ";");
   code.lines(kNormaliser);
   code.comment("Each stage folded as it lands: a thread reads only what it "
                "copied itself, so no barrier is needed.");
@@ -185,9 +209,16 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
     forStage(code, stage, "absorb(kept[v]);");
   }
   code.lines(kBlockMerge);
+  if (blocks > 1) {
+    code.comment("The previous row's pair read by every block before it is "
+                 "overwritten.");
+    code.line("if (j > 0)");
+    code.line("  asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: "
+              "\"memory\");");
+  }
   code.line("if (threadIdx.x == 0) {");
-  code.line("  kopt_m[0] = m;");
-  code.line("  kopt_s[0] = s;");
+  code.line("  kopt_pair[0] = m;");
+  code.line("  kopt_pair[1] = s;");
   code.line("}");
   if (blocks > 1) {
     code.comment("The cluster's pair: every block merges the blocks' pairs "
@@ -197,30 +228,34 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
     code.line("s = 0.0f;");
     code.line("#pragma unroll");
     code.line("for (unsigned q = 0; q < " + b +
-              "u; ++q) merge(kopt_cluster_load(&kopt_m[0], q), "
-              "kopt_cluster_load(&kopt_s[0], q));");
-    code.comment("Done with the other blocks' shared memory; none leaves "
-                 "before all are (the wait at the end).");
+              "u; ++q) merge(kopt_cluster_load(&kopt_pair[0], q), "
+              "kopt_cluster_load(&kopt_pair[1], q));");
+    code.comment("Done with the other blocks' pairs; the wait is before the "
+                 "next pair, or at the end, so that no block leaves early.");
     code.line(
         "asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
         "\"memory\");");
   } else {
     code.line("__syncthreads();");
-    code.line("m = kopt_m[0];");
-    code.line("s = kopt_s[0];");
+    code.line("m = kopt_pair[0];");
+    code.line("s = kopt_pair[1];");
   }
-  code.line("#pragma unroll");
-  code.line("for (int i = 0; i < " + std::to_string(perThread) + "; ++i) {");
-  code.indent();
-  code.line("const int v = threadIdx.x + i * " + t + ";");
-  if (partial)
-    code.line("if (v >= " + v + ") break;");
-  code.lines("float4 e = kept[v];\n"
-             "e.x = expf(e.x - m) / s;\n"
-             "e.y = expf(e.y - m) / s;\n"
-             "e.z = expf(e.z - m) / s;\n"
-             "e.w = expf(e.w - m) / s;\n"
-             "y[v] = e;");
+  code.comment("A product by the reciprocal, not a quotient an element: "
+               "the quotients' instructions were as many as the stores'.");
+  code.line("const float inverse = 1.0f / s;");
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    forStage(code, stage,
+             "float4 e = kept[v];\n"
+             "e.x = expf(e.x - m) * inverse;\n"
+             "e.y = expf(e.y - m) * inverse;\n"
+             "e.z = expf(e.z - m) * inverse;\n"
+             "e.w = expf(e.w - m) * inverse;\n"
+             "y[v] = e;\n"
+             "if (more)\n"
+             "  kopt_copy_vector_async(kept + v, next + v);");
+    code.line("if (more)");
+    code.line("  kopt_copy_commit();");
+  }
   code.dedent();
   code.line("}");
   if (blocks > 1)

@@ -14,7 +14,10 @@
 // are ready when the last bytes arrive. The blocks' (maximum, sum) pairs are
 // combined through distributed shared memory, in rank order, so that every
 // block divides by the same sum; each block then writes exp(x - m) / s from
-// shared memory, 16 bytes a store. The generic shared-row kernel
+// shared memory, 16 bytes a store. A cluster may take several consecutive
+// rows in turn: as it writes a row it issues the copies of the next into
+// the shared memory just read, so that loads and stores overlap and the
+// clusters are launched fewer times. The generic shared-row kernel
 // (SharedRowKernel.h) instead waits for the whole row and then goes over it
 // three times (maximum, exponentials, quotients), while the SM's memory
 // traffic stops.
@@ -37,6 +40,10 @@ struct ClusterSoftmaxOptions {
   /// set at launch).
   unsigned clusterSize = 8;
   unsigned blockSize = 1024;
+  /// Consecutive rows a cluster takes in turn, each row's copies issued as
+  /// the row before is written, into the shared memory its outputs were
+  /// read from.
+  int64_t rowsPerCluster = 1;
   /// Blocks an SM must hold at once (`__launch_bounds__`), 0 for any.
   unsigned minBlocksPerSM = 0;
 };

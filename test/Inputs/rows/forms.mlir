@@ -453,6 +453,53 @@ func.func @softmax_cluster_read_once(%x: tensor<2x262208xf32>) -> tensor<2x26220
   return %y : tensor<2x262208xf32>
 }
 
+// Rows enough for a block or a cluster taking 2 and 4 rows in turn, each
+// row's copies issued as the row before is written (ClusterSoftmax.h);
+// 10,002 and 5,001 vectors a block.
+func.func @softmax_cluster_rows_in_turn(%x: tensor<32x40008xf32>) -> tensor<32x40008xf32> {
+  %c0 = arith.constant 0 : i64
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %ei = tensor.empty() : tensor<32xi64>
+  %fi = linalg.fill ins(%c0 : i64) outs(%ei : tensor<32xi64>) -> tensor<32xi64>
+  %em = tensor.empty() : tensor<32xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%em : tensor<32xf32>) -> tensor<32xf32>
+  %m:2 = linalg.generic {indexing_maps = [#id2, #row2, #row2], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<32x40008xf32>) outs(%fm, %fi : tensor<32xf32>, tensor<32xi64>) {
+  ^bb0(%in: f32, %out: f32, %idx: i64):
+    %i = linalg.index 1 : index
+    %ii = arith.index_cast %i : index to i64
+    %mx = arith.maximumf %in, %out : f32
+    %gt = arith.cmpf ogt, %in, %out : f32
+    %sel = arith.select %gt, %ii, %idx : i64
+    linalg.yield %mx, %sel : f32, i64
+  } -> (tensor<32xf32>, tensor<32xi64>)
+  %mc = tensor.expand_shape %m#0 [[0, 1]] output_shape [32, 1] : tensor<32xf32> into tensor<32x1xf32>
+  %e = tensor.empty() : tensor<32x40008xf32>
+  %d = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %mc : tensor<32x40008xf32>, tensor<32x1xf32>) outs(%e : tensor<32x40008xf32>) {
+  ^bb0(%in: f32, %mx: f32, %out: f32):
+    %s = arith.subf %in, %mx : f32
+    linalg.yield %s : f32
+  } -> tensor<32x40008xf32>
+  %ex = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%d : tensor<32x40008xf32>) outs(%e : tensor<32x40008xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %p = math.exp %in : f32
+    linalg.yield %p : f32
+  } -> tensor<32x40008xf32>
+  %es = tensor.empty() : tensor<32x1xf32>
+  %fs = linalg.fill ins(%zero : f32) outs(%es : tensor<32x1xf32>) -> tensor<32x1xf32>
+  %s = linalg.generic {indexing_maps = [#id2, #bcast2], iterator_types = ["parallel", "reduction"]} ins(%ex : tensor<32x40008xf32>) outs(%fs : tensor<32x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  } -> tensor<32x1xf32>
+  %y = linalg.generic {indexing_maps = [#id2, #bcast2, #id2], iterator_types = ["parallel", "parallel"]} ins(%ex, %s : tensor<32x40008xf32>, tensor<32x1xf32>) outs(%e : tensor<32x40008xf32>) {
+  ^bb0(%in: f32, %sum: f32, %out: f32):
+    %q = arith.divf %in, %sum : f32
+    linalg.yield %q : f32
+  } -> tensor<32x40008xf32>
+  return %y : tensor<32x40008xf32>
+}
+
 // A layernorm over rows whose inputs do not fit the L2 cache: also split
 // rows in batches of rows that do.
 func.func @layernorm_batched_rows(%x: tensor<3x5600003xf32>) -> tensor<3x5600003xf32> {
