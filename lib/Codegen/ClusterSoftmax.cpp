@@ -113,17 +113,15 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   // `stages` commit groups of consecutive i.
   int64_t perThread = (vectors + threads - 1) / threads;
   int64_t stages = std::min<int64_t>(4, perThread);
-  auto stageStart = [&](int64_t stage) {
-    return stage * perThread / stages;
-  };
+  auto stageStart = [&](int64_t stage) { return stage * perThread / stages; };
   std::string t = std::to_string(threads);
   std::string v = std::to_string(vectors);
   bool partial = vectors % threads != 0;
   auto forStage = [&](CodeWriter &code, int64_t stage,
                       llvm::StringRef statement) {
     code.line("#pragma unroll");
-    code.line("for (int i = " + std::to_string(stageStart(stage)) +
-              "; i < " + std::to_string(stageStart(stage + 1)) + "; ++i) {");
+    code.line("for (int i = " + std::to_string(stageStart(stage)) + "; i < " +
+              std::to_string(stageStart(stage + 1)) + "; ++i) {");
     code.indent();
     code.line("const int v = threadIdx.x + i * " + t + ";");
     if (partial)
@@ -145,17 +143,17 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   if (blocks > 1)
     code.lines(getClusterHelpers());
   code.lines(kStagedCopyHelpers);
-  std::string attributes = "__launch_bounds__(" + t +
-                           (options.minBlocksPerSM
-                                ? ", " + std::to_string(options.minBlocksPerSM)
-                                : "") +
-                           ")";
+  std::string attributes =
+      "__launch_bounds__(" + t +
+      (options.minBlocksPerSM ? ", " + std::to_string(options.minBlocksPerSM)
+                              : "") +
+      ")";
   // A non-portable cluster is set at launch, not declared.
   if (blocks > 8)
     kernel.cluster = blocks;
   else if (blocks > 1)
-    attributes = "__cluster_dims__(" + std::to_string(blocks) + ", 1, 1) " +
-                 attributes;
+    attributes =
+        "__cluster_dims__(" + std::to_string(blocks) + ", 1, 1) " + attributes;
   code.line("extern \"C\" __global__ void " + attributes + " " + entry.str() +
             "(const float *__restrict__ " + input.str() +
             ", float *__restrict__ " + output.str() + ") {");
@@ -174,8 +172,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
             ") * " + k + ";");
   code.line("const long long offset = (long long)(blockIdx.x % " + b + ") * " +
             std::to_string(share) + "LL;");
-  auto rowPointer = [&](llvm::StringRef name, llvm::StringRef row,
-                        bool read) {
+  auto rowPointer = [&](llvm::StringRef name, llvm::StringRef row, bool read) {
     std::string type = read ? "const float4" : "float4";
     std::string base = read ? input.str() : output.str();
     return type + " *__restrict__ " + name.str() + " = reinterpret_cast<" +
@@ -204,8 +201,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   code.comment("Each stage folded as it lands: a thread reads only what it "
                "copied itself, so no barrier is needed.");
   for (int64_t stage = 0; stage < stages; ++stage) {
-    code.line("kopt_copy_wait_newest<" +
-              std::to_string(stages - 1 - stage) + ">();");
+    code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
+              ">();");
     forStage(code, stage, "absorb(kept[v]);");
   }
   code.lines(kBlockMerge);
@@ -232,9 +229,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
               "kopt_cluster_load(&kopt_pair[1], q));");
     code.comment("Done with the other blocks' pairs; the wait is before the "
                  "next pair, or at the end, so that no block leaves early.");
-    code.line(
-        "asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
-        "\"memory\");");
+    code.line("asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
+              "\"memory\");");
   } else {
     code.line("__syncthreads();");
     code.line("m = kopt_pair[0];");

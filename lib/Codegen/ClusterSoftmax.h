@@ -52,12 +52,10 @@ struct ClusterSoftmaxOptions {
 /// `length` elements of plan tensor `input` into `output`, a cluster per
 /// row. Fails unless each block's share is a whole number of 16-byte
 /// vectors that fits `maxSharedBytes`.
-llvm::Expected<GeneratedKernel>
-generateClusterSoftmaxKernel(llvm::StringRef entry, llvm::StringRef comment,
-                             llvm::StringRef input, llvm::StringRef output,
-                             int64_t rows, int64_t length,
-                             const ClusterSoftmaxOptions &options,
-                             int64_t maxSharedBytes);
+llvm::Expected<GeneratedKernel> generateClusterSoftmaxKernel(
+    llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
+    llvm::StringRef output, int64_t rows, int64_t length,
+    const ClusterSoftmaxOptions &options, int64_t maxSharedBytes);
 
 } // namespace mlir::kopt
 

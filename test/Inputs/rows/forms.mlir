@@ -453,7 +453,7 @@ func.func @softmax_cluster_read_once(%x: tensor<2x262208xf32>) -> tensor<2x26220
   return %y : tensor<2x262208xf32>
 }
 
-// Rows enough for a block or a cluster taking 2 and 4 rows in turn, each
+// Rows enough for a block or a cluster taking 4 rows in turn, each
 // row's copies issued as the row before is written (ClusterSoftmax.h);
 // 10,002 and 5,001 vectors a block.
 func.func @softmax_cluster_rows_in_turn(%x: tensor<32x40008xf32>) -> tensor<32x40008xf32> {
