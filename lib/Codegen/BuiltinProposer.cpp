@@ -866,7 +866,11 @@ static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
       options.rowsPerCluster = perCluster;
       if (shareBytes(blocks) <= kHalfSmBytes && threads <= 512)
         options.minBlocksPerSM = 2;
+      // The rows are read straight from a plan tensor: an input computed
+      // in the group (inlined into its readers) has none.
       std::string input = builder.findBuffer(softmax->contiguousInput);
+      if (input.empty())
+        return;
       KernelOutput output = builder.outputFor(softmax->result);
       auto kernel = generateClusterSoftmaxKernel(
           builder.entryName("softmax"), comment, input, output.param,
