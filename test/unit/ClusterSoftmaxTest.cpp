@@ -37,8 +37,8 @@ TEST(ClusterSoftmax, PortableClusterDeclaredInTheSource) {
   ClusterSoftmaxOptions options;
   options.clusterSize = 8;
   options.blockSize = 512;
-  auto kernel = generateClusterSoftmaxKernel("k", "softmax", "in0", "out0",
-                                             512, 393216, options, kShared);
+  auto kernel = generateClusterSoftmaxKernel("k", "softmax", "in0", "out0", 512,
+                                             393216, options, kShared);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
   EXPECT_EQ(kernel->grid[0], "4096");
   EXPECT_EQ(kernel->block[0], "512");
@@ -54,8 +54,8 @@ TEST(ClusterSoftmax, ClustersOf16SetAtLaunchAndRowsInTurn) {
   options.blockSize = 512;
   options.rowsPerCluster = 4;
   options.minBlocksPerSM = 2;
-  auto kernel = generateClusterSoftmaxKernel("k", "softmax", "in0", "out0",
-                                             512, 393216, options, kShared);
+  auto kernel = generateClusterSoftmaxKernel("k", "softmax", "in0", "out0", 512,
+                                             393216, options, kShared);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
   EXPECT_EQ(kernel->grid[0], "2048");
   EXPECT_EQ(kernel->cluster, 16u);
