@@ -98,6 +98,10 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
     return llvm::createStringError(
         "a row of %lld does not split into 16-byte vectors over %u blocks",
         static_cast<long long>(length), blocks);
+  // The block's pair is merged by warps, then by the first warp over them.
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    return llvm::createStringError(
+        "blocks of %u threads: whole warps, at most 32, are needed", threads);
   int64_t perCluster = options.rowsPerCluster;
   if (perCluster < 1 || rows % perCluster != 0)
     return llvm::createStringError("%lld rows do not go %lld to a cluster",

@@ -39,6 +39,7 @@ struct ClusterSoftmaxOptions {
   /// Blocks a row is split over: 1, 2, 4, 8 or 16 (16 is non-portable and
   /// set at launch).
   unsigned clusterSize = 8;
+  /// Threads a block: whole warps, at most 1024.
   unsigned blockSize = 1024;
   /// Consecutive rows a cluster takes in turn, each row's copies issued as
   /// the row before is written, into the shared memory its outputs were
@@ -51,7 +52,8 @@ struct ClusterSoftmaxOptions {
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of
 /// `length` elements of plan tensor `input` into `output`, a cluster per
 /// row. Fails unless each block's share is a whole number of 16-byte
-/// vectors that fits `maxSharedBytes`.
+/// vectors that fits `maxSharedBytes`, the block whole warps and the rows
+/// a whole number of clusters' turns.
 llvm::Expected<GeneratedKernel> generateClusterSoftmaxKernel(
     llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
     llvm::StringRef output, int64_t rows, int64_t length,

@@ -86,6 +86,13 @@ TEST(ClusterSoftmax, RefusesShapesItCannotTake) {
             "blocks");
   EXPECT_EQ(errorOf(4, 8 * 51208, options),
             "a block's 204832 bytes of the row exceed its shared memory");
+  options.blockSize = 1056;
+  EXPECT_EQ(errorOf(4, 393216, options),
+            "blocks of 1056 threads: whole warps, at most 32, are needed");
+  options.blockSize = 500;
+  EXPECT_EQ(errorOf(4, 393216, options),
+            "blocks of 500 threads: whole warps, at most 32, are needed");
+  options.blockSize = 512;
   options.rowsPerCluster = 3;
   EXPECT_EQ(errorOf(4, 393216, options), "4 rows do not go 3 to a cluster");
   options.rowsPerCluster = 0;
