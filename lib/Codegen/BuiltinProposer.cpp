@@ -697,6 +697,8 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
 /// Dynamic shared memory a block of the `smem_*` variants holds its part
 /// of the row in.
 constexpr int64_t kSharedRowBytes = 200 * 1024;
+/// Two blocks of this much fit an SM's 228 KB with their reserved 1 KB.
+constexpr int64_t kHalfSmBytes = 112 * 1024;
 
 static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
@@ -766,8 +768,6 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
                               const KernelTask &task, int64_t rows,
                               int64_t length, llvm::StringRef tag) {
   constexpr int64_t kBytes = kSharedRowBytes;
-  // Two blocks of this much fit an SM's 228 KB with their reserved 1 KB.
-  constexpr int64_t kHalfSmBytes = 112 * 1024;
   if (length <= 1024 * int64_t(getRowCacheBudget(1024)))
     return;
   std::vector<unsigned> clusters;
@@ -822,7 +822,6 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
 /// enough (on the H200, 2 rows a cluster were never faster than 1 or 4).
 static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
                                   const KernelTask &task) {
-  constexpr int64_t kHalfSmBytes = 112 * 1024;
   SmallVector<Operation *> ops;
   for (Operation &op : group.getBody().front().without_terminator())
     if (!isInlinedOp(&op))

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ClusterSoftmax.h"
+#include "OnlineSoftmax.h"
 
 #include "kopt/Codegen/CudaEmitter.h"
 #include "kopt/Codegen/SharedRowKernel.h"
@@ -39,7 +40,7 @@ template <int N> __device__ __forceinline__ void kopt_copy_wait_newest() {
 )cuda";
 
 /// The online normaliser of OnlineSoftmax.h, a 16-byte vector at a time
-/// (one rescale a vector), and the merge of two (maximum, sum) pairs.
+/// (one rescale a vector).
 static constexpr llvm::StringLiteral kNormaliser = R"cuda(
 float m = -KOPT_INF_F, s = 0.0f;
 auto absorb = [&](const float4 v) {
@@ -51,39 +52,6 @@ auto absorb = [&](const float4 v) {
                      (expf(v.z - grown) + expf(v.w - grown)));
   m = grown;
 };
-auto merge = [&](float om, float os) {
-  const float grown = kopt_maximumf(m, om);
-  const float mine = grown == m ? 1.0f : expf(m - grown);
-  const float theirs = grown == om ? 1.0f : expf(om - grown);
-  s = s * mine + os * theirs;
-  m = grown;
-};
-)cuda";
-
-/// The block's pair from its threads': by shuffles within each warp, then
-/// by the first warp over the warps' pairs: thread 0 holds the block's.
-static constexpr llvm::StringLiteral kBlockMerge = R"cuda(
-for (int o = 16; o > 0; o >>= 1) {
-  const float om = __shfl_xor_sync(0xffffffffu, m, o);
-  const float os = __shfl_xor_sync(0xffffffffu, s, o);
-  merge(om, os);
-}
-__shared__ float kopt_m[32], kopt_s[32];
-if ((threadIdx.x & 31) == 0) {
-  kopt_m[threadIdx.x >> 5] = m;
-  kopt_s[threadIdx.x >> 5] = s;
-}
-__syncthreads();
-if (threadIdx.x < 32) {
-  const bool live = threadIdx.x < (blockDim.x >> 5);
-  m = live ? kopt_m[threadIdx.x] : -KOPT_INF_F;
-  s = live ? kopt_s[threadIdx.x] : 0.0f;
-  for (int o = 16; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, m, o);
-    const float os = __shfl_xor_sync(0xffffffffu, s, o);
-    merge(om, os);
-  }
-}
 )cuda";
 
 llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
@@ -209,7 +177,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
               ">();");
     forStage(code, stage, "absorb(kept[v]);");
   }
-  code.lines(kBlockMerge);
+  code.lines(getBlockPairMerge());
   if (blocks > 1) {
     code.comment("The previous row's pair read by every block before it is "
                  "overwritten.");

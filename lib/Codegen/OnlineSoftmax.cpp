@@ -8,10 +8,50 @@
 
 #include "OnlineSoftmax.h"
 
+#include "kopt/Codegen/CudaEmitter.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
 using namespace mlir::kopt;
+
+/// Two (m, s) pairs merged as the rescaled sum at the larger maximum
+/// (`merge`), and the block's pair from its threads': by shuffles within
+/// each warp, then by the first warp over the warps' pairs, thread 0 left
+/// holding it.
+static constexpr llvm::StringLiteral kBlockPairMerge =
+    R"cuda(// Two (m, s) pairs combine as the rescaled sum at the larger maximum.
+auto merge = [&](float om, float os) {
+  const float grown = kopt_maximumf(m, om);
+  const float mine = grown == m ? 1.0f : expf(m - grown);
+  const float theirs = grown == om ? 1.0f : expf(om - grown);
+  s = s * mine + os * theirs;
+  m = grown;
+};
+for (int o = 16; o > 0; o >>= 1) {
+  const float om = __shfl_xor_sync(0xffffffffu, m, o);
+  const float os = __shfl_xor_sync(0xffffffffu, s, o);
+  merge(om, os);
+}
+__shared__ float kopt_m[32], kopt_s[32];
+if ((threadIdx.x & 31) == 0) {
+  kopt_m[threadIdx.x >> 5] = m;
+  kopt_s[threadIdx.x >> 5] = s;
+}
+__syncthreads();
+if (threadIdx.x < 32) {
+  const bool live = threadIdx.x < (blockDim.x >> 5);
+  m = live ? kopt_m[threadIdx.x] : -KOPT_INF_F;
+  s = live ? kopt_s[threadIdx.x] : 0.0f;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float om = __shfl_xor_sync(0xffffffffu, m, o);
+    const float os = __shfl_xor_sync(0xffffffffu, s, o);
+    merge(om, os);
+  }
+}
+)cuda";
+
+llvm::StringRef mlir::kopt::getBlockPairMerge() { return kBlockPairMerge; }
 
 /// The kernel's body after its signature, with @IN@ the input, @OUT@ the
 /// output, @LENGTH@ the row length, @WIDTH@ the elements a load reads (1 or
@@ -37,38 +77,9 @@ static constexpr llvm::StringLiteral kBody = R"cuda(
     for (int j = 0; j < @WIDTH@; ++j)
       absorb(e[j]);
   }
-  // Two (m, s) pairs combine as the rescaled sum at the larger maximum.
-  auto merge = [&](float om, float os) {
-    const float grown = kopt_maximumf(m, om);
-    const float mine = grown == m ? 1.0f : expf(m - grown);
-    const float theirs = grown == om ? 1.0f : expf(om - grown);
-    s = s * mine + os * theirs;
-    m = grown;
-  };
-  for (int o = 16; o > 0; o >>= 1) {
-    const float om = __shfl_xor_sync(0xffffffffu, m, o);
-    const float os = __shfl_xor_sync(0xffffffffu, s, o);
-    merge(om, os);
-  }
-  __shared__ float kopt_m[32], kopt_s[32];
-  if ((threadIdx.x & 31) == 0) {
-    kopt_m[threadIdx.x >> 5] = m;
-    kopt_s[threadIdx.x >> 5] = s;
-  }
-  __syncthreads();
-  if (threadIdx.x < 32) {
-    const bool live = threadIdx.x < (blockDim.x >> 5);
-    m = live ? kopt_m[threadIdx.x] : -KOPT_INF_F;
-    s = live ? kopt_s[threadIdx.x] : 0.0f;
-    for (int o = 16; o > 0; o >>= 1) {
-      const float om = __shfl_xor_sync(0xffffffffu, m, o);
-      const float os = __shfl_xor_sync(0xffffffffu, s, o);
-      merge(om, os);
-    }
-    if (threadIdx.x == 0) {
-      kopt_m[0] = m;
-      kopt_s[0] = s;
-    }
+@MERGE@  if (threadIdx.x == 0) {
+    kopt_m[0] = m;
+    kopt_s[0] = s;
   }
   __syncthreads();
   const float max = kopt_m[0], sum = kopt_s[0];
@@ -93,6 +104,10 @@ GeneratedKernel mlir::kopt::generateOnlineSoftmaxKernel(
          at = body.find(from, at + to.size()))
       body.replace(at, from.size(), to);
   };
+  CodeWriter merge;
+  merge.indent();
+  merge.lines(kBlockPairMerge);
+  replace("@MERGE@", merge.str());
   replace("@IN@", input.str());
   replace("@OUT@", output.str());
   replace("@LENGTH@", std::to_string(length));

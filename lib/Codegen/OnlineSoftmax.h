@@ -25,6 +25,13 @@
 
 namespace mlir::kopt {
 
+/// CUDA statements, for a block whose threads each hold a (maximum m, sum
+/// s of exp(x - m)) pair of the online normaliser: `merge(om, os)`, folding
+/// another pair into the thread's, then the block's pair merged from its
+/// threads', left in thread 0's m and s (the other threads' are partial).
+/// Declares `kopt_m` and `kopt_s`, 32 floats of shared memory each.
+llvm::StringRef getBlockPairMerge();
+
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of
 /// `length` elements of plan tensor `input` into `output`, with `threads`
 /// threads a block (a power of two, 64 to 1024).

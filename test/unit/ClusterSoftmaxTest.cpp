@@ -24,10 +24,15 @@ namespace {
 
 constexpr int64_t kShared = 200 * 1024;
 
+llvm::Expected<mlir::kopt::GeneratedKernel>
+generate(int64_t rows, int64_t length, const ClusterSoftmaxOptions &options) {
+  return generateClusterSoftmaxKernel("k", "softmax", "in0", "out0", rows,
+                                      length, options, kShared);
+}
+
 std::string errorOf(int64_t rows, int64_t length,
                     const ClusterSoftmaxOptions &options) {
-  auto kernel = generateClusterSoftmaxKernel("k", "softmax", "in0", "out0",
-                                             rows, length, options, kShared);
+  auto kernel = generate(rows, length, options);
   if (kernel)
     return "";
   return llvm::toString(kernel.takeError());
@@ -37,8 +42,7 @@ TEST(ClusterSoftmax, PortableClusterDeclaredInTheSource) {
   ClusterSoftmaxOptions options;
   options.clusterSize = 8;
   options.blockSize = 512;
-  auto kernel = generateClusterSoftmaxKernel("k", "softmax", "in0", "out0", 512,
-                                             393216, options, kShared);
+  auto kernel = generate(512, 393216, options);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
   EXPECT_EQ(kernel->grid[0], "4096");
   EXPECT_EQ(kernel->block[0], "512");
@@ -54,8 +58,7 @@ TEST(ClusterSoftmax, ClustersOf16SetAtLaunchAndRowsInTurn) {
   options.blockSize = 512;
   options.rowsPerCluster = 4;
   options.minBlocksPerSM = 2;
-  auto kernel = generateClusterSoftmaxKernel("k", "softmax", "in0", "out0", 512,
-                                             393216, options, kShared);
+  auto kernel = generate(512, 393216, options);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
   EXPECT_EQ(kernel->grid[0], "2048");
   EXPECT_EQ(kernel->cluster, 16u);
@@ -68,8 +71,7 @@ TEST(ClusterSoftmax, ClustersOf16SetAtLaunchAndRowsInTurn) {
 TEST(ClusterSoftmax, OneBlockNeedsNoCluster) {
   ClusterSoftmaxOptions options;
   options.clusterSize = 1;
-  auto kernel = generateClusterSoftmaxKernel("k", "softmax", "in0", "out0", 3,
-                                             40000, options, kShared);
+  auto kernel = generate(3, 40000, options);
   ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
   EXPECT_EQ(kernel->grid[0], "3");
   EXPECT_EQ(kernel->code.find("cluster"), std::string::npos);
