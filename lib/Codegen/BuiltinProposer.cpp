@@ -100,12 +100,18 @@ struct PoolingVariant {
   PoolingWindow window;
   unsigned blockSize;
   unsigned outputsPerThread;
-  /// Set for a warp kernel (generateWarpPoolingKernel): the window along
-  /// rows, `window` the one down columns, `outputsPerThread` the rows a
-  /// warp takes.
+  /// Set for a warp or tile kernel (generateWarpPoolingKernel,
+  /// generateTiledPoolingKernel): the window along rows, `window` the one
+  /// down columns, `outputsPerThread` the rows a warp or tile takes.
   std::optional<PoolingWindow> rowWindow = std::nullopt;
+  /// Set for a tile kernel: the tile's output columns, at most.
+  int64_t tileColumns = 0;
   std::string name() const {
+    if (tileColumns)
+      return "pool_tile" + std::to_string(outputsPerThread) + "x" +
+             std::to_string(tileColumns) + "_bs" + std::to_string(blockSize);
     return (rowWindow                   ? "pool_warp"
+            : rowWindow                 ? "pool_warp"
             : slidesDownColumns(window) ? "pool_col"
                                         : "pool_w") +
            std::to_string(outputsPerThread) + "_bs" + std::to_string(blockSize);
@@ -118,7 +124,8 @@ struct PoolingVariant {
 /// row are shared by the rows after it, 8 or 16. A 2-D window of stride 1
 /// along both (its two windows come in pairs) also as warps sliding down
 /// 16 or 32 rows of 32 columns (`pool_warp<R>_bs<B>`), each input row
-/// read once and its window folded by warp shuffles.
+/// read once and its window folded by warp shuffles, and as blocks staging
+/// tiles of R x C outputs' input in shared memory (`pool_tile<R>x<C>_bs<C>`).
 static std::vector<PoolingVariant>
 poolingVariants(llvm::ArrayRef<PoolingWindow> windows) {
   std::vector<PoolingVariant> variants;
@@ -132,6 +139,17 @@ poolingVariants(llvm::ArrayRef<PoolingWindow> windows) {
     for (unsigned rows : {16u, 32u})
       if (shape[shape.size() - 2] >= rows && shape.back() >= 32)
         variants.push_back({*down, 128, rows, *along});
+    // Tiles of 8 or 16 rows by 128 columns, or 8 by 256, where rows have
+    // as many outputs: small blocks (many resident an SM) keep the most
+    // loads in flight (bench/results/2026-12-04-h200-pool-tiles.md).
+    struct Tile {
+      unsigned rows;
+      int64_t columns;
+    };
+    for (Tile tile : {Tile{8, 128}, Tile{16, 128}, Tile{8, 256}})
+      if (shape[shape.size() - 2] >= tile.rows && shape.back() >= tile.columns)
+        variants.push_back(
+            {*down, unsigned(tile.columns), tile.rows, *along, tile.columns});
   }
   for (const PoolingWindow &window : windows) {
     int64_t extent = cast<ShapedType>(window.op->getResult(0).getType())
@@ -187,6 +205,19 @@ static llvm::Error emitPooling(PlanBuilder &builder, MLIRContext *context,
   std::vector<KernelOutput> outputs;
   for (Value value : values)
     outputs.push_back(builder.outputFor(value));
+  if (variant.tileColumns) {
+    TiledPoolingOptions options;
+    options.blockSize = variant.blockSize;
+    options.tileRows = variant.outputsPerThread;
+    options.maxTileColumns = variant.tileColumns;
+    auto kernel = generateTiledPoolingKernel(
+        context, builder.entryName("pool"), comment, outputs, builder.leafFn(),
+        variant.window, *variant.rowWindow, options);
+    if (!kernel)
+      return kernel.takeError();
+    builder.addKernel(*kernel, comment);
+    return llvm::Error::success();
+  }
   if (variant.rowWindow) {
     WarpPoolingOptions options;
     options.blockSize = variant.blockSize;

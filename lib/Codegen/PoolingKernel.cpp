@@ -230,11 +230,10 @@ private:
 };
 } // namespace
 
-/// The pool's body folding `element` into `acc`, emitted into `body`.
-static llvm::Expected<std::string> combineInto(CodeWriter &body,
-                                               const PoolingWindow &window,
-                                               llvm::StringRef element,
-                                               llvm::StringRef acc) {
+llvm::Expected<std::string> mlir::kopt::combineInto(CodeWriter &body,
+                                                    const PoolingWindow &window,
+                                                    llvm::StringRef element,
+                                                    llvm::StringRef acc) {
   linalg::GenericOp op = window.op;
   Block &block = op.getRegion().front();
   SmallVector<std::string> args;
@@ -355,12 +354,11 @@ llvm::Error PoolingKernelEmitter::emitPool() {
   return llvm::Error::success();
 }
 
-/// Declares the kernel's indices of dimensions 0 to `count` - 1 that the
-/// code reads, `names[d]`, from `rest`, their linear index (dimension 0
-/// outermost), which it divides down as it goes.
-static void declareOuterIndices(CodeWriter &code, const TensorEmitter &emitter,
-                                llvm::ArrayRef<std::string> names,
-                                llvm::ArrayRef<int64_t> shape, unsigned count) {
+void mlir::kopt::declareOuterIndices(CodeWriter &code,
+                                     const TensorEmitter &emitter,
+                                     llvm::ArrayRef<std::string> names,
+                                     llvm::ArrayRef<int64_t> shape,
+                                     unsigned count) {
   int outermost = count;
   for (unsigned d = 0; d < count; ++d)
     if (emitter.usesDim(d)) {

@@ -115,6 +115,50 @@ llvm::Expected<GeneratedKernel> generatePoolingKernel(
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
     const PoolingWindow &window, const PoolingOptions &options);
 
+/// Shared memory a tiled pooling kernel's block holds, at most: two blocks
+/// fit on an SM.
+constexpr int64_t kMaxTiledPoolingBytes = 112 * 1024;
+
+/// Options of a pooling kernel whose blocks stage an input tile in shared
+/// memory.
+struct TiledPoolingOptions {
+  unsigned blockSize = 128;
+  /// Output rows a block computes per tile.
+  unsigned tileRows = 8;
+  /// Output columns per tile: the whole row up to this many, else tiles of
+  /// this many.
+  int64_t maxTileColumns = 128;
+  int64_t maxBlocks = 65535;
+};
+
+/// Generates a pooling kernel for a 2-D window of stride 1 and dilation 1
+/// along both innermost dimensions (`rows` slides down columns, `columns`
+/// along rows, both windows of one op): each block takes a tile of
+/// `tileRows` output rows and up to `maxTileColumns` columns, reads the
+/// input tile its windows cover into shared memory once (coalesced, many
+/// loads in flight per thread, the input's producers and padding computed
+/// per element), then each thread walks down an output column folding each
+/// input row's window from shared memory and each output's window rows from
+/// registers. The last tile of a row or column overlaps the one before.
+llvm::Expected<GeneratedKernel> generateTiledPoolingKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const PoolingWindow &rows, const PoolingWindow &columns,
+    const TiledPoolingOptions &options);
+
+/// The pool's body folding `element` into `acc`, emitted into `body`.
+llvm::Expected<std::string> combineInto(CodeWriter &body,
+                                        const PoolingWindow &window,
+                                        llvm::StringRef element,
+                                        llvm::StringRef acc);
+
+/// Declares the kernel's indices of dimensions 0 to `count` - 1 that the
+/// code reads, `names[d]`, from `rest`, their linear index (dimension 0
+/// outermost), which it divides down as it goes.
+void declareOuterIndices(CodeWriter &code, const TensorEmitter &emitter,
+                         llvm::ArrayRef<std::string> names,
+                         llvm::ArrayRef<int64_t> shape, unsigned count);
+
 } // namespace mlir::kopt
 
 #endif // KOPT_LIB_CODEGEN_POOLINGKERNEL_H

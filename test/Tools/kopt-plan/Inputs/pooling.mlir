@@ -4,7 +4,8 @@
 //
 // Pools for the sliding-window pooling kernels (test/Tools/kopt-plan/
 // pooling.test): padded and strided, dilated, 1-D, sum pools (one large
-// enough for warps sliding down 16 and 32 rows of 32 columns), f16 and
+// enough for warps sliding down 16 and 32 rows of 32 columns, two for
+// blocks staging tiles in shared memory), f16 and
 // i32, widths no group of outputs divides, a channels-last pool (column
 // kernels only) and a pool along an outer dimension the kernels leave to
 // the pointwise ones; a convolution in generic form,
@@ -83,6 +84,43 @@ func.func @avgpool_warps(%x: tensor<2x3x40x70xf32>) -> tensor<2x3x40x70xf32> {
     linalg.yield %q : f32
   } -> tensor<2x3x40x70xf32>
   return %d : tensor<2x3x40x70xf32>
+}
+
+// max_pool2d(kernel 4, stride 1, padding 1) on 38x601: blocks staging
+// tiles of 16 or 32 rows in shared memory, the last tile of a column (at
+// 21 or 5) and of a row (at 88) overlapping the one before.
+func.func @maxpool_tiles(%x: tensor<1x2x38x601xf32>) -> tensor<1x2x37x600xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %ninf : f32
+  } : tensor<1x2x38x601xf32> to tensor<1x2x40x603xf32>
+  %e = tensor.empty() : tensor<1x2x37x600xf32>
+  %f = linalg.fill ins(%ninf : f32) outs(%e : tensor<1x2x37x600xf32>) -> tensor<1x2x37x600xf32>
+  %win = tensor.empty() : tensor<4x4xf32>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %win : tensor<1x2x40x603xf32>, tensor<4x4xf32>) outs(%f : tensor<1x2x37x600xf32>) -> tensor<1x2x37x600xf32>
+  return %p : tensor<1x2x37x600xf32>
+}
+
+// avg_pool2d(kernel 3, stride 1, padding 1) on 20x130: tiles of 16 rows,
+// the division applied as each output is stored.
+func.func @avgpool_tiles(%x: tensor<1x3x20x130xf32>) -> tensor<1x3x20x130xf32> {
+  %zero = arith.constant 0.0 : f32
+  %nine = arith.constant 9.0 : f32
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x3x20x130xf32> to tensor<1x3x22x132xf32>
+  %e = tensor.empty() : tensor<1x3x20x130xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x3x20x130xf32>) -> tensor<1x3x20x130xf32>
+  %win = tensor.empty() : tensor<3x3xf32>
+  %s = linalg.pooling_nchw_sum {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %win : tensor<1x3x22x132xf32>, tensor<3x3xf32>) outs(%f : tensor<1x3x20x130xf32>) -> tensor<1x3x20x130xf32>
+  %d = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<1x3x20x130xf32>) outs(%e : tensor<1x3x20x130xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %q = arith.divf %in, %nine : f32
+    linalg.yield %q : f32
+  } -> tensor<1x3x20x130xf32>
+  return %d : tensor<1x3x20x130xf32>
 }
 
 // A dilated 3x2 max-pool, strides 1 and 3, dilations 2 and 2.

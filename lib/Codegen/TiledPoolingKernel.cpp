@@ -1,0 +1,350 @@
+//===- TiledPoolingKernel.cpp - Pooling through a shared-memory tile -----===//
+//
+// Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
+// See LICENSE for license information.
+// SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
+//
+//===----------------------------------------------------------------------===//
+//
+// A 2-D pool of stride 1 reads each input element once per window position
+// that covers it: 16 times for a 4x4 window. The sliding kernels of
+// PoolingKernel.cpp share those reads between a thread's outputs (and a
+// warp's, through shuffles), yet remain bound by the load and shuffle
+// instructions they issue per output. Here a block copies the input tile its
+// outputs' windows cover into shared memory with one coalesced load per
+// element, many in flight per thread, and then folds every window from
+// shared memory, where the repeated reads are cheap.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PoolingKernel.h"
+
+using namespace mlir;
+using namespace mlir::kopt;
+
+/// Input elements a thread loads before it stores them to shared memory:
+/// enough bytes in flight, few registers.
+static constexpr int64_t kLoadsInFlight = 40;
+
+llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    const PoolingWindow &rows, const PoolingWindow &columns,
+    const TiledPoolingOptions &options) {
+  linalg::GenericOp op = rows.op;
+  auto type = cast<RankedTensorType>(op.getResult(0).getType());
+  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+  unsigned rank = shape.size();
+  if (columns.op != op || rank < 2 || rows.slideDim != rank - 2 ||
+      columns.slideDim != rank - 1 || op.getNumLoops() != rank + 2)
+    return llvm::createStringError(
+        "pooling: tiles hold only a 2-D window over the two innermost "
+        "dimensions");
+  if (rows.stride != 1 || rows.dilation != 1 || columns.stride != 1 ||
+      columns.dilation != 1)
+    return llvm::createStringError(
+        "pooling: tiles hold only windows of stride 1 and dilation 1");
+  int64_t height = shape[rank - 2], width = shape[rank - 1];
+  int64_t tileRows = options.tileRows;
+  int64_t tileColumns = std::min(width, options.maxTileColumns);
+  if (tileRows < 1 || height < tileRows || tileColumns < 1)
+    return llvm::createStringError(
+        "pooling: %lld output rows, fewer than a tile's %lld",
+        (long long)height, (long long)tileRows);
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  for (const KernelOutput &output : outputs)
+    if (output.shape != shape)
+      return llvm::createStringError(
+          "pooling: an output differs in shape from the pool");
+  auto computeType =
+      getCudaScalarType(getElementTypeOrSelf(op.getResult(0).getType()));
+  if (!computeType)
+    return computeType.takeError();
+  // Floats are computed in float or double, integers in their own type.
+  Type elementType = getElementTypeOrSelf(op.getResult(0).getType());
+  if (!elementType.isIntOrFloat())
+    return llvm::createStringError("pooling: tiles hold only numbers");
+  int64_t elementBytes =
+      elementType.isF64() ? 8
+      : isa<FloatType>(elementType)
+          ? 4
+          : std::max<int64_t>(1, elementType.getIntOrFloatBitWidth() / 8);
+  int64_t inputRows = tileRows + rows.size - 1;
+  int64_t inputColumns = tileColumns + columns.size - 1;
+  int64_t tileElements = inputRows * inputColumns;
+  int64_t sharedBytes = tileElements * elementBytes;
+  if (sharedBytes > kMaxTiledPoolingBytes)
+    return llvm::createStringError(
+        "pooling: a tile of %lld bytes, more than %lld", (long long)sharedBytes,
+        (long long)kMaxTiledPoolingBytes);
+
+  // Dimensions rank - 2 and rank - 1 are the tile's first output row and the
+  // thread's output column; dimensions rank and rank + 1 the input row and
+  // column a load reads at window point (0, 0).
+  std::vector<std::string> names;
+  for (unsigned d = 0; d < rank; ++d)
+    names.push_back("i" + std::to_string(d));
+  names[rank - 2] = "h0";
+  names[rank - 1] = "w";
+  names.push_back("ih");
+  names.push_back("iw");
+  CodeWriter load, fold;
+  TensorEmitter loader(context, load, names, leafOf);
+  TensorEmitter folder(context, fold, names, leafOf);
+
+  AffineMap map = op.getMatchingIndexingMap(rows.input);
+  SmallVector<AffineExpr> loops;
+  for (unsigned loop = 0; loop < op.getNumLoops(); ++loop)
+    loops.push_back(loop < rank ? getAffineDimExpr(loop, context)
+                                : getAffineConstantExpr(0, context));
+  loops[rank - 2] = getAffineDimExpr(rank, context);
+  loops[rank - 1] = getAffineDimExpr(rank + 1, context);
+  SmallVector<AffineExpr> inputIndex;
+  for (AffineExpr result : map.getResults())
+    inputIndex.push_back(simplifyAffineExpr(
+        result.replaceDimsAndSymbols(loops, {}), rank + 2, 0));
+  auto element = loader.valueAt(rows.input->get(), inputIndex);
+  if (!element)
+    return element.takeError();
+  load.line("loaded = " + *element + ";");
+
+  // Down the thread's column: each input row's window folded from shared
+  // memory, each output's window rows from registers once its last is.
+  std::vector<std::string> folded;
+  for (int64_t row = 0; row < inputRows; ++row) {
+    std::string at = "tile[" + std::to_string(row * inputColumns) + " + x";
+    std::string acc = fold.fresh("fold");
+    fold.line(*computeType + " " + acc + " = " + at + "];");
+    for (int64_t k = 1; k < columns.size; ++k) {
+      auto value =
+          combineInto(fold, columns, at + " + " + std::to_string(k) + "]", acc);
+      if (!value)
+        return value.takeError();
+      fold.line(acc + " = " + *value + ";");
+    }
+    folded.push_back(acc);
+    int64_t out = row - (rows.size - 1);
+    if (out < 0)
+      continue;
+    SmallVector<AffineExpr> index;
+    for (unsigned d = 0; d < rank; ++d)
+      index.push_back(getAffineDimExpr(d, context));
+    index[rank - 2] = index[rank - 2] + out;
+    auto init = folder.valueAt(op.getDpsInitOperand(0)->get(), index);
+    if (!init)
+      return init.takeError();
+    std::string pool = fold.fresh("pool");
+    fold.line(*computeType + " " + pool + " = " + *init + ";");
+    for (int64_t k = 0; k < rows.size; ++k) {
+      auto value = combineInto(fold, rows, folded[out + k], pool);
+      if (!value)
+        return value.takeError();
+      fold.line(pool + " = " + *value + ";");
+    }
+    folder.bind(op.getResult(0), index, pool);
+    for (const KernelOutput &output : outputs) {
+      auto value = folder.valueAt(output.value, index);
+      if (!value)
+        return value.takeError();
+      fold.line(output.param + "[base + " + std::to_string(out * width) +
+                "LL] = " + convertFromCompute(output.elementType, *value) +
+                ";");
+    }
+  }
+
+  int64_t outer = 1;
+  for (unsigned d = 0; d + 2 < rank; ++d)
+    outer *= shape[d];
+  int64_t rowTiles = (height + tileRows - 1) / tileRows;
+  int64_t columnTiles = (width + tileColumns - 1) / tileColumns;
+  int64_t tiles = outer * rowTiles * columnTiles;
+  // Each of the tile's first `full` x `block` columns is one thread's: its
+  // index terms (padding checks, clamps) are computed once for its rows.
+  // The other columns' elements (the window's last columns past a
+  // block-wide tile) are spread over the threads, a load each.
+  int64_t block = options.blockSize;
+  int64_t full = inputColumns / block;
+  int64_t restColumns = inputColumns - full * block;
+  int64_t restLoads = (inputRows * restColumns + block - 1) / block;
+  int64_t batch =
+      std::min(inputRows, std::max<int64_t>(1, kLoadsInFlight /
+                                                   std::max<int64_t>(full, 1)));
+  // The outer indices an emitter's code reads, declared in the current
+  // scope from the tile's.
+  auto declareRest = [&](CodeWriter &code, const TensorEmitter &emitter) {
+    if (llvm::none_of(llvm::seq(0u, rank - 2),
+                      [&](unsigned d) { return emitter.usesDim(d); }))
+      return;
+    code.line("long long rest = outer;");
+    declareOuterIndices(code, emitter, names, shape, rank - 2);
+  };
+  std::string rowsText = std::to_string(inputRows);
+  std::string columnsText = std::to_string(inputColumns);
+  std::string blockText = std::to_string(block);
+  std::string batchText = std::to_string(batch);
+  std::string fullText = std::to_string(full);
+  std::string restText = std::to_string(restColumns);
+  std::string restCount = std::to_string(inputRows * restColumns);
+  std::string restLoadsText = std::to_string(restLoads);
+  std::string restStart = std::to_string(full * block);
+  // Tile `t`'s first output column and row and its outer index.
+  auto declareTile = [&](CodeWriter &code, llvm::StringRef t) {
+    std::string c = std::to_string(columnTiles) + "LL";
+    std::string r = std::to_string(rowTiles) + "LL";
+    code.line("const long long w0 = min((" + t.str() + " % " + c + ") * " +
+              std::to_string(tileColumns) + "LL, " +
+              std::to_string(width - tileColumns) + "LL);");
+    code.line("const long long h0 = min((" + t.str() + " / " + c + " % " + r +
+              ") * " + std::to_string(tileRows) + "LL, " +
+              std::to_string(height - tileRows) + "LL);");
+    code.line("const long long outer = " + t.str() + " / " + c + " / " + r +
+              ";");
+  };
+  std::string loadCode = load.str();
+  auto emitLoad = [&](CodeWriter &code, llvm::StringRef target) {
+    code.line(*computeType + " loaded;");
+    code.lines(loadCode);
+    code.line(target.str() + " = loaded;");
+  };
+  // Issues the loads of rows [r0, r0 + batch) of the thread's full columns
+  // (with `withFull`) and of the rest columns' elements (with `withRest`),
+  // into registers.
+  auto emitIssue = [&](CodeWriter &code, bool withFull, bool withRest) {
+    if (withRest && restLoads) {
+      code.line("#pragma unroll");
+      code.line("for (int j = 0; j < " + restLoadsText + "; ++j) {");
+      code.indent();
+      code.line("const int e = threadIdx.x + j * " + blockText + ";");
+      code.line("if (e >= " + restCount + ") break;");
+      code.line("const long long ih = h0 + e / " + restText + ";");
+      code.line("const long long iw = w0 + " + restStart + " + e % " +
+                restText + ";");
+      emitLoad(code, "rest_value[j]");
+      code.dedent();
+      code.line("}");
+    }
+    if (!withFull || !full)
+      return;
+    code.line("#pragma unroll");
+    code.line("for (int s = 0; s < " + fullText + "; ++s) {");
+    code.indent();
+    code.line("const long long iw = w0 + threadIdx.x + s * " + blockText + ";");
+    code.line("#pragma unroll");
+    code.line("for (int k = 0; k < " + batchText + "; ++k) {");
+    code.indent();
+    code.line("if (r0 + k >= " + rowsText + ") break;");
+    code.line("const long long ih = h0 + r0 + k;");
+    emitLoad(code, "value[s][k]");
+    code.dedent();
+    code.line("}");
+    code.dedent();
+    code.line("}");
+  };
+  // Stores what emitIssue loaded to the tile in shared memory.
+  auto emitStore = [&](CodeWriter &code, bool withFull, bool withRest) {
+    if (withFull && full) {
+      code.line("#pragma unroll");
+      code.line("for (int s = 0; s < " + fullText + "; ++s) {");
+      code.indent();
+      code.line("#pragma unroll");
+      code.line("for (int k = 0; k < " + batchText + "; ++k) {");
+      code.indent();
+      code.line("if (r0 + k >= " + rowsText + ") break;");
+      code.line("tile[(r0 + k) * " + columnsText + " + threadIdx.x + s * " +
+                blockText + "] = value[s][k];");
+      code.dedent();
+      code.line("}");
+      code.dedent();
+      code.line("}");
+    }
+    if (!withRest || !restLoads)
+      return;
+    code.line("#pragma unroll");
+    code.line("for (int j = 0; j < " + restLoadsText + "; ++j) {");
+    code.indent();
+    code.line("const int e = threadIdx.x + j * " + blockText + ";");
+    code.line("if (e >= " + restCount + ") break;");
+    code.line("tile[e / " + restText + " * " + columnsText + " + " + restStart +
+              " + e % " + restText + "] = rest_value[j];");
+    code.dedent();
+    code.line("}");
+  };
+  // Every output of the tile from shared memory, a column a thread.
+  auto emitFold = [&](CodeWriter &code) {
+    code.line("for (int x = threadIdx.x; x < " + std::to_string(tileColumns) +
+              "; x += " + blockText + ") {");
+    code.indent();
+    code.line("const long long w = w0 + x;");
+    code.line("const long long base = (outer * " + std::to_string(height) +
+              "LL + h0) * " + std::to_string(width) + "LL + w;");
+    declareRest(code, folder);
+    code.lines(fold.str());
+    code.dedent();
+    code.line("}");
+  };
+
+  // The loads' leaves, then the folds' others (their parameter names are
+  // the builder's, one per tensor).
+  std::vector<LeafTensor> leaves = loader.getLeaves();
+  for (const LeafTensor &leaf : folder.getLeaves())
+    if (llvm::none_of(leaves, [&](const LeafTensor &other) {
+          return other.param == leaf.param;
+        }))
+      leaves.push_back(leaf);
+
+  GeneratedKernel kernel;
+  kernel.entry = entry.str();
+  kernel.sharedBytes = sharedBytes;
+  CodeWriter code;
+  code.comment(comment);
+  code.comment("sliding-window pooling: tiles of " + std::to_string(tileRows) +
+               " x " + std::to_string(tileColumns) +
+               " outputs, their input in shared memory");
+  code.line(printKernelSignature(entry, options.blockSize, leaves, outputs,
+                                 kernel.args) +
+            " {");
+  code.indent();
+  code.line("extern __shared__ __align__(16) unsigned char kopt_smem[];");
+  code.line(*computeType + " *tile = reinterpret_cast<" + *computeType +
+            " *>(kopt_smem);");
+  std::string tilesText = std::to_string(tiles) + "LL";
+  code.line("for (long long t = blockIdx.x; t < " + tilesText +
+            "; t += gridDim.x) {");
+  code.indent();
+  declareTile(code, "t");
+  // A batch of rows' loads of all the thread's columns is in flight
+  // before the first is stored; the rest columns' loads are issued with
+  // the first batch.
+  code.line("{");
+  code.indent();
+  declareRest(code, loader);
+  if (restLoads)
+    code.line(*computeType + " rest_value[" + restLoadsText + "];");
+  code.line("int r0 = 0;");
+  emitIssue(code, false, true);
+  code.line("#pragma unroll 1");
+  code.line("for (; r0 < " + rowsText + "; r0 += " + batchText + ") {");
+  code.indent();
+  if (full)
+    code.line(*computeType + " value[" + fullText + "][" + batchText + "];");
+  emitIssue(code, true, false);
+  emitStore(code, true, false);
+  code.dedent();
+  code.line("}");
+  emitStore(code, false, true);
+  code.dedent();
+  code.line("}");
+  code.line("__syncthreads();");
+  emitFold(code);
+  // The next tile overwrites shared memory.
+  code.line("__syncthreads();");
+  code.dedent();
+  code.line("}");
+  code.dedent();
+  code.line("}");
+  kernel.code = code.str();
+  kernel.grid = {std::to_string(std::min(tiles, options.maxBlocks)), "1", "1"};
+  kernel.block = {std::to_string(options.blockSize), "1", "1"};
+  return kernel;
+}
