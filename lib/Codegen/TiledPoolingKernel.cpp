@@ -19,12 +19,105 @@
 
 #include "PoolingKernel.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
 using namespace mlir;
 using namespace mlir::kopt;
 
 /// Input elements a thread loads before it stores them to shared memory:
 /// enough bytes in flight, few registers.
 static constexpr int64_t kLoadsInFlight = 40;
+
+namespace {
+/// A pool's input read straight from a kernel parameter, perhaps through a
+/// constant pad: its loads computed here in 32-bit arithmetic (the
+/// emitter's general form spends most of the kernel's integer
+/// instructions on 64-bit clamps and tests).
+struct DirectInput {
+  LeafTensor leaf;
+  /// The load of the element at input row `ih` and column `iw` (window
+  /// point (0, 0) of output row and column `ih`, `iw`) from `plane`, the
+  /// tile's plane of the parameter.
+  std::string load;
+};
+} // namespace
+
+/// `input` as a DirectInput when it is a parameter of the outputs' outer
+/// shape (`shape`'s all but two innermost dimensions), or a constant pad of one
+/// along its two innermost dimensions, read at `index` (the outer dimensions,
+/// then dimensions `rank` and `rank` + 1 plus constants).
+static std::optional<DirectInput>
+matchDirectInput(Value input, llvm::ArrayRef<AffineExpr> index,
+                 llvm::ArrayRef<int64_t> shape,
+                 const TensorEmitter::LeafFn &leafOf) {
+  unsigned rank = shape.size();
+  if (index.size() != rank)
+    return std::nullopt;
+  MLIRContext *context = input.getContext();
+  int64_t offsets[2];
+  for (unsigned d = 0; d < rank; ++d) {
+    if (d + 2 < rank) {
+      if (index[d] != getAffineDimExpr(d, context))
+        return std::nullopt;
+      continue;
+    }
+    AffineExpr offset = simplifyAffineExpr(
+        index[d] - getAffineDimExpr(d + 2, context), rank + 2, 0);
+    auto constant = dyn_cast<AffineConstantExpr>(offset);
+    if (!constant)
+      return std::nullopt;
+    offsets[d + 2 - rank] = constant.getValue();
+  }
+  std::string padValue;
+  Value source = input;
+  if (auto pad = input.getDefiningOp<tensor::PadOp>()) {
+    ArrayRef<int64_t> low = pad.getStaticLow(), high = pad.getStaticHigh();
+    for (unsigned d = 0; d < rank; ++d)
+      if (ShapedType::isDynamic(low[d]) || ShapedType::isDynamic(high[d]) ||
+          (d + 2 < rank && (low[d] != 0 || high[d] != 0)))
+        return std::nullopt;
+    Value value = pad.getConstantPaddingValue();
+    auto constant = value ? value.getDefiningOp<arith::ConstantOp>() : nullptr;
+    if (!constant)
+      return std::nullopt;
+    auto printed =
+        BodyEmitter::printConstant(constant.getValue(), value.getType());
+    if (!printed) {
+      llvm::consumeError(printed.takeError());
+      return std::nullopt;
+    }
+    padValue = *printed;
+    offsets[0] -= low[rank - 2];
+    offsets[1] -= low[rank - 1];
+    source = pad.getSource();
+  }
+  std::optional<LeafTensor> leaf = leafOf(source);
+  if (!leaf || leaf->shape.size() != rank ||
+      !llvm::equal(llvm::ArrayRef(leaf->shape).drop_back(2),
+                   shape.drop_back(2)))
+    return std::nullopt;
+  int64_t height = leaf->shape[rank - 2], width = leaf->shape[rank - 1];
+  if (height * width >= (int64_t(1) << 31))
+    return std::nullopt;
+  auto shifted = [](llvm::StringRef name, int64_t offset) {
+    if (offset == 0)
+      return "(int)" + name.str();
+    return "((int)" + name.str() + (offset < 0 ? " - " : " + ") +
+           std::to_string(std::abs(offset)) + ")";
+  };
+  std::string row = shifted("ih", offsets[0]);
+  std::string column = shifted("iw", offsets[1]);
+  std::string element = convertToCompute(
+      leaf->elementType,
+      "plane[" + row + " * " + std::to_string(width) + " + " + column + "]");
+  DirectInput direct{*leaf, element};
+  if (!padValue.empty())
+    direct.load = "((unsigned)" + row + " < " + std::to_string(height) +
+                  "u && (unsigned)" + column + " < " + std::to_string(width) +
+                  "u) ? " + element + " : " + padValue;
+  return direct;
+}
 
 llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
     MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
@@ -104,10 +197,16 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
   for (AffineExpr result : map.getResults())
     inputIndex.push_back(simplifyAffineExpr(
         result.replaceDimsAndSymbols(loops, {}), rank + 2, 0));
-  auto element = loader.valueAt(rows.input->get(), inputIndex);
-  if (!element)
-    return element.takeError();
-  load.line("loaded = " + *element + ";");
+  std::optional<DirectInput> direct =
+      matchDirectInput(rows.input->get(), inputIndex, shape, leafOf);
+  if (direct) {
+    load.line("loaded = " + direct->load + ";");
+  } else {
+    auto element = loader.valueAt(rows.input->get(), inputIndex);
+    if (!element)
+      return element.takeError();
+    load.line("loaded = " + *element + ";");
+  }
 
   // Down the thread's column: each input row's window folded from shared
   // memory, each output's window rows from registers once its last is.
@@ -287,6 +386,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
   // The loads' leaves, then the folds' others (their parameter names are
   // the builder's, one per tensor).
   std::vector<LeafTensor> leaves = loader.getLeaves();
+  if (direct)
+    leaves.push_back(direct->leaf);
   for (const LeafTensor &leaf : folder.getLeaves())
     if (llvm::none_of(leaves, [&](const LeafTensor &other) {
           return other.param == leaf.param;
@@ -319,6 +420,12 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
   code.line("{");
   code.indent();
   declareRest(code, loader);
+  if (direct)
+    code.line("const " + getCudaStorageType(direct->leaf.elementType).str() +
+              " *plane = " + direct->leaf.param + " + outer * " +
+              std::to_string(direct->leaf.shape[rank - 2] *
+                             direct->leaf.shape[rank - 1]) +
+              "LL;");
   if (restLoads)
     code.line(*computeType + " rest_value[" + restLoadsText + "];");
   code.line("int r0 = 0;");

@@ -4,7 +4,7 @@
 //
 // Pools for the sliding-window pooling kernels (test/Tools/kopt-plan/
 // pooling.test): padded and strided, dilated, 1-D, sum pools (one large
-// enough for warps sliding down 16 and 32 rows of 32 columns, two for
+// enough for warps sliding down 16 and 32 rows of 32 columns, three for
 // blocks staging tiles in shared memory), f16 and
 // i32, widths no group of outputs divides, a channels-last pool (column
 // kernels only) and a pool along an outer dimension the kernels leave to
@@ -121,6 +121,23 @@ func.func @avgpool_tiles(%x: tensor<1x3x20x130xf32>) -> tensor<1x3x20x130xf32> {
     linalg.yield %q : f32
   } -> tensor<1x3x20x130xf32>
   return %d : tensor<1x3x20x130xf32>
+}
+
+// A 4x4 stride-1 sum pool over an input zero-padded along its channels too
+// (a zero pad: a channel of pad alone sums to zeros, where a max pool's
+// would be -inf): the tiles read it through the pad's general form
+// instead of straight from the parameter's planes.
+func.func @sumpool_tiles_channel_pad(%x: tensor<1x2x20x130xf32>) -> tensor<1x3x19x129xf32> {
+  %zero = arith.constant 0.0 : f32
+  %padded = tensor.pad %x low[0, 1, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  } : tensor<1x2x20x130xf32> to tensor<1x3x22x132xf32>
+  %e = tensor.empty() : tensor<1x3x19x129xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x3x19x129xf32>) -> tensor<1x3x19x129xf32>
+  %win = tensor.empty() : tensor<4x4xf32>
+  %p = linalg.pooling_nchw_sum {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %win : tensor<1x3x22x132xf32>, tensor<4x4xf32>) outs(%f : tensor<1x3x19x129xf32>) -> tensor<1x3x19x129xf32>
+  return %p : tensor<1x3x19x129xf32>
 }
 
 // A dilated 3x2 max-pool, strides 1 and 3, dilations 2 and 2.
