@@ -4,8 +4,8 @@
 //
 // Pools for the sliding-window pooling kernels (test/Tools/kopt-plan/
 // pooling.test): padded and strided, dilated, 1-D, sum pools (one large
-// enough for warps sliding down 16 and 32 rows of 32 columns, three for
-// blocks staging tiles in shared memory), f16 and
+// enough for warps sliding down 16 and 32 rows of 32 columns, five for
+// blocks staging tiles in shared memory, f16 and i32 among them), f16 and
 // i32, widths no group of outputs divides, a channels-last pool (column
 // kernels only) and a pool along an outer dimension the kernels leave to
 // the pointwise ones; a convolution in generic form,
@@ -138,6 +138,34 @@ func.func @sumpool_tiles_channel_pad(%x: tensor<1x2x20x130xf32>) -> tensor<1x3x1
   %win = tensor.empty() : tensor<4x4xf32>
   %p = linalg.pooling_nchw_sum {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %win : tensor<1x3x22x132xf32>, tensor<4x4xf32>) outs(%f : tensor<1x3x19x129xf32>) -> tensor<1x3x19x129xf32>
   return %p : tensor<1x3x19x129xf32>
+}
+
+// Tiles of an f16 max pool: halves read from the planes, folded in float.
+func.func @maxpool_tiles_f16(%x: tensor<1x2x20x200xf16>) -> tensor<1x2x19x199xf16> {
+  %pv = arith.constant 0xFC00 : f16
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %pv : f16
+  } : tensor<1x2x20x200xf16> to tensor<1x2x22x202xf16>
+  %e = tensor.empty() : tensor<1x2x19x199xf16>
+  %f = linalg.fill ins(%pv : f16) outs(%e : tensor<1x2x19x199xf16>) -> tensor<1x2x19x199xf16>
+  %win = tensor.empty() : tensor<4x4xf16>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %win : tensor<1x2x22x202xf16>, tensor<4x4xf16>) outs(%f : tensor<1x2x19x199xf16>) -> tensor<1x2x19x199xf16>
+  return %p : tensor<1x2x19x199xf16>
+}
+
+// Tiles of an i32 sum pool: integers tiled as they are.
+func.func @sumpool_tiles_i32(%x: tensor<1x2x20x200xi32>) -> tensor<1x2x19x199xi32> {
+  %pv = arith.constant 0 : i32
+  %padded = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %pv : i32
+  } : tensor<1x2x20x200xi32> to tensor<1x2x22x202xi32>
+  %e = tensor.empty() : tensor<1x2x19x199xi32>
+  %f = linalg.fill ins(%pv : i32) outs(%e : tensor<1x2x19x199xi32>) -> tensor<1x2x19x199xi32>
+  %win = tensor.empty() : tensor<4x4xi32>
+  %p = linalg.pooling_nchw_sum {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>} ins(%padded, %win : tensor<1x2x22x202xi32>, tensor<4x4xi32>) outs(%f : tensor<1x2x19x199xi32>) -> tensor<1x2x19x199xi32>
+  return %p : tensor<1x2x19x199xi32>
 }
 
 // A dilated 3x2 max-pool, strides 1 and 3, dilations 2 and 2.
