@@ -233,6 +233,7 @@ void PlanBuilder::addLaunch(const GeneratedKernel &kernel,
   step.launch.args = kernel.args;
   step.launch.sharedBytes = kernel.sharedBytes;
   step.launch.cluster = kernel.cluster;
+  step.launch.cooperative = kernel.cooperative;
   plan.steps.push_back(std::move(step));
   // The kernel's outputs now hold data later steps may read.
   for (auto &[value, name] : names)

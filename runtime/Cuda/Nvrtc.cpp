@@ -173,6 +173,10 @@ Result<CompiledKernel> kopt::runtime::compileCuda(std::string_view source,
   std::string includeDir = findCudaIncludeDir();
   if (!includeDir.empty())
     arguments.push_back("--include-path=" + includeDir);
+  // The toolkit's C++ library (cuda/std/...), which cooperative_groups.h
+  // includes, lives in its own folder since CUDA 13.
+  if (!includeDir.empty() && dynlib::pathExists(includeDir + "/cccl"))
+    arguments.push_back("--include-path=" + includeDir + "/cccl");
   arguments.insert(arguments.end(), options.extra.begin(), options.extra.end());
   std::vector<const char *> argv;
   for (const std::string &argument : arguments)

@@ -32,6 +32,8 @@ struct Step {
   unsigned sharedBytes = 0;
   /// Blocks per cluster along x; 1 launches without clusters.
   unsigned cluster = 1;
+  /// A cooperative launch (every block resident at once).
+  bool cooperative = false;
   /// Eight bytes per argument (a device pointer or a scalar), and the
   /// pointers to them that cuLaunchKernel takes.
   std::vector<uint64_t> storage;
@@ -57,13 +59,20 @@ struct PointerSlot {
   }
 };
 
-/// Launches `step` in clusters of `step.cluster` blocks along x.
-Status launchCluster(const CudaDriver &api, const Step &step, CUstream stream) {
+/// Launches `step` in clusters of `step.cluster` blocks along x, or
+/// cooperatively.
+Status launchWithAttribute(const CudaDriver &api, const Step &step,
+                           CUstream stream) {
   CUlaunchAttribute attribute = {};
-  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attribute.value.clusterDim.x = step.cluster;
-  attribute.value.clusterDim.y = 1;
-  attribute.value.clusterDim.z = 1;
+  if (step.cooperative) {
+    attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attribute.value.cooperative = 1;
+  } else {
+    attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attribute.value.clusterDim.x = step.cluster;
+    attribute.value.clusterDim.y = 1;
+    attribute.value.clusterDim.z = 1;
+  }
   CUlaunchConfig config = {};
   config.gridDimX = step.grid[0];
   config.gridDimY = step.grid[1];
@@ -155,6 +164,27 @@ Status PreparedPlan::Impl::prepareLaunch(
         !status.isOk())
       return status;
   step.cluster = unsigned(launch.cluster);
+  step.cooperative = launch.cooperative;
+  // A cooperative grid holds at most the blocks the device runs at once.
+  if (step.cooperative) {
+    int perSM = 0;
+    if (Status status =
+            api.check(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                          &perSM, step.function,
+                          int(step.block[0] * step.block[1] * step.block[2]),
+                          size_t(step.sharedBytes)),
+                      "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+        !status.isOk())
+      return status;
+    int64_t resident =
+        int64_t(perSM) * std::max(1, context->getDeviceInfo().smCount);
+    if (resident < 1)
+      return Status::error(StatusCode::Unsupported,
+                           "a cooperative launch: not one block of " +
+                               std::to_string(step.block[0]) +
+                               " threads fits an SM");
+    step.grid[0] = unsigned(std::min<int64_t>(step.grid[0], resident));
+  }
   if (step.cluster > 1 && step.grid[0] % step.cluster != 0)
     return invalid("grid size " + std::to_string(step.grid[0]) +
                    " is not a multiple of the cluster of " +
@@ -277,8 +307,8 @@ Status PreparedPlan::enqueue(CUstream stream, bool synchronizeEachStep) const {
     Status status;
     switch (step.kind) {
     case PlanStep::Kind::Launch:
-      if (step.cluster > 1) {
-        status = launchCluster(api, step, stream);
+      if (step.cluster > 1 || step.cooperative) {
+        status = launchWithAttribute(api, step, stream);
         break;
       }
       status = api.check(

@@ -306,6 +306,8 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
         return invalid(where + ": cluster of " +
                        std::to_string(launch.cluster) +
                        " blocks out of range (1 to 16)");
+      if (launch.cooperative && launch.cluster != 1)
+        return invalid(where + ": a cooperative launch takes no cluster");
       int64_t threads = 1;
       for (int axis = 0; axis < 3; ++axis) {
         auto grid = evaluatePlanExpression(launch.grid[axis], tensors);
@@ -320,6 +322,10 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
                          std::to_string(axis) + " (" + std::to_string(*grid) +
                          ", " + std::to_string(*block) + ")");
         threads *= *block;
+        if (launch.cooperative && axis > 0 && *grid != 1)
+          return invalid(where + ": a cooperative launch's grid is " +
+                         "one-dimensional (size " + std::to_string(*grid) +
+                         " on axis " + std::to_string(axis) + ")");
         if (axis == 0 && *grid % launch.cluster != 0)
           return invalid(where + ": grid size " + std::to_string(*grid) +
                          " is not a multiple of the cluster of " +

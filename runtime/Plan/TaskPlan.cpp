@@ -379,6 +379,7 @@ static Result<PlanStep> planStepFromJson(const json::Value &value,
     launch.sharedBytes =
         read.integer("shared_bytes", 0, 0, std::numeric_limits<int32_t>::max());
     launch.cluster = read.integer("cluster", 1, 1, 16);
+    launch.cooperative = read.boolean("cooperative", false);
     launch.args = read.strings("args", true, false);
   } else if (kind == "gemm") {
     step.kind = PlanStep::Kind::Gemm;
@@ -517,6 +518,8 @@ static json::Value stepToJson(const PlanStep &step) {
     // Only where set, so plans without clusters keep their content hash.
     if (launch.cluster != 1)
       object.set("cluster", launch.cluster);
+    if (launch.cooperative)
+      object.set("cooperative", true);
     object.set("args", toJsonArray(launch.args));
     break;
   }

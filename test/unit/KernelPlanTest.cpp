@@ -89,20 +89,27 @@ TEST(KernelPlanTest, RoundTripsThroughJson) {
   plan.temporaries.push_back(tensor("tmp0", {2, 3}, ElementType::BF16));
   plan.steps.push_back(plan.steps[0]);
   plan.steps[3].launch.cluster = 16;
-  // A launch without a cluster keeps the JSON it had before clusters.
+  plan.steps.push_back(plan.steps[0]);
+  plan.steps[4].launch.cooperative = true;
+  // A launch without a cluster, or not cooperative, keeps the JSON it had
+  // before those fields.
   ::kopt::runtime::json::Value json = toJson(plan);
   EXPECT_EQ(json.find("steps")->at(0).find("cluster"), nullptr);
   EXPECT_NE(json.find("steps")->at(3).find("cluster"), nullptr);
+  EXPECT_EQ(json.find("steps")->at(0).find("cooperative"), nullptr);
+  EXPECT_NE(json.find("steps")->at(4).find("cooperative"), nullptr);
   // A GEMM's scale of 1 is not written, so plans before it are unchanged.
   EXPECT_EQ(json.find("steps")->at(1).find("scale"), nullptr);
   EXPECT_NE(json.find("steps")->at(2).find("scale"), nullptr);
   auto parsed = ::kopt::runtime::kernelPlanFromJson(toJson(plan));
   ASSERT_TRUE(static_cast<bool>(parsed)) << parsed.status().message();
   EXPECT_EQ(parsed->variant, "bs256");
-  ASSERT_EQ(parsed->steps.size(), 4u);
+  ASSERT_EQ(parsed->steps.size(), 5u);
   EXPECT_EQ(parsed->steps[0].launch.grid[0], "cdiv(numel(out0), 256)");
   EXPECT_EQ(parsed->steps[0].launch.cluster, 1);
   EXPECT_EQ(parsed->steps[3].launch.cluster, 16);
+  EXPECT_FALSE(parsed->steps[0].launch.cooperative);
+  EXPECT_TRUE(parsed->steps[4].launch.cooperative);
   EXPECT_EQ(parsed->steps[1].gemm.scale, 1.0);
   EXPECT_EQ(parsed->steps[2].gemm.scale, 0.125);
   EXPECT_EQ(parsed->steps[0].launch.args, plan.steps[0].launch.args);
@@ -150,6 +157,20 @@ TEST(KernelPlanTest, VerifyCatchesBadPlans) {
   gemm.gemm = {"in0", "in1", "out0", "", 1, 16, 32, 32, false, false, "none"};
   badGemm.steps.push_back(gemm);
   expectError(badGemm, "do not match");
+  KernelPlan cooperativeCluster = vectorAddPlan();
+  cooperativeCluster.steps[0].launch.cooperative = true;
+  cooperativeCluster.steps[0].launch.cluster = 2;
+  cooperativeCluster.steps[0].launch.grid[0] = "2";
+  expectError(cooperativeCluster, "a cooperative launch takes no cluster");
+  KernelPlan cooperativeRows = vectorAddPlan();
+  cooperativeRows.steps[0].launch.cooperative = true;
+  cooperativeRows.steps[0].launch.grid = {"4", "2", "1"};
+  expectError(cooperativeRows,
+              "a cooperative launch's grid is one-dimensional (size 2 on "
+              "axis 1)");
+  KernelPlan cooperative = vectorAddPlan();
+  cooperative.steps[0].launch.cooperative = true;
+  EXPECT_TRUE(verifyPlan(cooperative, task).isOk());
 }
 
 TEST(KernelPlanTest, TaskFromOutlinedGroupAndTolerance) {

@@ -49,6 +49,8 @@ struct GeneratedKernel {
   int64_t sharedBytes = 0;
   /// Blocks per thread-block cluster set at launch (LaunchStep::cluster).
   unsigned cluster = 1;
+  /// Launched cooperatively (LaunchStep::cooperative).
+  bool cooperative = false;
 };
 
 /// Options of a pointwise kernel.

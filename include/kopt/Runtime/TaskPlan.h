@@ -110,6 +110,12 @@ struct LaunchStep {
   /// allows for the kernel before launching it. The grid's x size must be a
   /// multiple of it.
   int64_t cluster = 1;
+  /// Every block resident at once (a cooperative launch), so that the
+  /// kernel may synchronise its whole grid (cooperative groups'
+  /// `this_grid().sync()`). The runtime launches at most as many blocks as
+  /// the device holds at once, so such a kernel loops over its work by
+  /// `gridDim.x`. Not with clusters; the grid's y and z sizes must be 1.
+  bool cooperative = false;
 };
 
 /// `c[b] = act(op(a[b]) . op(b[b]) + bias)`, row-major, through cuBLASLt.

@@ -59,6 +59,25 @@ TEST_F(NvrtcTest, CleanKernelPassesWarningsAsErrors) {
   EXPECT_TRUE(bool(compiled)) << compiled.status().message();
 }
 
+TEST_F(NvrtcTest, CompilesAGridBarrier) {
+  // cooperative_groups.h includes the toolkit's C++ library (cuda/std),
+  // which CUDA 13 keeps in include/cccl.
+  NvrtcOptions options;
+  options.warningsAsErrors = true;
+  auto compiled = compileCuda(R"cuda(
+#include <cooperative_groups.h>
+extern "C" __global__ void barrier(float *y) {
+  y[blockIdx.x] = 1.0f;
+  cooperative_groups::this_grid().sync();
+  if (blockIdx.x == 0)
+    y[0] = y[gridDim.x - 1];
+}
+)cuda",
+                              "barrier.cu", "sm_90", options);
+  ASSERT_TRUE(bool(compiled)) << compiled.status().message();
+  EXPECT_NE(compiled->ptx.find(".entry barrier"), std::string::npos);
+}
+
 TEST_F(NvrtcTest, SyntaxErrorFailsWithTheLog) {
   auto compiled =
       compileCuda("extern \"C\" __global__ void f(float *x) { x[0] = 1 }",

@@ -332,6 +332,55 @@ extern "C" __global__ void cluster(const float *x, float *y) {
   }
 }
 
+TEST_F(PlanRunnerTest, CooperativeLaunchSynchronisesTheResidentGrid) {
+  // A grid of 100000 blocks asked for: the runtime launches as many as the
+  // device holds at once. Each block writes its index, the whole grid
+  // synchronises, then block 0 sums what every block wrote: the sum is
+  // right only if the barrier waited for every block.
+  KernelTask task;
+  task.key = task.name = "cooperative";
+  task.inputs = {f32("x", {1})};
+  task.outputs = {f32("y", {2 + 100000})};
+  KernelPlan plan;
+  plan.taskKey = "cooperative";
+  plan.proposer = "builtin";
+  plan.sources = {{"cooperative", R"cuda(
+#include <cooperative_groups.h>
+extern "C" __global__ void cooperative(const float *x, float *y) {
+  if (threadIdx.x == 0)
+    y[2 + blockIdx.x] = float(blockIdx.x) + x[0] * 0.0f;
+  cooperative_groups::this_grid().sync();
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    double sum = 0.0;
+    for (unsigned b = 0; b < gridDim.x; ++b)
+      sum += y[2 + b];
+    y[0] = float(sum);
+    y[1] = float(gridDim.x);
+  }
+}
+)cuda"}};
+  PlanStep step;
+  step.launch = {
+      "cooperative", "cooperative", {"100000", "1", "1"}, {"128", "1", "1"}, 0,
+      {"x", "y"}};
+  step.launch.cooperative = true;
+  plan.steps = {step};
+  auto runner = PlanRunner::create(*context, task, plan);
+  ASSERT_TRUE(bool(runner)) << runner.status().message();
+  ASSERT_TRUE(
+      (*runner)->setInputs({makeRandomTensorData(task.inputs[0], 1)}).isOk());
+  Status status = (*runner)->run();
+  ASSERT_TRUE(status.isOk()) << status.message();
+  auto y = (*runner)->readTensor("y");
+  ASSERT_TRUE(bool(y)) << y.status().message();
+  std::vector<double> values = decodeTensorData(ElementType::F32, *y);
+  double blocks = values[1];
+  int sms = context->getDeviceInfo().smCount;
+  EXPECT_GE(blocks, sms);
+  EXPECT_LE(blocks, 32.0 * sms);
+  EXPECT_EQ(values[0], blocks * (blocks - 1) / 2);
+}
+
 TEST_F(PlanRunnerTest, ReportsCompileErrorsBeforeRunning) {
   KernelTask task = makeAxpyTask(1000);
   KernelPlan plan = makeAxpyPlan();

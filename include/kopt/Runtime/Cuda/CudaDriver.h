@@ -67,6 +67,8 @@ namespace kopt::runtime {
   X(cuModuleGetFunction, cuModuleGetFunction)                                  \
   X(cuModuleUnload, cuModuleUnload)                                            \
   X(cuFuncSetAttribute, cuFuncSetAttribute)                                    \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                               \
+    cuOccupancyMaxActiveBlocksPerMultiprocessor)                               \
   X(cuLaunchKernel, cuLaunchKernel)                                            \
   X(cuLaunchKernelEx, cuLaunchKernelEx)                                        \
   X(cuStreamCreate, cuStreamCreate)                                            \
