@@ -141,7 +141,7 @@ poolingVariants(llvm::ArrayRef<PoolingWindow> windows) {
         variants.push_back({*down, 128, rows, *along});
     // Tiles of 8 or 16 rows by 128 columns, or 8 by 256, where rows have
     // as many outputs: small blocks (many resident an SM) keep the most
-    // loads in flight (bench/results/2026-12-04-h200-pool-tiles.md).
+    // loads in flight (bench/results/2026-12-04-h200-suite-real-pool-tiles.md).
     struct Tile {
       unsigned rows;
       int64_t columns;
@@ -205,37 +205,31 @@ static llvm::Error emitPooling(PlanBuilder &builder, MLIRContext *context,
   std::vector<KernelOutput> outputs;
   for (Value value : values)
     outputs.push_back(builder.outputFor(value));
-  if (variant.tileColumns) {
-    TiledPoolingOptions options;
+  std::string entry = builder.entryName("pool");
+  auto kernel = [&]() -> llvm::Expected<GeneratedKernel> {
+    if (variant.tileColumns) {
+      TiledPoolingOptions options;
+      options.blockSize = variant.blockSize;
+      options.tileRows = variant.outputsPerThread;
+      options.maxTileColumns = variant.tileColumns;
+      return generateTiledPoolingKernel(context, entry, comment, outputs,
+                                        builder.leafFn(), variant.window,
+                                        *variant.rowWindow, options);
+    }
+    if (variant.rowWindow) {
+      WarpPoolingOptions options;
+      options.blockSize = variant.blockSize;
+      options.rowsPerWarp = variant.outputsPerThread;
+      return generateWarpPoolingKernel(context, entry, comment, outputs,
+                                       builder.leafFn(), variant.window,
+                                       *variant.rowWindow, options);
+    }
+    PoolingOptions options;
     options.blockSize = variant.blockSize;
-    options.tileRows = variant.outputsPerThread;
-    options.maxTileColumns = variant.tileColumns;
-    auto kernel = generateTiledPoolingKernel(
-        context, builder.entryName("pool"), comment, outputs, builder.leafFn(),
-        variant.window, *variant.rowWindow, options);
-    if (!kernel)
-      return kernel.takeError();
-    builder.addKernel(*kernel, comment);
-    return llvm::Error::success();
-  }
-  if (variant.rowWindow) {
-    WarpPoolingOptions options;
-    options.blockSize = variant.blockSize;
-    options.rowsPerWarp = variant.outputsPerThread;
-    auto kernel = generateWarpPoolingKernel(
-        context, builder.entryName("pool"), comment, outputs, builder.leafFn(),
-        variant.window, *variant.rowWindow, options);
-    if (!kernel)
-      return kernel.takeError();
-    builder.addKernel(*kernel, comment);
-    return llvm::Error::success();
-  }
-  PoolingOptions options;
-  options.blockSize = variant.blockSize;
-  options.outputsPerThread = variant.outputsPerThread;
-  auto kernel =
-      generatePoolingKernel(context, builder.entryName("pool"), comment,
-                            outputs, builder.leafFn(), variant.window, options);
+    options.outputsPerThread = variant.outputsPerThread;
+    return generatePoolingKernel(context, entry, comment, outputs,
+                                 builder.leafFn(), variant.window, options);
+  }();
   if (!kernel)
     return kernel.takeError();
   builder.addKernel(*kernel, comment);

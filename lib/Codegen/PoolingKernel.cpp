@@ -378,6 +378,67 @@ void mlir::kopt::declareOuterIndices(CodeWriter &code,
   }
 }
 
+llvm::Error mlir::kopt::checkPoolOutputs(llvm::ArrayRef<KernelOutput> outputs,
+                                         llvm::ArrayRef<int64_t> shape) {
+  if (outputs.empty())
+    return llvm::createStringError("a kernel needs an output");
+  for (const KernelOutput &output : outputs)
+    if (llvm::ArrayRef<int64_t>(output.shape) != shape)
+      return llvm::createStringError(
+          "pooling: an output differs in shape from the pool");
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::kopt::checkStrideOneWindows(const PoolingWindow &rows,
+                                              const PoolingWindow &columns,
+                                              llvm::StringRef kernels) {
+  linalg::GenericOp op = rows.op;
+  unsigned rank = cast<ShapedType>(op.getResult(0).getType()).getRank();
+  if (columns.op != op || rank < 2 || rows.slideDim != rank - 2 ||
+      columns.slideDim != rank - 1 || op.getNumLoops() != rank + 2)
+    return llvm::createStringError(
+        "pooling: " + kernels +
+        " only a 2-D window over the two innermost dimensions");
+  if (rows.stride != 1 || rows.dilation != 1 || columns.stride != 1 ||
+      columns.dilation != 1)
+    return llvm::createStringError("pooling: " + kernels +
+                                   " only windows of stride 1 and dilation 1");
+  return llvm::Error::success();
+}
+
+llvm::Error mlir::kopt::emitPoolOutputRow(
+    CodeWriter &body, TensorEmitter &emitter, const PoolingWindow &rows,
+    llvm::ArrayRef<std::string> folded, int64_t out, int64_t width,
+    llvm::ArrayRef<KernelOutput> outputs, llvm::StringRef computeType) {
+  linalg::GenericOp op = rows.op;
+  MLIRContext *context = op.getContext();
+  unsigned rank = cast<ShapedType>(op.getResult(0).getType()).getRank();
+  SmallVector<AffineExpr> index;
+  for (unsigned d = 0; d < rank; ++d)
+    index.push_back(getAffineDimExpr(d, context));
+  index[rank - 2] = index[rank - 2] + out;
+  auto init = emitter.valueAt(op.getDpsInitOperand(0)->get(), index);
+  if (!init)
+    return init.takeError();
+  std::string pool = body.fresh("pool");
+  body.line(computeType.str() + " " + pool + " = " + *init + ";");
+  for (int64_t k = 0; k < rows.size; ++k) {
+    auto value = combineInto(body, rows, folded[out + k], pool);
+    if (!value)
+      return value.takeError();
+    body.line(pool + " = " + *value + ";");
+  }
+  emitter.bind(op.getResult(0), index, pool);
+  for (const KernelOutput &output : outputs) {
+    auto value = emitter.valueAt(output.value, index);
+    if (!value)
+      return value.takeError();
+    body.line(output.param + "[base + " + std::to_string(out * width) +
+              "LL] = " + convertFromCompute(output.elementType, *value) + ";");
+  }
+  return llvm::Error::success();
+}
+
 llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
     MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
@@ -397,12 +458,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePoolingKernel(
   int64_t extent = shape[slide];
   int64_t inner = columns ? shape.back() : 1;
   int64_t lanes = options.outputsPerThread;
-  if (outputs.empty())
-    return llvm::createStringError("a kernel needs an output");
-  for (const KernelOutput &output : outputs)
-    if (output.shape != shape)
-      return llvm::createStringError(
-          "pooling: an output differs in shape from the pool");
+  if (llvm::Error error = checkPoolOutputs(outputs, shape))
+    return std::move(error);
   if (lanes < 1 || extent < lanes)
     return llvm::createStringError(
         "pooling: %lld outputs along the sliding dimension, fewer than %lld "
@@ -502,15 +559,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWarpPoolingKernel(
   std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
   unsigned rank = shape.size();
   int64_t rowsPerWarp = options.rowsPerWarp;
-  if (columns.op != op || rank < 2 || rows.slideDim != rank - 2 ||
-      columns.slideDim != rank - 1 || op.getNumLoops() != rank + 2)
-    return llvm::createStringError(
-        "pooling: warps slide only a 2-D window over the two innermost "
-        "dimensions");
-  if (rows.stride != 1 || rows.dilation != 1 || columns.stride != 1 ||
-      columns.dilation != 1)
-    return llvm::createStringError(
-        "pooling: warps slide only windows of stride 1 and dilation 1");
+  if (llvm::Error error = checkStrideOneWindows(rows, columns, "warps slide"))
+    return std::move(error);
   int64_t height = shape[rank - 2], width = shape[rank - 1];
   int64_t windowRows = rows.size, windowColumns = columns.size;
   if (height < rowsPerWarp || width < 32 || windowColumns > 33 ||
@@ -518,12 +568,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWarpPoolingKernel(
     return llvm::createStringError(
         "pooling: %lld x %lld outputs, fewer than a warp's %lld rows of 32",
         (long long)height, (long long)width, (long long)rowsPerWarp);
-  if (outputs.empty())
-    return llvm::createStringError("a kernel needs an output");
-  for (const KernelOutput &output : outputs)
-    if (output.shape != shape)
-      return llvm::createStringError(
-          "pooling: an output differs in shape from the pool");
+  if (llvm::Error error = checkPoolOutputs(outputs, shape))
+    return std::move(error);
   auto computeType =
       getCudaScalarType(getElementTypeOrSelf(op.getResult(0).getType()));
   if (!computeType)
@@ -558,13 +604,6 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWarpPoolingKernel(
         expr = expr.replace(column, getAffineDimExpr(rank, context));
       index.push_back(simplifyAffineExpr(expr, rank + 1, 0));
     }
-    return index;
-  };
-  auto outputIndex = [&](int64_t row) {
-    SmallVector<AffineExpr> index;
-    for (unsigned d = 0; d < rank; ++d)
-      index.push_back(getAffineDimExpr(d, context));
-    index[rank - 2] = index[rank - 2] + row;
     return index;
   };
 
@@ -616,27 +655,9 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateWarpPoolingKernel(
     int64_t out = row - (windowRows - 1);
     if (out < 0)
       continue;
-    SmallVector<AffineExpr> index = outputIndex(out);
-    auto init = emitter.valueAt(op.getDpsInitOperand(0)->get(), index);
-    if (!init)
-      return init.takeError();
-    std::string pool = body.fresh("pool");
-    body.line(*computeType + " " + pool + " = " + *init + ";");
-    for (int64_t k = 0; k < windowRows; ++k) {
-      auto value = combineInto(body, rows, folded[out + k], pool);
-      if (!value)
-        return value.takeError();
-      body.line(pool + " = " + *value + ";");
-    }
-    emitter.bind(op.getResult(0), index, pool);
-    for (const KernelOutput &output : outputs) {
-      auto value = emitter.valueAt(output.value, index);
-      if (!value)
-        return value.takeError();
-      body.line(output.param + "[base + " + std::to_string(out * width) +
-                "LL] = " + convertFromCompute(output.elementType, *value) +
-                ";");
-    }
+    if (llvm::Error error = emitPoolOutputRow(body, emitter, rows, folded, out,
+                                              width, outputs, *computeType))
+      return std::move(error);
   }
 
   int64_t outer = 1;

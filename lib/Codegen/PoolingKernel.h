@@ -152,6 +152,30 @@ llvm::Expected<std::string> combineInto(CodeWriter &body,
                                         llvm::StringRef element,
                                         llvm::StringRef acc);
 
+/// An error unless every one of `outputs` exists and has the pool's shape.
+llvm::Error checkPoolOutputs(llvm::ArrayRef<KernelOutput> outputs,
+                             llvm::ArrayRef<int64_t> shape);
+
+/// An error unless `rows` (sliding down columns) and `columns` (along rows)
+/// are one op's 2-D window over its two innermost dimensions, of stride 1
+/// and dilation 1: what the warp and tile kernels take. `kernels` says
+/// which ("warps slide", "tiles hold").
+llvm::Error checkStrideOneWindows(const PoolingWindow &rows,
+                                  const PoolingWindow &columns,
+                                  llvm::StringRef kernels);
+
+/// Emits output row `out` (past the kernel's `h0`) of a 2-D stride-1 pool
+/// whose input rows are folded along the window's columns in `folded`
+/// (`folded[r]` for the r-th input row): the pool's initial value folded
+/// with its window's rows, bound in `emitter`, and each of `outputs`
+/// stored at `base` plus the row's offset (`width` elements a row).
+llvm::Error emitPoolOutputRow(CodeWriter &body, TensorEmitter &emitter,
+                              const PoolingWindow &rows,
+                              llvm::ArrayRef<std::string> folded, int64_t out,
+                              int64_t width,
+                              llvm::ArrayRef<KernelOutput> outputs,
+                              llvm::StringRef computeType);
+
 /// Declares the kernel's indices of dimensions 0 to `count` - 1 that the
 /// code reads, `names[d]`, from `rest`, their linear index (dimension 0
 /// outermost), which it divides down as it goes.

@@ -128,15 +128,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
   auto type = cast<RankedTensorType>(op.getResult(0).getType());
   std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
   unsigned rank = shape.size();
-  if (columns.op != op || rank < 2 || rows.slideDim != rank - 2 ||
-      columns.slideDim != rank - 1 || op.getNumLoops() != rank + 2)
-    return llvm::createStringError(
-        "pooling: tiles hold only a 2-D window over the two innermost "
-        "dimensions");
-  if (rows.stride != 1 || rows.dilation != 1 || columns.stride != 1 ||
-      columns.dilation != 1)
-    return llvm::createStringError(
-        "pooling: tiles hold only windows of stride 1 and dilation 1");
+  if (llvm::Error error = checkStrideOneWindows(rows, columns, "tiles hold"))
+    return std::move(error);
   int64_t height = shape[rank - 2], width = shape[rank - 1];
   int64_t tileRows = options.tileRows;
   int64_t tileColumns = std::min(width, options.maxTileColumns);
@@ -144,12 +137,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
     return llvm::createStringError(
         "pooling: %lld output rows, fewer than a tile's %lld",
         (long long)height, (long long)tileRows);
-  if (outputs.empty())
-    return llvm::createStringError("a kernel needs an output");
-  for (const KernelOutput &output : outputs)
-    if (output.shape != shape)
-      return llvm::createStringError(
-          "pooling: an output differs in shape from the pool");
+  if (llvm::Error error = checkPoolOutputs(outputs, shape))
+    return std::move(error);
   auto computeType =
       getCudaScalarType(getElementTypeOrSelf(op.getResult(0).getType()));
   if (!computeType)
@@ -226,30 +215,9 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
     int64_t out = row - (rows.size - 1);
     if (out < 0)
       continue;
-    SmallVector<AffineExpr> index;
-    for (unsigned d = 0; d < rank; ++d)
-      index.push_back(getAffineDimExpr(d, context));
-    index[rank - 2] = index[rank - 2] + out;
-    auto init = folder.valueAt(op.getDpsInitOperand(0)->get(), index);
-    if (!init)
-      return init.takeError();
-    std::string pool = fold.fresh("pool");
-    fold.line(*computeType + " " + pool + " = " + *init + ";");
-    for (int64_t k = 0; k < rows.size; ++k) {
-      auto value = combineInto(fold, rows, folded[out + k], pool);
-      if (!value)
-        return value.takeError();
-      fold.line(pool + " = " + *value + ";");
-    }
-    folder.bind(op.getResult(0), index, pool);
-    for (const KernelOutput &output : outputs) {
-      auto value = folder.valueAt(output.value, index);
-      if (!value)
-        return value.takeError();
-      fold.line(output.param + "[base + " + std::to_string(out * width) +
-                "LL] = " + convertFromCompute(output.elementType, *value) +
-                ";");
-    }
+    if (llvm::Error error = emitPoolOutputRow(fold, folder, rows, folded, out,
+                                              width, outputs, *computeType))
+      return std::move(error);
   }
 
   int64_t outer = 1;
@@ -287,87 +255,38 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
   std::string restCount = std::to_string(inputRows * restColumns);
   std::string restLoadsText = std::to_string(restLoads);
   std::string restStart = std::to_string(full * block);
-  // Tile `t`'s first output column and row and its outer index.
-  auto declareTile = [&](CodeWriter &code, llvm::StringRef t) {
-    std::string c = std::to_string(columnTiles) + "LL";
-    std::string r = std::to_string(rowTiles) + "LL";
-    code.line("const long long w0 = min((" + t.str() + " % " + c + ") * " +
-              std::to_string(tileColumns) + "LL, " +
-              std::to_string(width - tileColumns) + "LL);");
-    code.line("const long long h0 = min((" + t.str() + " / " + c + " % " + r +
-              ") * " + std::to_string(tileRows) + "LL, " +
-              std::to_string(height - tileRows) + "LL);");
-    code.line("const long long outer = " + t.str() + " / " + c + " / " + r +
-              ";");
-  };
   std::string loadCode = load.str();
   auto emitLoad = [&](CodeWriter &code, llvm::StringRef target) {
     code.line(*computeType + " loaded;");
     code.lines(loadCode);
     code.line(target.str() + " = loaded;");
   };
-  // Issues the loads of rows [r0, r0 + batch) of the thread's full columns
-  // (with `withFull`) and of the rest columns' elements (with `withRest`),
-  // into registers.
-  auto emitIssue = [&](CodeWriter &code, bool withFull, bool withRest) {
-    if (withRest && restLoads) {
-      code.line("#pragma unroll");
-      code.line("for (int j = 0; j < " + restLoadsText + "; ++j) {");
-      code.indent();
-      code.line("const int e = threadIdx.x + j * " + blockText + ";");
-      code.line("if (e >= " + restCount + ") break;");
-      code.line("const long long ih = h0 + e / " + restText + ";");
-      code.line("const long long iw = w0 + " + restStart + " + e % " +
-                restText + ";");
-      emitLoad(code, "rest_value[j]");
-      code.dedent();
-      code.line("}");
-    }
-    if (!withFull || !full)
-      return;
-    code.line("#pragma unroll");
-    code.line("for (int s = 0; s < " + fullText + "; ++s) {");
-    code.indent();
-    code.line("const long long iw = w0 + threadIdx.x + s * " + blockText + ";");
-    code.line("#pragma unroll");
-    code.line("for (int k = 0; k < " + batchText + "; ++k) {");
-    code.indent();
-    code.line("if (r0 + k >= " + rowsText + ") break;");
-    code.line("const long long ih = h0 + r0 + k;");
-    emitLoad(code, "value[s][k]");
-    code.dedent();
-    code.line("}");
-    code.dedent();
-    code.line("}");
-  };
-  // Stores what emitIssue loaded to the tile in shared memory.
-  auto emitStore = [&](CodeWriter &code, bool withFull, bool withRest) {
-    if (withFull && full) {
-      code.line("#pragma unroll");
-      code.line("for (int s = 0; s < " + fullText + "; ++s) {");
-      code.indent();
-      code.line("#pragma unroll");
-      code.line("for (int k = 0; k < " + batchText + "; ++k) {");
-      code.indent();
-      code.line("if (r0 + k >= " + rowsText + ") break;");
-      code.line("tile[(r0 + k) * " + columnsText + " + threadIdx.x + s * " +
-                blockText + "] = value[s][k];");
-      code.dedent();
-      code.line("}");
-      code.dedent();
-      code.line("}");
-    }
-    if (!withRest || !restLoads)
-      return;
+  // Loops over the rest columns' elements, one a thread each turn.
+  auto openRestLoop = [&](CodeWriter &code) {
     code.line("#pragma unroll");
     code.line("for (int j = 0; j < " + restLoadsText + "; ++j) {");
     code.indent();
     code.line("const int e = threadIdx.x + j * " + blockText + ";");
     code.line("if (e >= " + restCount + ") break;");
-    code.line("tile[e / " + restText + " * " + columnsText + " + " + restStart +
-              " + e % " + restText + "] = rest_value[j];");
-    code.dedent();
-    code.line("}");
+  };
+  // Loops over the thread's full columns (`perColumn` opening each) and
+  // the batch's rows.
+  auto openFullLoops = [&](CodeWriter &code, llvm::StringRef perColumn) {
+    code.line("#pragma unroll");
+    code.line("for (int s = 0; s < " + fullText + "; ++s) {");
+    code.indent();
+    if (!perColumn.empty())
+      code.line(perColumn);
+    code.line("#pragma unroll");
+    code.line("for (int k = 0; k < " + batchText + "; ++k) {");
+    code.indent();
+    code.line("if (r0 + k >= " + rowsText + ") break;");
+  };
+  auto close = [](CodeWriter &code, int loops) {
+    for (int i = 0; i < loops; ++i) {
+      code.dedent();
+      code.line("}");
+    }
   };
   // Every output of the tile from shared memory, a column a thread.
   auto emitFold = [&](CodeWriter &code) {
@@ -413,10 +332,17 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
   code.line("for (long long t = blockIdx.x; t < " + tilesText +
             "; t += gridDim.x) {");
   code.indent();
-  declareTile(code, "t");
+  std::string c = std::to_string(columnTiles) + "LL";
+  std::string r = std::to_string(rowTiles) + "LL";
+  code.line("const long long w0 = min((t % " + c + ") * " +
+            std::to_string(tileColumns) + "LL, " +
+            std::to_string(width - tileColumns) + "LL);");
+  code.line("const long long h0 = min((t / " + c + " % " + r + ") * " +
+            std::to_string(tileRows) + "LL, " +
+            std::to_string(height - tileRows) + "LL);");
+  code.line("const long long outer = t / " + c + " / " + r + ";");
   // A batch of rows' loads of all the thread's columns is in flight
-  // before the first is stored; the rest columns' loads are issued with
-  // the first batch.
+  // before the first is stored; the rest columns' loads are issued first.
   code.line("{");
   code.indent();
   declareRest(code, loader);
@@ -429,19 +355,37 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateTiledPoolingKernel(
   if (restLoads)
     code.line(*computeType + " rest_value[" + restLoadsText + "];");
   code.line("int r0 = 0;");
-  emitIssue(code, false, true);
+  if (restLoads) {
+    openRestLoop(code);
+    code.line("const long long ih = h0 + e / " + restText + ";");
+    code.line("const long long iw = w0 + " + restStart + " + e % " + restText +
+              ";");
+    emitLoad(code, "rest_value[j]");
+    close(code, 1);
+  }
   code.line("#pragma unroll 1");
   code.line("for (; r0 < " + rowsText + "; r0 += " + batchText + ") {");
   code.indent();
-  if (full)
+  if (full) {
     code.line(*computeType + " value[" + fullText + "][" + batchText + "];");
-  emitIssue(code, true, false);
-  emitStore(code, true, false);
-  code.dedent();
-  code.line("}");
-  emitStore(code, false, true);
-  code.dedent();
-  code.line("}");
+    openFullLoops(code, "const long long iw = w0 + threadIdx.x + s * " +
+                            blockText + ";");
+    code.line("const long long ih = h0 + r0 + k;");
+    emitLoad(code, "value[s][k]");
+    close(code, 2);
+    openFullLoops(code, "");
+    code.line("tile[(r0 + k) * " + columnsText + " + threadIdx.x + s * " +
+              blockText + "] = value[s][k];");
+    close(code, 2);
+  }
+  close(code, 1);
+  if (restLoads) {
+    openRestLoop(code);
+    code.line("tile[e / " + restText + " * " + columnsText + " + " + restStart +
+              " + e % " + restText + "] = rest_value[j];");
+    close(code, 1);
+  }
+  close(code, 1);
   code.line("__syncthreads();");
   emitFold(code);
   // The next tile overwrites shared memory.

@@ -365,15 +365,10 @@ extern "C" __global__ void cooperative(const float *x, float *y) {
       {"x", "y"}};
   step.launch.cooperative = true;
   plan.steps = {step};
-  auto runner = PlanRunner::create(*context, task, plan);
-  ASSERT_TRUE(bool(runner)) << runner.status().message();
-  ASSERT_TRUE(
-      (*runner)->setInputs({makeRandomTensorData(task.inputs[0], 1)}).isOk());
-  Status status = (*runner)->run();
-  ASSERT_TRUE(status.isOk()) << status.message();
-  auto y = (*runner)->readTensor("y");
-  ASSERT_TRUE(bool(y)) << y.status().message();
-  std::vector<double> values = decodeTensorData(ElementType::F32, *y);
+  auto outputs =
+      runAndDecode(task, plan, {makeRandomTensorData(task.inputs[0], 1)});
+  ASSERT_EQ(outputs.size(), 1u);
+  const std::vector<double> &values = outputs[0];
   double blocks = values[1];
   int sms = context->getDeviceInfo().smCount;
   EXPECT_GE(blocks, sms);
