@@ -838,6 +838,56 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
       }
 }
 
+/// Rows too long for a block's shared memory, each split over a group of
+/// blocks that keep it in shared memory, the grid being what the device
+/// holds at once (SharedRowKernel.h, generateGroupRowKernels): the row is
+/// read from DRAM once however long it is, where a cluster's shared memory
+/// holds at most 16 blocks' share. Variants `group<G>_bs1024`: the three
+/// largest numbers of groups whose blocks hold their ranges on a device of
+/// kAssumedSms SMs (a LayerNorm over 4M elements: one group of all the
+/// SMs), at most one group a row.
+static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
+                             const KernelTask &task, int64_t rows,
+                             int64_t length, llvm::StringRef tag) {
+  constexpr int64_t kAssumedSms = 132;
+  if (length * 4 <= kSharedRowBytes || length % 4 != 0)
+    return;
+  std::vector<unsigned> counts;
+  for (unsigned groups : {16u, 12u, 11u, 8u, 6u, 4u, 3u, 2u, 1u}) {
+    int64_t blocks = kAssumedSms / groups;
+    int64_t range = ((length + blocks - 1) / blocks + 3) / 4 * 4;
+    if (groups <= rows && range * 4 <= kSharedRowBytes && counts.size() < 3)
+      counts.push_back(groups);
+  }
+  std::string comment = describeGroup(group);
+  for (unsigned groups : counts) {
+    PlanBuilder builder(
+        task, group, "builtin",
+        variantName("group" + std::to_string(groups) + "_bs1024", tag));
+    std::vector<KernelOutput> outputs;
+    for (Value value : returnedValues(group))
+      outputs.push_back(builder.outputFor(value));
+    SharedRowOptions options;
+    options.blockSize = 1024;
+    options.sharedBytes = kSharedRowBytes;
+    options.asyncCopies = true;
+    options.vectorStores = true;
+    options.gridGroups = groups;
+    auto kernels = generateGroupRowKernels(
+        group.getContext(), builder.entryName("group"), comment, outputs,
+        builder.leafFn(), rows, length, options);
+    if (!kernels) {
+      addPlan(proposal, builder, task, group, kernels.takeError());
+      return;
+    }
+    builder.declareTemporary({kernels->slots.param, kernels->slots.elementType,
+                              kernels->slots.shape});
+    for (const GeneratedKernel &kernel : kernels->kernels)
+      builder.addKernel(kernel, comment);
+    addPlan(proposal, builder, task, group, llvm::Error::success());
+  }
+}
+
 /// A group that is one softmax over long contiguous f32 rows as a cluster
 /// per row, the row read once and its statistics folded while it lands
 /// (ClusterSoftmax.h). Variants `softmax_c<C>[_r<R>]_bs<B>`: the smallest
@@ -957,6 +1007,7 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
   if (space)
     proposeTiledRows(proposal, group, task, *space, tag);
   proposeSharedRows(proposal, group, task, rows, length, tag);
+  proposeGroupRows(proposal, group, task, rows, length, tag);
   proposeSplitRows(proposal, group, task, rows, length, tag);
 }
 

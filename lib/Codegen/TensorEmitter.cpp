@@ -354,7 +354,7 @@ TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
     p.line("const long long " + c + " = " + start + " + kopt_v * 4;");
     if (sharedAsync) {
       asyncCopiesUsed = true;
-      p.line("kopt_copy_async(" + name + " + kopt_v * 4, " + leaf.param +
+      p.line(asyncCopyFunction + "(" + name + " + kopt_v * 4, " + leaf.param +
              " + " + print(linear) + ");");
     } else {
       p.line("*reinterpret_cast<KoptVec<float, 4> *>(" + name +
@@ -364,6 +364,20 @@ TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
     p.dedent();
     p.line("}");
     scalarFrom = start + " + kopt_vectors * 4";
+    if (prefetchRow) {
+      prefetchUsed = true;
+      p.line("if (threadIdx.x == 0 && " + prefetchRow->second + ") {");
+      p.indent();
+      p.line("const long long kopt_next_row = " + prefetchRow->first + ";");
+      p.line("const long long kopt_next_start = " + start + ";");
+      // The row's address with the next row's index.
+      p.line("const long long " + dimNames[0] + " = kopt_next_row;");
+      p.line("const long long " + c + " = kopt_next_start;");
+      p.line("kopt_prefetch_l2(" + leaf.param + " + " + print(linear) + ", (" +
+             end + " - " + start + ") * 4);");
+      p.dedent();
+      p.line("}");
+    }
   }
   p.line("#pragma unroll 4");
   p.line("for (long long " + c + " = " + scalarFrom + " + " + lane + "; " + c +
@@ -473,10 +487,13 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
       return convertToCompute(leaf.elementType, name + ".v[lane]");
     }
   }
+  if (!dryRun && !linear.isFunctionOfDim(0))
+    broadcastLeavesRead = true;
   std::string name = out->fresh("x");
   std::string load = leaf.param + "[" + print(linear) + "]";
   if (!loadFunction.empty() && leaf.elementType == ElementType::F32)
     load = loadFunction + "(" + leaf.param + " + " + print(linear) + ")";
+
   out->line("const " + computeType + " " + name + " = " +
             convertToCompute(leaf.elementType, load) + ";");
   return name;
@@ -1031,6 +1048,58 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
   }
   closeRowLoop();
 
+  if (groupReductions) {
+    if (llvm::any_of(partialStores,
+                     [](const std::string &store) { return !store.empty(); }))
+      return llvm::createStringError("split rows take no group reductions");
+    // Every block's totals into the group's slots, one barrier for them
+    // all, then warp 0 combines each reduction's slots.
+    std::vector<std::string> shared, slots;
+    for (Pending &p : pending)
+      shared.push_back(emitBlockTotal(p.combiner, p.type, p.acc));
+    out->line("if (threadIdx.x == 0) {");
+    out->indent();
+    for (auto [i, p] : llvm::enumerate(pending)) {
+      slots.push_back("kopt_group_slots(" +
+                      std::to_string(groupReductionCount++) + ")");
+      out->line("*reinterpret_cast<" + p.type + " *>(" + slots.back() +
+                " + chunk) = " + shared[i] + "[0];");
+    }
+    out->dedent();
+    out->line("}");
+    out->line("kopt_group_sync();");
+    out->line("if (threadIdx.x < 32) {");
+    out->indent();
+    for (auto [i, p] : llvm::enumerate(pending)) {
+      std::string total = out->fresh("kopt_group_total");
+      out->line(p.type + " " + total + " = " + p.combiner.identity + ";");
+      // Past L1, which may hold the slots as an earlier row left them.
+      out->line("for (unsigned q = threadIdx.x; q < kopt_group_blocks; q += "
+                "32u) " +
+                total + " = " +
+                p.combiner.combine(total, "__ldcg(reinterpret_cast<const " +
+                                              p.type + " *>(" + slots[i] +
+                                              " + q))") +
+                ";");
+      out->line("for (int o = 16; o > 0; o >>= 1) " + total + " = " +
+                p.combiner.combine(total, "__shfl_xor_sync(0xffffffffu, " +
+                                              total + ", o)") +
+                ";");
+      out->line("if (threadIdx.x == 0) " + shared[i] + "[1] = " + total + ";");
+    }
+    out->dedent();
+    out->line("}");
+    out->line("__syncthreads();");
+    for (auto [i, red] : llvm::enumerate(reds)) {
+      Pending &p = pending[i];
+      if (llvm::Error error =
+              foldInitial(red, p.generic, p.combiner, p.type, shared[i] + "[1]",
+                          out->fresh("red"), p.parallel))
+        return error;
+    }
+    return llvm::Error::success();
+  }
+
   for (auto [i, red] : llvm::enumerate(reds)) {
     Pending &p = pending[i];
     llvm::StringRef partialStore =
@@ -1071,9 +1140,36 @@ llvm::Error TensorEmitter::finishCooperative(
     return llvm::Error::success();
   }
 
-  // Block reduction: warp shuffles, then one warp over the warps' partials.
-  std::string shared = out->fresh("kopt_red");
+  std::string shared = emitBlockTotal(combiner, type, acc);
   std::string total = out->fresh("red");
+  if (!partialStore.empty()) {
+    out->line("if (threadIdx.x == 0) " + partialStore.str() + " = " + shared +
+              "[0];");
+    return llvm::Error::success();
+  }
+
+  std::string blockTotal = shared + "[0]";
+  if (clusterSize > 1) {
+    // Then over the blocks of the cluster, each reading every block's
+    // total from its shared memory, in rank order.
+    blockTotal = out->fresh("kopt_cluster_total");
+    out->line("kopt_cluster_sync();");
+    out->line(type + " " + blockTotal + " = " + combiner.identity + ";");
+    out->line("#pragma unroll");
+    out->line("for (unsigned q = 0; q < " + std::to_string(clusterSize) +
+              "u; ++q) " + blockTotal + " = " +
+              combiner.combine(blockTotal,
+                               "kopt_cluster_load(&" + shared + "[0], q)") +
+              ";");
+  }
+  return foldInitial(red, generic, combiner, type, blockTotal, total, parallel);
+}
+
+std::string TensorEmitter::emitBlockTotal(const ReductionCombiner &combiner,
+                                          const std::string &type,
+                                          const std::string &acc) {
+  // Warp shuffles, then one warp over the warps' partials.
+  std::string shared = out->fresh("kopt_red");
   unsigned warps = (blockSize + 31) / 32;
   out->line("__shared__ " + type + " " + shared + "[32];");
   out->line(
@@ -1095,27 +1191,16 @@ llvm::Error TensorEmitter::finishCooperative(
   out->dedent();
   out->line("}");
   out->line("__syncthreads();");
-  if (!partialStore.empty()) {
-    out->line("if (threadIdx.x == 0) " + partialStore.str() + " = " + shared +
-              "[0];");
-    return llvm::Error::success();
-  }
+  return shared;
+}
 
-  std::string blockTotal = shared + "[0]";
-  if (clusterSize > 1) {
-    // Then over the blocks of the cluster, each reading every block's
-    // total from its shared memory, in rank order.
-    blockTotal = out->fresh("kopt_cluster_total");
-    out->line("kopt_cluster_sync();");
-    out->line(type + " " + blockTotal + " = " + combiner.identity + ";");
-    out->line("#pragma unroll");
-    out->line("for (unsigned q = 0; q < " + std::to_string(clusterSize) +
-              "u; ++q) " + blockTotal + " = " +
-              combiner.combine(blockTotal,
-                               "kopt_cluster_load(&" + shared + "[0], q)") +
-              ";");
-  }
-
+llvm::Error TensorEmitter::foldInitial(const CooperativeReduction &red,
+                                       linalg::GenericOp generic,
+                                       const ReductionCombiner &combiner,
+                                       const std::string &type,
+                                       const std::string &blockTotal,
+                                       const std::string &total,
+                                       llvm::ArrayRef<AffineExpr> parallel) {
   // Fold in the initial value, as the sequential definition starts there.
   OpOperand &init = generic.getDpsInitsMutable()[0];
   auto initValue = valueAt(
@@ -1143,6 +1228,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   unsigned savedCacheUsed = cacheUsed;
   int64_t savedSharedUsed = sharedUsed;
   bool savedAsyncCopiesUsed = asyncCopiesUsed;
+  unsigned savedGroupReductionCount = groupReductionCount;
   CodeWriter *savedCachePrologue = cachePrologue;
   if (cachePrologue)
     cachePrologue = &scratch;
@@ -1164,6 +1250,7 @@ TensorEmitter::collectCooperativeReductions(Value value,
   cacheUsed = savedCacheUsed;
   sharedUsed = savedSharedUsed;
   asyncCopiesUsed = savedAsyncCopiesUsed;
+  groupReductionCount = savedGroupReductionCount;
   cachePrologue = savedCachePrologue;
   if (!ignored)
     return ignored.takeError();

@@ -48,6 +48,32 @@ struct SharedRowOptions {
   /// of computing it again; kept only when the outputs read the input no
   /// other way.
   bool keepReducedValue = true;
+  /// With G > 0, a row too long for a cluster's shared memory (a LayerNorm
+  /// over 4M elements is 16 MB) is split over a group of blocks instead:
+  /// the grid is what the device holds at once (a cooperative launch),
+  /// made of G groups that take the rows in turn, and each reduction
+  /// combines the group's block totals through global memory after a
+  /// barrier of the group's blocks (generateGroupRowKernels).
+  unsigned gridGroups = 0;
+  /// Groups: ask L2 for the block's range of the next row once this row's
+  /// is copied, unless the kernel reads operands every row reads again
+  /// (LayerNorm's weights), which the prefetched rows would push out of L2.
+  bool prefetchNextRow = true;
+};
+
+/// The most groups a grid of groups holds, and the most blocks it asks
+/// for (a cooperative launch gets at most what the device holds at once).
+constexpr unsigned kMaxGridGroups = 32;
+constexpr int64_t kMaxGroupGrid = 1024;
+/// The plan tensor holding a grid of groups' barrier counters and the
+/// slots of its blocks' totals.
+constexpr const char *kGroupSlotsParam = "groupslots";
+
+/// A grid of groups' kernels: one resetting the barrier counters, then the
+/// rows, and the `long long` tensor both take as their last argument.
+struct GroupRowKernels {
+  std::vector<GeneratedKernel> kernels;
+  PartialBuffer slots;
 };
 
 /// Elements of a row of `rowLength` each block of a cluster of
@@ -64,6 +90,17 @@ llvm::StringRef getClusterHelpers();
 /// row's inputs in shared memory (GeneratedKernel::sharedBytes says how
 /// much). Outputs as for generateRowKernel.
 llvm::Expected<GeneratedKernel> generateSharedRowKernel(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    int64_t numRows, int64_t rowLength, const SharedRowOptions &options);
+
+/// Generates the kernels of a row kernel keeping the row's inputs in
+/// shared memory over groups of blocks (`options.gridGroups` > 0). Each
+/// block's range of a row is fixed at launch from the blocks a group gets;
+/// on a device holding too few blocks at once for the ranges to fit
+/// `options.sharedBytes`, the kernel stops (`__trap`). Outputs as for
+/// generateRowKernel.
+llvm::Expected<GroupRowKernels> generateGroupRowKernels(
     MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
     int64_t numRows, int64_t rowLength, const SharedRowOptions &options);

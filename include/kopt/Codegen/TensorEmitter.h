@@ -131,6 +131,15 @@ public:
   void setLoadFunction(llvm::StringRef function) {
     loadFunction = function.str();
   }
+  /// Whether the code emitted so far reads a leaf whose index does not
+  /// depend on kernel dimension 0 (the row) from memory: an operand every
+  /// row reads again (LayerNorm's weights).
+  bool readsBroadcastLeaves() const { return broadcastLeavesRead; }
+  /// Fills asynchronous shared caches through `function(shared, global)`
+  /// instead of `kopt_copy_async` (a copy with another cache hint).
+  void setAsyncCopyFunction(llvm::StringRef function) {
+    asyncCopyFunction = function.str();
+  }
 
   /// Split rows: row loops cover [`start`, `end`) (C expressions) instead of
   /// the whole row.
@@ -150,6 +159,16 @@ public:
   /// kernel defines; it syncs the cluster before it ends, so that no block
   /// leaves while others read its shared memory).
   void enableClusterReductions(unsigned size) { clusterSize = size; }
+  /// Rows split over a software group of co-resident blocks (a cooperative
+  /// launch): the cooperative reductions of one emitCooperatives call each
+  /// store the block's total in the group's slots in global memory, pass
+  /// one group barrier together, then combine every block's total. The
+  /// kernel defines `kopt_group_slots(k)` (reduction `k`'s slots, one per
+  /// block of the group, `long long` each), `kopt_group_blocks`, `chunk`
+  /// (the block's place in the group) and `kopt_group_sync()`.
+  void enableGroupReductions() { groupReductions = true; }
+  /// Group reductions emitted so far: each needs its slots.
+  unsigned getGroupReductionCount() const { return groupReductionCount; }
   /// Reads through reshapes one dimension group at a time (an expanded
   /// dimension as the linear index of the dimensions it became, a collapsed
   /// one split back) instead of through the whole linear index: the same
@@ -187,6 +206,17 @@ public:
   /// its copies before any is waited for, and no register holds the data.
   /// The kernel then waits (`kopt_copy_async_wait`) before its barrier.
   void setSharedCacheAsync(bool async) { sharedAsync = async; }
+  /// After filling a shared cache whose range is contiguous in memory, has
+  /// thread 0 ask L2 for the same range of row `nextRow` (a C expression
+  /// for kernel dimension 0) when `condition` holds, with
+  /// `kopt_prefetch_l2(pointer, bytes)`, which the kernel defines: the
+  /// next row's reads from DRAM then overlap this row's work.
+  void setSharedCachePrefetch(llvm::StringRef nextRow,
+                              llvm::StringRef condition) {
+    prefetchRow = {nextRow.str(), condition.str()};
+  }
+  /// Whether a cache asked for the next row.
+  bool usesPrefetch() const { return prefetchUsed; }
   /// Whether a cache was filled with `cp.async` copies.
   bool usesAsyncCopies() const { return asyncCopiesUsed; }
   /// Bytes of shared memory the caches use so far.
@@ -269,6 +299,17 @@ private:
   std::string print(AffineExpr expr);
   void noteUse(unsigned dim);
   bool isCooperative(Operation *op, llvm::ArrayRef<AffineExpr> parallelIndex);
+  /// Emits the block-wide combination of each thread's `acc` and returns
+  /// the shared array whose element 0 holds the block's total.
+  std::string emitBlockTotal(const ReductionCombiner &combiner,
+                             const std::string &type, const std::string &acc);
+  /// Defines `total` as the reduction's initial value combined with
+  /// `blockTotal` and memoises it as the reduction's value.
+  llvm::Error
+  foldInitial(const CooperativeReduction &reduction, linalg::GenericOp generic,
+              const ReductionCombiner &combiner, const std::string &type,
+              const std::string &blockTotal, const std::string &total,
+              llvm::ArrayRef<AffineExpr> parallel);
   llvm::Error finishCooperative(const CooperativeReduction &reduction,
                                 linalg::GenericOp generic,
                                 const ReductionCombiner &combiner,
@@ -303,6 +344,10 @@ private:
 
   std::optional<RowGroupLayout> rowGroup;
   unsigned clusterSize = 1;
+  bool groupReductions = false;
+  unsigned groupReductionCount = 0;
+  bool broadcastLeavesRead = false;
+  std::string asyncCopyFunction = "kopt_copy_async";
   std::optional<std::pair<std::string, std::string>> rowRange;
   std::optional<int64_t> cacheLength;
   unsigned cacheBudget = 0;
@@ -314,6 +359,8 @@ private:
   ReductionInputSink reductionInputSink;
   bool sharedVectors = true;
   bool sharedAsync = false, asyncCopiesUsed = false;
+  std::optional<std::pair<std::string, std::string>> prefetchRow;
+  bool prefetchUsed = false;
   std::string loadFunction;
   /// For each open row loop: which caches it reads.
   enum class RowLoop { Plain, RegisterCache, SharedCache };
