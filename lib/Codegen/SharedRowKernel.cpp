@@ -213,7 +213,7 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
   emitter.setRowRange("chunkStart", "chunkEnd");
   emitter.enableSharedRowCache(rowLength, range, options.sharedBytes, caches);
   if (groups) {
-    // The rows stream through L2 once; what every row reads again stays.
+    // The rows are read once: their copies tell L2 to evict them first.
     emitter.enableGroupReductions();
     emitter.setAsyncCopyFunction("kopt_copy_async_stream");
     if (options.prefetchNextRow)
