@@ -167,7 +167,7 @@ static void emitGroupPrologue(CodeWriter &code, unsigned groups,
   code.line("auto kopt_group_slots = [&](int k) {");
   code.line("  return kopt_group_base + (kopt_parity * " +
             std::to_string(reductions) + " + k) * " +
-            std::to_string(kMaxGroupGrid) + "LL;");
+            std::to_string(kGroupGridBlocks) + "LL;");
   code.line("};");
   code.line("auto kopt_group_sync = [&]() {");
   code.line("  kopt_group_barrier(reinterpret_cast<unsigned *>(" +
@@ -202,7 +202,7 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     return indices.takeError();
   // A group's blocks are known at launch: each block's range of the row
   // then, which must fit the one slot of shared memory a block has.
-  int64_t range = groups ? options.sharedBytes / 16 * 4
+  int64_t range = groups ? options.sharedBytes / 4 / 4 * 4
                          : getSharedRowRange(rowLength, blocks);
 
   CodeWriter body, caches;
@@ -417,7 +417,7 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     code.line("}");
     kernel.code = code.str();
     // At most the blocks the device holds at once (a cooperative launch).
-    kernel.grid = {std::to_string(kMaxGroupGrid), "1", "1"};
+    kernel.grid = {std::to_string(kGroupGridBlocks), "1", "1"};
     kernel.block = {std::to_string(options.blockSize), "1", "1"};
     kernel.cooperative = true;
     return kernel;
@@ -477,7 +477,7 @@ llvm::Expected<GroupRowKernels> mlir::kopt::generateGroupRowKernels(
   GroupRowKernels result;
   result.slots.param = kGroupSlotsParam;
   result.slots.elementType = ElementType::I64;
-  result.slots.shape = {groups + 2 * int64_t(reductions) * kMaxGroupGrid};
+  result.slots.shape = {groups + 2 * int64_t(reductions) * kGroupGridBlocks};
 
   // The counters start every launch at zero.
   GeneratedKernel reset;

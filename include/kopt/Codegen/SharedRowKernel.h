@@ -61,10 +61,11 @@ struct SharedRowOptions {
   bool prefetchNextRow = true;
 };
 
-/// The most groups a grid of groups holds, and the most blocks it asks
-/// for (a cooperative launch gets at most what the device holds at once).
+/// The most groups a grid of groups holds.
 constexpr unsigned kMaxGridGroups = 32;
-constexpr int64_t kMaxGroupGrid = 1024;
+/// The blocks a grid of groups asks for: a cooperative launch gets at most
+/// what the device holds at once, so this bounds the grid.
+constexpr int64_t kGroupGridBlocks = 1024;
 /// The plan tensor holding a grid of groups' barrier counters and the
 /// slots of its blocks' totals.
 constexpr const char *kGroupSlotsParam = "groupslots";
