@@ -493,7 +493,6 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
   std::string load = leaf.param + "[" + print(linear) + "]";
   if (!loadFunction.empty() && leaf.elementType == ElementType::F32)
     load = loadFunction + "(" + leaf.param + " + " + print(linear) + ")";
-
   out->line("const " + computeType + " " + name + " = " +
             convertToCompute(leaf.elementType, load) + ";");
   return name;
@@ -953,6 +952,16 @@ llvm::Error TensorEmitter::emitCooperative(const CooperativeReduction &red,
   return emitCooperatives({red}, {partialStore.str()});
 }
 
+/// The line combining `value` over a warp's 32 lanes (XOR butterflies),
+/// leaving the total in every lane.
+static std::string warpAllReduce(const ReductionCombiner &combiner,
+                                 const std::string &value) {
+  return "for (int o = 16; o > 0; o >>= 1) " + value + " = " +
+         combiner.combine(value,
+                          "__shfl_xor_sync(0xffffffffu, " + value + ", o)") +
+         ";";
+}
+
 llvm::Error
 TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
                                 llvm::ArrayRef<std::string> partialStores) {
@@ -1081,10 +1090,7 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
                                               p.type + " *>(" + slots[i] +
                                               " + q))") +
                 ";");
-      out->line("for (int o = 16; o > 0; o >>= 1) " + total + " = " +
-                p.combiner.combine(total, "__shfl_xor_sync(0xffffffffu, " +
-                                              total + ", o)") +
-                ";");
+      out->line(warpAllReduce(p.combiner, total));
       out->line("if (threadIdx.x == 0) " + shared[i] + "[1] = " + total + ";");
     }
     out->dedent();
@@ -1172,10 +1178,7 @@ std::string TensorEmitter::emitBlockTotal(const ReductionCombiner &combiner,
   std::string shared = out->fresh("kopt_red");
   unsigned warps = (blockSize + 31) / 32;
   out->line("__shared__ " + type + " " + shared + "[32];");
-  out->line(
-      "for (int o = 16; o > 0; o >>= 1) " + acc + " = " +
-      combiner.combine(acc, "__shfl_xor_sync(0xffffffffu, " + acc + ", o)") +
-      ";");
+  out->line(warpAllReduce(combiner, acc));
   out->line("if ((threadIdx.x & 31) == 0) " + shared +
             "[threadIdx.x >> 5] = " + acc + ";");
   out->line("__syncthreads();");
@@ -1183,10 +1186,7 @@ std::string TensorEmitter::emitBlockTotal(const ReductionCombiner &combiner,
   out->indent();
   out->line(acc + " = threadIdx.x < " + std::to_string(warps) + " ? " + shared +
             "[threadIdx.x] : " + combiner.identity + ";");
-  out->line(
-      "for (int o = 16; o > 0; o >>= 1) " + acc + " = " +
-      combiner.combine(acc, "__shfl_xor_sync(0xffffffffu, " + acc + ", o)") +
-      ";");
+  out->line(warpAllReduce(combiner, acc));
   out->line("if (threadIdx.x == 0) " + shared + "[0] = " + acc + ";");
   out->dedent();
   out->line("}");
