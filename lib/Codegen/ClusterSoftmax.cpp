@@ -39,6 +39,18 @@ template <int N> __device__ __forceinline__ void kopt_copy_wait_newest() {
 #endif
 )cuda";
 
+/// Asks L2 for a range of global memory without waiting (sm_90).
+static constexpr llvm::StringLiteral kPrefetchHelper = R"cuda(
+#ifndef KOPT_PREFETCH_L2_HELPER
+#define KOPT_PREFETCH_L2_HELPER
+__device__ __forceinline__ void kopt_prefetch_range_l2(const void *global,
+                                                       unsigned bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
+               :: "l"(global), "r"(bytes) : "memory");
+}
+#endif
+)cuda";
+
 /// The online normaliser of OnlineSoftmax.h, a 16-byte vector at a time
 /// (one rescale a vector).
 static constexpr llvm::StringLiteral kNormaliser = R"cuda(
@@ -69,7 +81,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   // The block's pair is merged by warps, then by the first warp over them.
   if (threads < 32 || threads > 1024 || threads % 32 != 0)
     return llvm::createStringError(
-        "blocks of %u threads: whole warps, at most 32, are needed", threads);
+        "blocks of %u threads: whole warps, 1024 threads at most, are needed",
+        threads);
   int64_t perCluster = options.rowsPerCluster;
   if (perCluster < 1 || rows % perCluster != 0)
     return llvm::createStringError("%lld rows do not go %lld to a cluster",
@@ -233,4 +246,203 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   code.line("}");
   kernel.code = code.str();
   return kernel;
+}
+
+/// The counter's plan tensor.
+static constexpr llvm::StringLiteral kRowsTakenParam = "rowstaken";
+
+llvm::Expected<ClaimingSoftmaxKernels>
+mlir::kopt::generateClaimingSoftmaxKernels(
+    llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
+    llvm::StringRef output, int64_t rows, int64_t length,
+    const ClusterSoftmaxOptions &options, int64_t maxSharedBytes) {
+  unsigned blocks = options.clusterSize, threads = options.blockSize;
+  if (!llvm::is_contained({2u, 4u, 8u, 16u}, blocks))
+    return llvm::createStringError(
+        "claiming clusters of %u blocks are not supported", blocks);
+  if (length % (4 * blocks) != 0)
+    return llvm::createStringError(
+        "a row of %lld does not split into 16-byte vectors over %u blocks",
+        static_cast<long long>(length), blocks);
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    return llvm::createStringError(
+        "blocks of %u threads: whole warps, 1024 threads at most, are needed",
+        threads);
+  int64_t share = length / blocks, vectors = share / 4;
+  if (share * 4 > maxSharedBytes)
+    return llvm::createStringError(
+        "a block's %lld bytes of the row exceed its shared memory",
+        static_cast<long long>(share * 4));
+
+  int64_t perThread = (vectors + threads - 1) / threads;
+  int64_t stages = std::min<int64_t>(4, perThread);
+  auto stageStart = [&](int64_t stage) { return stage * perThread / stages; };
+  std::string t = std::to_string(threads), v = std::to_string(vectors);
+  bool partial = vectors % threads != 0;
+  auto forStage = [&](CodeWriter &code, int64_t stage,
+                      llvm::StringRef statement) {
+    code.line("#pragma unroll");
+    code.line("for (int i = " + std::to_string(stageStart(stage)) + "; i < " +
+              std::to_string(stageStart(stage + 1)) + "; ++i) {");
+    code.indent();
+    code.line("const int v = threadIdx.x + i * " + t + ";");
+    if (partial)
+      code.line("if (v >= " + v + ") break;");
+    code.lines(statement);
+    code.dedent();
+    code.line("}");
+  };
+
+  ClaimingSoftmaxKernels result;
+  result.counter.param = kRowsTakenParam.str();
+  result.counter.elementType = ElementType::I64;
+  result.counter.shape = {1};
+
+  GeneratedKernel reset;
+  reset.entry = (entry + "_reset").str();
+  reset.grid = {"1", "1", "1"};
+  reset.block = {"32", "1", "1"};
+  reset.args = {kRowsTakenParam.str()};
+  {
+    CodeWriter code;
+    code.comment(comment.str() + " (rows claimed reset)");
+    code.line("extern \"C\" __global__ void " + reset.entry +
+              "(long long *__restrict__ " + kRowsTakenParam.str() + ") {");
+    code.line("  if (threadIdx.x == 0) " + kRowsTakenParam.str() + "[0] = 0;");
+    code.line("}");
+    reset.code = code.str();
+  }
+
+  GeneratedKernel kernel;
+  kernel.entry = entry.str();
+  kernel.sharedBytes = share * 4;
+  kernel.args = {input.str(), output.str(), kRowsTakenParam.str()};
+  kernel.block = {t, "1", "1"};
+  std::string attributes =
+      "__launch_bounds__(" + t +
+      (options.minBlocksPerSM ? ", " + std::to_string(options.minBlocksPerSM)
+                              : "") +
+      ")";
+  // A cooperative grid, a cluster per row at most, cut by the runtime to
+  // the clusters the device holds at once; the clusters are set at launch.
+  kernel.cooperative = true;
+  kernel.grid = {std::to_string(rows * blocks), "1", "1"};
+  kernel.cluster = blocks;
+
+  CodeWriter code;
+  code.comment(comment);
+  code.lines(getClusterHelpers());
+  code.lines(kStagedCopyHelpers);
+  if (options.prefetchNextRow)
+    code.lines(kPrefetchHelper);
+  std::string b = std::to_string(blocks), n = std::to_string(rows) + "LL";
+  std::string l = std::to_string(length) + "LL", taken = kRowsTakenParam.str();
+  code.line("extern \"C\" __global__ void " + attributes + " " + entry.str() +
+            "(const float *__restrict__ " + input.str() +
+            ", float *__restrict__ " + output.str() +
+            ", long long *__restrict__ " + taken + ") {");
+  code.indent();
+  // Launched without its cluster, the kernel would read other blocks'
+  // shared memory that does not exist: it stops instead.
+  code.line("if (kopt_cluster_blocks() != " + b + "u) __trap();");
+  code.line("extern __shared__ __align__(16) unsigned char kopt_smem[];");
+  code.line("float4 *const kept = reinterpret_cast<float4 *>(kopt_smem);");
+  code.line("__shared__ float kopt_pair[2];");
+  code.line("__shared__ long long kopt_claimed;");
+  code.line("const unsigned rank = blockIdx.x % " + b + "u;");
+  code.line("const long long offset = (long long)rank * " +
+            std::to_string(share) + "LL;");
+  code.line("auto claim = [&]() {");
+  code.line("  return (long long)atomicAdd(reinterpret_cast<unsigned long "
+            "long *>(" +
+            taken + "), 1ULL);");
+  code.line("};");
+  code.comment("The cluster's first row, claimed by its first block. Every "
+               "barrier.cluster arrive is paired with one wait, before the "
+               "block next overwrites what the others read.");
+  code.line("if (rank == 0 && threadIdx.x == 0) kopt_claimed = claim();");
+  code.line("kopt_cluster_sync();");
+  code.line("long long row = kopt_cluster_load(&kopt_claimed, 0u);");
+  code.line("asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
+            "\"memory\");");
+  code.line("if (row < " + n + ") {");
+  code.indent();
+  code.line("const float4 *__restrict__ x = reinterpret_cast<const float4 *>(" +
+            input.str() + " + row * " + l + " + offset);");
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    forStage(code, stage, "kopt_copy_vector_async(kept + v, x + v);");
+    code.line("kopt_copy_commit();");
+  }
+  code.dedent();
+  code.line("}");
+  code.line("#pragma unroll 1");
+  code.line("while (row < " + n + ") {");
+  code.indent();
+  code.comment("The next row claimed and asked of L2 now, so that DRAM reads "
+               "it while this one is merged.");
+  code.line("long long next = 0;");
+  code.line("if (rank == 0 && threadIdx.x == 0) {");
+  code.line("  next = claim();");
+  if (options.prefetchNextRow) {
+    code.line("  if (next < " + n + ")");
+    code.line("    for (unsigned q = 0; q < " + b + "u; ++q)");
+    code.line("      kopt_prefetch_range_l2(" + input.str() + " + next * " + l +
+              " + (long long)q * " + std::to_string(share) + "LL, " +
+              std::to_string(share * 4) + "u);");
+  }
+  code.line("}");
+  code.lines(kNormaliser);
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
+              ">();");
+    forStage(code, stage, "absorb(kept[v]);");
+  }
+  code.lines(getBlockPairMerge());
+  code.line("asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: "
+            "\"memory\");");
+  code.line("if (threadIdx.x == 0) {");
+  code.line("  kopt_pair[0] = m;");
+  code.line("  kopt_pair[1] = s;");
+  code.line("  if (rank == 0) kopt_claimed = next;");
+  code.line("}");
+  code.line("kopt_cluster_sync();");
+  code.line("m = -KOPT_INF_F;");
+  code.line("s = 0.0f;");
+  code.line("#pragma unroll");
+  code.line("for (unsigned q = 0; q < " + b +
+            "u; ++q) merge(kopt_cluster_load(&kopt_pair[0], q), "
+            "kopt_cluster_load(&kopt_pair[1], q));");
+  code.line("next = kopt_cluster_load(&kopt_claimed, 0u);");
+  code.line("asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
+            "\"memory\");");
+  code.line("const float inverse = 1.0f / s;");
+  code.line("const bool more = next < " + n + ";");
+  code.line("float4 *__restrict__ y = reinterpret_cast<float4 *>(" +
+            output.str() + " + row * " + l + " + offset);");
+  code.line("const float4 *__restrict__ following = reinterpret_cast<const "
+            "float4 *>(" +
+            input.str() + " + (more ? next : 0LL) * " + l + " + offset);");
+  for (int64_t stage = 0; stage < stages; ++stage) {
+    forStage(code, stage,
+             "float4 e = kept[v];\n"
+             "e.x = expf(e.x - m) * inverse;\n"
+             "e.y = expf(e.y - m) * inverse;\n"
+             "e.z = expf(e.z - m) * inverse;\n"
+             "e.w = expf(e.w - m) * inverse;\n"
+             "y[v] = e;\n"
+             "if (more)\n"
+             "  kopt_copy_vector_async(kept + v, following + v);");
+    code.line("if (more)");
+    code.line("  kopt_copy_commit();");
+  }
+  code.line("row = next;");
+  code.dedent();
+  code.line("}");
+  code.line("asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: "
+            "\"memory\");");
+  code.dedent();
+  code.line("}");
+  kernel.code = code.str();
+  result.kernels = {std::move(reset), std::move(kernel)};
+  return result;
 }

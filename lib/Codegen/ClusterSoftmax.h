@@ -47,6 +47,8 @@ struct ClusterSoftmaxOptions {
   int64_t rowsPerCluster = 1;
   /// Blocks an SM must hold at once (`__launch_bounds__`), 0 for any.
   unsigned minBlocksPerSM = 0;
+  /// Claiming form only: the next row asked of L2 as soon as it is claimed.
+  bool prefetchNextRow = true;
 };
 
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of
@@ -55,6 +57,28 @@ struct ClusterSoftmaxOptions {
 /// vectors that fits `maxSharedBytes`, the block whole warps and the rows
 /// a whole number of clusters' turns.
 llvm::Expected<GeneratedKernel> generateClusterSoftmaxKernel(
+    llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
+    llvm::StringRef output, int64_t rows, int64_t length,
+    const ClusterSoftmaxOptions &options, int64_t maxSharedBytes);
+
+/// A softmax whose clusters stay resident and claim rows one at a time from
+/// a counter in global memory, rather than a cluster per row launched in
+/// turn: a cluster claims its next row while it folds this one, asks L2 for
+/// all of it (`cp.async.bulk.prefetch.L2`), so that DRAM keeps reading while
+/// the cluster merges its statistics, and copies it into shared memory as it
+/// writes this row's outputs. The grid is what the device holds at once (a
+/// cooperative launch with clusters set at launch, cut by the runtime); a
+/// cluster that finds no row left exits.
+struct ClaimingSoftmaxKernels {
+  /// A one-block kernel zeroing the counter, then the softmax.
+  std::vector<GeneratedKernel> kernels;
+  /// The counter: one `long long`.
+  PartialBuffer counter;
+};
+
+/// The claiming form of generateClusterSoftmaxKernel (the same `options`
+/// but `rowsPerCluster`), for clusters of 2 to 16 blocks.
+llvm::Expected<ClaimingSoftmaxKernels> generateClaimingSoftmaxKernels(
     llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
     llvm::StringRef output, int64_t rows, int64_t length,
     const ClusterSoftmaxOptions &options, int64_t maxSharedBytes);

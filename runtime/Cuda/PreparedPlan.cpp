@@ -59,33 +59,47 @@ struct PointerSlot {
   }
 };
 
-/// Launches `step` in clusters of `step.cluster` blocks along x, or
-/// cooperatively.
+/// The launch configuration of `step` with its attributes: clusters of
+/// `step.cluster` blocks along x, a cooperative launch, or both.
+struct LaunchConfig {
+  CUlaunchAttribute attributes[2] = {};
+  CUlaunchConfig config = {};
+
+  LaunchConfig(const Step &step, CUstream stream) {
+    unsigned count = 0;
+    if (step.cluster > 1) {
+      CUlaunchAttribute &cluster = attributes[count++];
+      cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      cluster.value.clusterDim.x = step.cluster;
+      cluster.value.clusterDim.y = 1;
+      cluster.value.clusterDim.z = 1;
+    }
+    if (step.cooperative) {
+      CUlaunchAttribute &cooperative = attributes[count++];
+      cooperative.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+      cooperative.value.cooperative = 1;
+    }
+    config.gridDimX = step.grid[0];
+    config.gridDimY = step.grid[1];
+    config.gridDimZ = step.grid[2];
+    config.blockDimX = step.block[0];
+    config.blockDimY = step.block[1];
+    config.blockDimZ = step.block[2];
+    config.sharedMemBytes = step.sharedBytes;
+    config.hStream = stream;
+    config.attrs = attributes;
+    config.numAttrs = count;
+  }
+  LaunchConfig(const LaunchConfig &) = delete;
+  LaunchConfig &operator=(const LaunchConfig &) = delete;
+};
+
+/// Launches `step` in clusters, cooperatively, or both.
 Status launchWithAttribute(const CudaDriver &api, const Step &step,
                            CUstream stream) {
-  CUlaunchAttribute attribute = {};
-  if (step.cooperative) {
-    attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
-    attribute.value.cooperative = 1;
-  } else {
-    attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attribute.value.clusterDim.x = step.cluster;
-    attribute.value.clusterDim.y = 1;
-    attribute.value.clusterDim.z = 1;
-  }
-  CUlaunchConfig config = {};
-  config.gridDimX = step.grid[0];
-  config.gridDimY = step.grid[1];
-  config.gridDimZ = step.grid[2];
-  config.blockDimX = step.block[0];
-  config.blockDimY = step.block[1];
-  config.blockDimZ = step.block[2];
-  config.sharedMemBytes = step.sharedBytes;
-  config.hStream = stream;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  LaunchConfig launch(step, stream);
   return api.check(
-      api.cuLaunchKernelEx(&config, step.function,
+      api.cuLaunchKernelEx(&launch.config, step.function,
                            const_cast<void **>(step.arguments.data()), nullptr),
       "cuLaunchKernelEx");
 }
@@ -165,26 +179,6 @@ Status PreparedPlan::Impl::prepareLaunch(
       return status;
   step.cluster = unsigned(launch.cluster);
   step.cooperative = launch.cooperative;
-  // A cooperative grid holds at most the blocks the device runs at once.
-  if (step.cooperative) {
-    int perSM = 0;
-    if (Status status =
-            api.check(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
-                          &perSM, step.function,
-                          int(step.block[0] * step.block[1] * step.block[2]),
-                          size_t(step.sharedBytes)),
-                      "cuOccupancyMaxActiveBlocksPerMultiprocessor");
-        !status.isOk())
-      return status;
-    int64_t resident =
-        int64_t(perSM) * std::max(1, context->getDeviceInfo().smCount);
-    if (resident < 1)
-      return Status::error(StatusCode::Unsupported,
-                           "a cooperative launch: not one block of " +
-                               std::to_string(step.block[0]) +
-                               " threads fits an SM");
-    step.grid[0] = unsigned(std::min<int64_t>(step.grid[0], resident));
-  }
   if (step.cluster > 1 && step.grid[0] % step.cluster != 0)
     return invalid("grid size " + std::to_string(step.grid[0]) +
                    " is not a multiple of the cluster of " +
@@ -198,6 +192,43 @@ Status PreparedPlan::Impl::prepareLaunch(
             "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
         !status.isOk())
       return status;
+  // A cooperative grid holds at most the blocks the device runs at once;
+  // with clusters, the clusters it places at once (after the opt-in above,
+  // which the count depends on).
+  if (step.cooperative) {
+    int64_t resident = 0;
+    if (step.cluster > 1) {
+      int clusters = 0;
+      // The count for clusters alone, the cooperative attribute aside.
+      LaunchConfig probe(step, nullptr);
+      probe.config.numAttrs = 1;
+      if (Status status =
+              api.check(api.cuOccupancyMaxActiveClusters(
+                            &clusters, step.function, &probe.config),
+                        "cuOccupancyMaxActiveClusters");
+          !status.isOk())
+        return status;
+      resident = int64_t(clusters) * step.cluster;
+    } else {
+      int perSM = 0;
+      if (Status status =
+              api.check(api.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                            &perSM, step.function,
+                            int(step.block[0] * step.block[1] * step.block[2]),
+                            size_t(step.sharedBytes)),
+                        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+          !status.isOk())
+        return status;
+      resident = int64_t(perSM) * std::max(1, context->getDeviceInfo().smCount);
+    }
+    if (resident < 1)
+      return Status::error(
+          StatusCode::Unsupported,
+          "a cooperative launch: not one " +
+              std::string(step.cluster > 1 ? "cluster" : "block") + " of " +
+              std::to_string(step.block[0]) + " threads fits the device");
+    step.grid[0] = unsigned(std::min<int64_t>(step.grid[0], resident));
+  }
   // The same rule as verifyPlan: a typed prefix makes a literal; anything
   // else is a tensor, bound later.
   for (const std::string &arg : launch.args) {

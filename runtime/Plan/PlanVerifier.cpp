@@ -306,8 +306,6 @@ Status kopt::runtime::verifyPlan(const KernelPlan &plan,
         return invalid(where + ": cluster of " +
                        std::to_string(launch.cluster) +
                        " blocks out of range (1 to 16)");
-      if (launch.cooperative && launch.cluster != 1)
-        return invalid(where + ": a cooperative launch takes no cluster");
       int64_t threads = 1;
       for (int axis = 0; axis < 3; ++axis) {
         auto grid = evaluatePlanExpression(launch.grid[axis], tensors);

@@ -6,9 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// generateClusterSoftmaxKernel's launch shapes, and a clear error for each
-// shape it cannot take. That the kernels compile and compute the softmax is
-// test/Tools/kopt-plan/row-forms.test's and row-forms-run.test's job.
+// generateClusterSoftmaxKernel's and generateClaimingSoftmaxKernels' launch
+// shapes, and a clear error for each shape they cannot take. That the kernels
+// compile and compute the softmax is test/Tools/kopt-plan/row-forms.test's and
+// row-forms-run.test's job.
 //
 //===----------------------------------------------------------------------===//
 
@@ -90,15 +91,74 @@ TEST(ClusterSoftmax, RefusesShapesItCannotTake) {
             "a block's 204832 bytes of the row exceed its shared memory");
   options.blockSize = 1056;
   EXPECT_EQ(errorOf(4, 393216, options),
-            "blocks of 1056 threads: whole warps, at most 32, are needed");
+            "blocks of 1056 threads: whole warps, 1024 threads at most, "
+            "are needed");
   options.blockSize = 500;
   EXPECT_EQ(errorOf(4, 393216, options),
-            "blocks of 500 threads: whole warps, at most 32, are needed");
+            "blocks of 500 threads: whole warps, 1024 threads at most, "
+            "are needed");
   options.blockSize = 512;
   options.rowsPerCluster = 3;
   EXPECT_EQ(errorOf(4, 393216, options), "4 rows do not go 3 to a cluster");
   options.rowsPerCluster = 0;
   EXPECT_EQ(errorOf(4, 393216, options), "4 rows do not go 0 to a cluster");
+}
+
+TEST(ClusterSoftmax, ClaimingClustersAreCooperativeWithACounter) {
+  ClusterSoftmaxOptions options;
+  options.clusterSize = 8;
+  options.blockSize = 512;
+  auto kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0",
+                                                512, 393216, options, kShared);
+  ASSERT_TRUE(static_cast<bool>(kernels))
+      << llvm::toString(kernels.takeError());
+  EXPECT_EQ(kernels->counter.param, "rowstaken");
+  EXPECT_EQ(kernels->counter.elementType, ElementType::I64);
+  EXPECT_EQ(kernels->counter.shape, (std::vector<int64_t>{1}));
+  ASSERT_EQ(kernels->kernels.size(), 2u);
+  const GeneratedKernel &reset = kernels->kernels[0];
+  EXPECT_EQ(reset.entry, "k_reset");
+  EXPECT_EQ(reset.grid[0], "1");
+  EXPECT_EQ(reset.args, (std::vector<std::string>{"rowstaken"}));
+  const GeneratedKernel &rows = kernels->kernels[1];
+  // A cluster a row at most; the runtime cuts it to the resident clusters.
+  EXPECT_EQ(rows.grid[0], "4096");
+  EXPECT_TRUE(rows.cooperative);
+  EXPECT_EQ(rows.cluster, 8u);
+  EXPECT_EQ(rows.sharedBytes, 393216 / 8 * 4);
+  EXPECT_EQ(rows.args, (std::vector<std::string>{"in0", "out0", "rowstaken"}));
+  EXPECT_EQ(rows.code.find("__cluster_dims__"), std::string::npos);
+  EXPECT_NE(rows.code.find("if (kopt_cluster_blocks() != 8u) __trap();"),
+            std::string::npos);
+  EXPECT_NE(rows.code.find("kopt_prefetch_range_l2("), std::string::npos);
+  options.prefetchNextRow = false;
+  kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
+                                           393216, options, kShared);
+  ASSERT_TRUE(static_cast<bool>(kernels))
+      << llvm::toString(kernels.takeError());
+  EXPECT_EQ(kernels->kernels[1].code.find("prefetch"), std::string::npos);
+}
+
+TEST(ClusterSoftmax, ClaimingRefusesShapesItCannotTake) {
+  ClusterSoftmaxOptions options;
+  auto errorOfClaiming = [&](int64_t length) -> std::string {
+    auto kernels = generateClaimingSoftmaxKernels(
+        "k", "softmax", "in0", "out0", 512, length, options, kShared);
+    return kernels ? "" : llvm::toString(kernels.takeError());
+  };
+  options.clusterSize = 1;
+  EXPECT_EQ(errorOfClaiming(40000),
+            "claiming clusters of 1 blocks are not supported");
+  options.clusterSize = 8;
+  EXPECT_EQ(errorOfClaiming(393220),
+            "a row of 393220 does not split into 16-byte vectors over 8 "
+            "blocks");
+  EXPECT_EQ(errorOfClaiming(8 * 51208),
+            "a block's 204832 bytes of the row exceed its shared memory");
+  options.blockSize = 48;
+  EXPECT_EQ(errorOfClaiming(393216),
+            "blocks of 48 threads: whole warps, 1024 threads at most, are "
+            "needed");
 }
 
 } // namespace

@@ -157,11 +157,14 @@ TEST(KernelPlanTest, VerifyCatchesBadPlans) {
   gemm.gemm = {"in0", "in1", "out0", "", 1, 16, 32, 32, false, false, "none"};
   badGemm.steps.push_back(gemm);
   expectError(badGemm, "do not match");
+  // A cooperative grid of clusters: the runtime cuts it to whole clusters.
   KernelPlan cooperativeCluster = vectorAddPlan();
   cooperativeCluster.steps[0].launch.cooperative = true;
   cooperativeCluster.steps[0].launch.cluster = 2;
   cooperativeCluster.steps[0].launch.grid[0] = "2";
-  expectError(cooperativeCluster, "a cooperative launch takes no cluster");
+  EXPECT_TRUE(verifyPlan(cooperativeCluster, task).isOk());
+  cooperativeCluster.steps[0].launch.grid[0] = "3";
+  expectError(cooperativeCluster, "is not a multiple of the cluster of 2");
   KernelPlan cooperativeRows = vectorAddPlan();
   cooperativeRows.steps[0].launch.cooperative = true;
   cooperativeRows.steps[0].launch.grid = {"4", "2", "1"};

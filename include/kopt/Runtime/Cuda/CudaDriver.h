@@ -69,6 +69,7 @@ namespace kopt::runtime {
   X(cuFuncSetAttribute, cuFuncSetAttribute)                                    \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor,                               \
     cuOccupancyMaxActiveBlocksPerMultiprocessor)                               \
+  X(cuOccupancyMaxActiveClusters, cuOccupancyMaxActiveClusters)                \
   X(cuLaunchKernel, cuLaunchKernel)                                            \
   X(cuLaunchKernelEx, cuLaunchKernelEx)                                        \
   X(cuStreamCreate, cuStreamCreate)                                            \
