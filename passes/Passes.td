@@ -39,6 +39,43 @@ def FoldTensorCastsPass : Pass<"kopt-fold-tensor-casts", "mlir::func::FuncOp"> {
   let dependentDialects = ["mlir::tensor::TensorDialect"];
 }
 
+def FoldConstantGathersPass
+    : Pass<"kopt-fold-constant-gathers", "mlir::func::FuncOp"> {
+  let summary = "Replace gathers through constant index tables that only "
+                "reshape by reshapes";
+  let description = [{
+    torch-mlir writes GroupNorm's per-channel scale and shift as gathers: a
+    `linalg.generic` whose body reads the per-group values with
+    `tensor.extract` at indices computed, with a few integer ops
+    (`arith.cmpi`, `arith.addi`, `arith.select`, `arith.index_cast`, ...),
+    from constant index tables. The indices are evaluated for every element
+    (tables of at most 65536 elements); when every element of the result
+    reads the source's element at the same row-major position, the gather
+    is replaced by a `tensor.collapse_shape` of the source into one
+    dimension and a `tensor.expand_shape` into the result's shape, which
+    fusion sees through; the tables, and the scalar constants the indices
+    read, are erased when nothing else reads them. Any other gather is left
+    as it is.
+
+    Before:
+    ```mlir
+    %g = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%table : tensor<8x64xi64>) outs(%e : tensor<8x64xf32>) {
+    ^bb0(%i: i64, %out: f32):
+      ...
+      %v = tensor.extract %stats[%n, %g, %c, %zero] : tensor<8x8x8x1xf32>
+      linalg.yield %v : f32
+    } -> tensor<8x64xf32>
+    ```
+    After:
+    ```mlir
+    %flat = tensor.collapse_shape %stats [[0, 1, 2, 3]] : tensor<8x8x8x1xf32> into tensor<512xf32>
+    %g = tensor.expand_shape %flat [[0, 1]] output_shape [8, 64] : tensor<512xf32> into tensor<8x64xf32>
+    ```
+  }];
+  let dependentDialects = ["mlir::tensor::TensorDialect"];
+}
+
 def CollapseBeforeTransposePass
     : Pass<"kopt-collapse-before-transpose", "mlir::func::FuncOp"> {
   let summary = "Collapse a transpose's source rather than its result";

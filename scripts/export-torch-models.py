@@ -61,6 +61,13 @@ class LayerNormGelu(torch.nn.Module):
         return F.gelu(F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5))
 
 
+class GroupNorm(torch.nn.Module):
+    """GroupNorm: 4 groups of 4 channels, with per-channel weights."""
+
+    def forward(self, x, w, b):
+        return F.group_norm(x, 4, w, b, eps=1e-5)
+
+
 class ConvReluPool(torch.nn.Module):
     """conv2d(3->8, 3x3, padding 1) + ReLU + max_pool2d(2)."""
 
@@ -85,6 +92,9 @@ def models():
         ("torch_layernorm_gelu.mlir", LayerNormGelu(),
          (randn(4, 128, 256), randn(256), randn(256)),
          "layer_norm(256) + gelu, x: [4,128,256]"),
+        ("torch_groupnorm.mlir", GroupNorm(),
+         (randn(2, 16, 8, 8), randn(16), randn(16)),
+         "group_norm(4 groups, 16 channels), x: [2,16,8,8]"),
         ("torch_conv_relu_pool.mlir", ConvReluPool(),
          (randn(1, 3, 32, 32), randn(8, 3, 3, 3), randn(8)),
          "conv2d(3->8, 3x3, pad 1) + relu + max_pool2d(2), x: [1,3,32,32]"),
