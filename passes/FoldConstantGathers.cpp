@@ -117,30 +117,13 @@ private:
                              b = get(compare.getRhs());
       if (!a || !b)
         return std::nullopt;
-      uint64_t ua = uint64_t(*a), ub = uint64_t(*b);
-      switch (compare.getPredicate()) {
-      case arith::CmpIPredicate::eq:
-        return *a == *b;
-      case arith::CmpIPredicate::ne:
-        return *a != *b;
-      case arith::CmpIPredicate::slt:
-        return *a < *b;
-      case arith::CmpIPredicate::sle:
-        return *a <= *b;
-      case arith::CmpIPredicate::sgt:
-        return *a > *b;
-      case arith::CmpIPredicate::sge:
-        return *a >= *b;
-      case arith::CmpIPredicate::ult:
-        return ua < ub;
-      case arith::CmpIPredicate::ule:
-        return ua <= ub;
-      case arith::CmpIPredicate::ugt:
-        return ua > ub;
-      case arith::CmpIPredicate::uge:
-        return ua >= ub;
-      }
-      return std::nullopt;
+      // Values are held sign-extended, but i1's as 0 or 1.
+      Type operands = compare.getLhs().getType();
+      unsigned width =
+          operands.isIndex() ? 64 : operands.getIntOrFloatBitWidth();
+      return arith::applyCmpPredicate(compare.getPredicate(),
+                                      APInt(width, uint64_t(*a), width > 1),
+                                      APInt(width, uint64_t(*b), width > 1));
     }
     if (!isa<arith::AddIOp, arith::SubIOp, arith::MulIOp>(op))
       return std::nullopt;

@@ -66,6 +66,116 @@ auto absorb = [&](const float4 v) {
 };
 )cuda";
 
+namespace {
+/// A block's share of a row in 16-byte vectors: thread threadIdx.x takes
+/// vectors threadIdx.x + i * threads, i < perThread, in `stages` commit
+/// groups of consecutive i. Emits the loops both softmax kernels run over
+/// the share.
+class StagedShare {
+public:
+  /// Fails unless the row splits into whole vectors over `blocks`, the
+  /// block is whole warps (its pair is merged by warps, then by the first
+  /// warp over them) and a block's share fits `maxSharedBytes`.
+  static llvm::Expected<StagedShare> create(unsigned blocks, unsigned threads,
+                                            int64_t length,
+                                            int64_t maxSharedBytes) {
+    if (length % (4 * blocks) != 0)
+      return llvm::createStringError(
+          "a row of %lld does not split into 16-byte vectors over %u blocks",
+          static_cast<long long>(length), blocks);
+    if (threads < 32 || threads > 1024 || threads % 32 != 0)
+      return llvm::createStringError(
+          "blocks of %u threads: whole warps, 1024 threads at most, are "
+          "needed",
+          threads);
+    int64_t share = length / blocks;
+    if (share * 4 > maxSharedBytes)
+      return llvm::createStringError(
+          "a block's %lld bytes of the row exceed its shared memory",
+          static_cast<long long>(share * 4));
+    return StagedShare(threads, share);
+  }
+
+  /// Elements of the row a block holds.
+  int64_t getShare() const { return share; }
+
+  /// `statement` for each of the thread's vectors `v` in `stage`.
+  void forStage(CodeWriter &code, int64_t stage,
+                llvm::StringRef statement) const {
+    code.line("#pragma unroll");
+    code.line("for (int i = " + std::to_string(stageStart(stage)) + "; i < " +
+              std::to_string(stageStart(stage + 1)) + "; ++i) {");
+    code.indent();
+    code.line("const int v = threadIdx.x + i * " + std::to_string(threads) +
+              ";");
+    if (vectors % threads != 0)
+      code.line("if (v >= " + std::to_string(vectors) + ") break;");
+    code.lines(statement);
+    code.dedent();
+    code.line("}");
+  }
+
+  /// Every copy of the share from `from` issued, a commit group a stage.
+  void emitCopies(CodeWriter &code, llvm::StringRef from) const {
+    for (int64_t stage = 0; stage < stages; ++stage) {
+      forStage(code, stage,
+               "kopt_copy_vector_async(kept + v, " + from.str() + " + v);");
+      code.line("kopt_copy_commit();");
+    }
+  }
+
+  /// Each stage folded into the normaliser as soon as it lands.
+  void emitFolds(CodeWriter &code) const {
+    for (int64_t stage = 0; stage < stages; ++stage) {
+      code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
+                ">();");
+      forStage(code, stage, "absorb(kept[v]);");
+    }
+  }
+
+  /// exp(x - m) * inverse stored to `y`; where `more`, each vector's copy
+  /// of the next row from `next` is issued into the place it was read from.
+  void emitOutputs(CodeWriter &code, llvm::StringRef next) const {
+    for (int64_t stage = 0; stage < stages; ++stage) {
+      forStage(code, stage,
+               "float4 e = kept[v];\n"
+               "e.x = expf(e.x - m) * inverse;\n"
+               "e.y = expf(e.y - m) * inverse;\n"
+               "e.z = expf(e.z - m) * inverse;\n"
+               "e.w = expf(e.w - m) * inverse;\n"
+               "y[v] = e;\n"
+               "if (more)\n"
+               "  kopt_copy_vector_async(kept + v, " +
+                   next.str() + " + v);");
+      code.line("if (more)");
+      code.line("  kopt_copy_commit();");
+    }
+  }
+
+private:
+  StagedShare(unsigned threads, int64_t share)
+      : threads(threads), share(share), vectors(share / 4),
+        perThread((vectors + threads - 1) / threads),
+        stages(std::min<int64_t>(4, perThread)) {}
+
+  int64_t stageStart(int64_t stage) const { return stage * perThread / stages; }
+
+  unsigned threads;
+  int64_t share, vectors, perThread, stages;
+};
+} // namespace
+
+/// Every block merges the cluster's `blocks` pairs in rank order, so that
+/// all divide by the same sum.
+static void emitClusterPairMerge(CodeWriter &code, unsigned blocks) {
+  code.line("m = -KOPT_INF_F;");
+  code.line("s = 0.0f;");
+  code.line("#pragma unroll");
+  code.line("for (unsigned q = 0; q < " + std::to_string(blocks) +
+            "u; ++q) merge(kopt_cluster_load(&kopt_pair[0], q), "
+            "kopt_cluster_load(&kopt_pair[1], q));");
+}
+
 llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
     llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
     llvm::StringRef output, int64_t rows, int64_t length,
@@ -74,47 +184,16 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   if (!llvm::is_contained({1u, 2u, 4u, 8u, 16u}, blocks))
     return llvm::createStringError("clusters of %u blocks are not supported",
                                    blocks);
-  if (length % (4 * blocks) != 0)
-    return llvm::createStringError(
-        "a row of %lld does not split into 16-byte vectors over %u blocks",
-        static_cast<long long>(length), blocks);
-  // The block's pair is merged by warps, then by the first warp over them.
-  if (threads < 32 || threads > 1024 || threads % 32 != 0)
-    return llvm::createStringError(
-        "blocks of %u threads: whole warps, 1024 threads at most, are needed",
-        threads);
   int64_t perCluster = options.rowsPerCluster;
   if (perCluster < 1 || rows % perCluster != 0)
     return llvm::createStringError("%lld rows do not go %lld to a cluster",
                                    static_cast<long long>(rows),
                                    static_cast<long long>(perCluster));
-  int64_t share = length / blocks, vectors = share / 4;
-  if (share * 4 > maxSharedBytes)
-    return llvm::createStringError(
-        "a block's %lld bytes of the row exceed its shared memory",
-        static_cast<long long>(share * 4));
-
-  // Each thread's vectors are threadIdx.x + i * threads, i < perThread, in
-  // `stages` commit groups of consecutive i.
-  int64_t perThread = (vectors + threads - 1) / threads;
-  int64_t stages = std::min<int64_t>(4, perThread);
-  auto stageStart = [&](int64_t stage) { return stage * perThread / stages; };
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
+  if (!staged)
+    return staged.takeError();
+  int64_t share = staged->getShare();
   std::string t = std::to_string(threads);
-  std::string v = std::to_string(vectors);
-  bool partial = vectors % threads != 0;
-  auto forStage = [&](CodeWriter &code, int64_t stage,
-                      llvm::StringRef statement) {
-    code.line("#pragma unroll");
-    code.line("for (int i = " + std::to_string(stageStart(stage)) + "; i < " +
-              std::to_string(stageStart(stage + 1)) + "; ++i) {");
-    code.indent();
-    code.line("const int v = threadIdx.x + i * " + t + ";");
-    if (partial)
-      code.line("if (v >= " + v + ") break;");
-    code.lines(statement);
-    code.dedent();
-    code.line("}");
-  };
 
   GeneratedKernel kernel;
   kernel.entry = entry.str();
@@ -168,10 +247,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   code.indent();
   code.line(rowPointer("x", "firstRow", true));
   code.comment("Every copy in flight at once, a commit group a stage.");
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    forStage(code, stage, "kopt_copy_vector_async(kept + v, x + v);");
-    code.line("kopt_copy_commit();");
-  }
+  staged->emitCopies(code, "x");
   code.dedent();
   code.line("}");
   code.line("#pragma unroll 1");
@@ -185,11 +261,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   code.lines(kNormaliser);
   code.comment("Each stage folded as it lands: a thread reads only what it "
                "copied itself, so no barrier is needed.");
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
-              ">();");
-    forStage(code, stage, "absorb(kept[v]);");
-  }
+  staged->emitFolds(code);
   code.lines(getBlockPairMerge());
   if (blocks > 1) {
     code.comment("The previous row's pair read by every block before it is "
@@ -206,12 +278,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
     code.comment("The cluster's pair: every block merges the blocks' pairs "
                  "in rank order, so all divide by the same sum.");
     code.line("kopt_cluster_sync();");
-    code.line("m = -KOPT_INF_F;");
-    code.line("s = 0.0f;");
-    code.line("#pragma unroll");
-    code.line("for (unsigned q = 0; q < " + b +
-              "u; ++q) merge(kopt_cluster_load(&kopt_pair[0], q), "
-              "kopt_cluster_load(&kopt_pair[1], q));");
+    emitClusterPairMerge(code, blocks);
     code.comment("Done with the other blocks' pairs; the wait is before the "
                  "next pair, or at the end, so that no block leaves early.");
     code.line("asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
@@ -224,19 +291,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   code.comment("A product by the reciprocal, not a quotient an element: "
                "the quotients' instructions were as many as the stores'.");
   code.line("const float inverse = 1.0f / s;");
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    forStage(code, stage,
-             "float4 e = kept[v];\n"
-             "e.x = expf(e.x - m) * inverse;\n"
-             "e.y = expf(e.y - m) * inverse;\n"
-             "e.z = expf(e.z - m) * inverse;\n"
-             "e.w = expf(e.w - m) * inverse;\n"
-             "y[v] = e;\n"
-             "if (more)\n"
-             "  kopt_copy_vector_async(kept + v, next + v);");
-    code.line("if (more)");
-    code.line("  kopt_copy_commit();");
-  }
+  staged->emitOutputs(code, "next");
   code.dedent();
   code.line("}");
   if (blocks > 1)
@@ -260,38 +315,11 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   if (!llvm::is_contained({2u, 4u, 8u, 16u}, blocks))
     return llvm::createStringError(
         "claiming clusters of %u blocks are not supported", blocks);
-  if (length % (4 * blocks) != 0)
-    return llvm::createStringError(
-        "a row of %lld does not split into 16-byte vectors over %u blocks",
-        static_cast<long long>(length), blocks);
-  if (threads < 32 || threads > 1024 || threads % 32 != 0)
-    return llvm::createStringError(
-        "blocks of %u threads: whole warps, 1024 threads at most, are needed",
-        threads);
-  int64_t share = length / blocks, vectors = share / 4;
-  if (share * 4 > maxSharedBytes)
-    return llvm::createStringError(
-        "a block's %lld bytes of the row exceed its shared memory",
-        static_cast<long long>(share * 4));
-
-  int64_t perThread = (vectors + threads - 1) / threads;
-  int64_t stages = std::min<int64_t>(4, perThread);
-  auto stageStart = [&](int64_t stage) { return stage * perThread / stages; };
-  std::string t = std::to_string(threads), v = std::to_string(vectors);
-  bool partial = vectors % threads != 0;
-  auto forStage = [&](CodeWriter &code, int64_t stage,
-                      llvm::StringRef statement) {
-    code.line("#pragma unroll");
-    code.line("for (int i = " + std::to_string(stageStart(stage)) + "; i < " +
-              std::to_string(stageStart(stage + 1)) + "; ++i) {");
-    code.indent();
-    code.line("const int v = threadIdx.x + i * " + t + ";");
-    if (partial)
-      code.line("if (v >= " + v + ") break;");
-    code.lines(statement);
-    code.dedent();
-    code.line("}");
-  };
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
+  if (!staged)
+    return staged.takeError();
+  int64_t share = staged->getShare();
+  std::string t = std::to_string(threads);
 
   ClaimingSoftmaxKernels result;
   result.counter.param = kRowsTakenParam.str();
@@ -369,10 +397,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.indent();
   code.line("const float4 *__restrict__ x = reinterpret_cast<const float4 *>(" +
             input.str() + " + row * " + l + " + offset);");
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    forStage(code, stage, "kopt_copy_vector_async(kept + v, x + v);");
-    code.line("kopt_copy_commit();");
-  }
+  staged->emitCopies(code, "x");
   code.dedent();
   code.line("}");
   code.line("#pragma unroll 1");
@@ -392,11 +417,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   }
   code.line("}");
   code.lines(kNormaliser);
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
-              ">();");
-    forStage(code, stage, "absorb(kept[v]);");
-  }
+  staged->emitFolds(code);
   code.lines(getBlockPairMerge());
   code.line("asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: "
             "\"memory\");");
@@ -406,12 +427,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.line("  if (rank == 0) kopt_claimed = next;");
   code.line("}");
   code.line("kopt_cluster_sync();");
-  code.line("m = -KOPT_INF_F;");
-  code.line("s = 0.0f;");
-  code.line("#pragma unroll");
-  code.line("for (unsigned q = 0; q < " + b +
-            "u; ++q) merge(kopt_cluster_load(&kopt_pair[0], q), "
-            "kopt_cluster_load(&kopt_pair[1], q));");
+  emitClusterPairMerge(code, blocks);
   code.line("next = kopt_cluster_load(&kopt_claimed, 0u);");
   code.line("asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
             "\"memory\");");
@@ -422,19 +438,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.line("const float4 *__restrict__ following = reinterpret_cast<const "
             "float4 *>(" +
             input.str() + " + (more ? next : 0LL) * " + l + " + offset);");
-  for (int64_t stage = 0; stage < stages; ++stage) {
-    forStage(code, stage,
-             "float4 e = kept[v];\n"
-             "e.x = expf(e.x - m) * inverse;\n"
-             "e.y = expf(e.y - m) * inverse;\n"
-             "e.z = expf(e.z - m) * inverse;\n"
-             "e.w = expf(e.w - m) * inverse;\n"
-             "y[v] = e;\n"
-             "if (more)\n"
-             "  kopt_copy_vector_async(kept + v, following + v);");
-    code.line("if (more)");
-    code.line("  kopt_copy_commit();");
-  }
+  staged->emitOutputs(code, "following");
   code.line("row = next;");
   code.dedent();
   code.line("}");
