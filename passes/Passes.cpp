@@ -42,6 +42,7 @@ void mlir::kopt::addTosaLoweringPasses(OpPassManager &pm) {
 void mlir::kopt::addFusionPlanningPasses(OpPassManager &pm) {
   pm.addNestedPass<func::FuncOp>(createFoldTensorCastsPass());
   pm.addNestedPass<func::FuncOp>(createFoldConstantGathersPass());
+  pm.addNestedPass<func::FuncOp>(createAlignReductionDomainsPass());
   pm.addNestedPass<func::FuncOp>(createCollapseBeforeTransposePass());
   pm.addNestedPass<func::FuncOp>(createFormFusionGroupsPass());
   pm.addPass(createOutlineFusionGroupsPass());

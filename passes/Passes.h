@@ -28,8 +28,10 @@ namespace mlir::kopt {
 /// tosa-to-tensor, tosa-to-arith and a canonicalisation.
 void addTosaLoweringPasses(OpPassManager &pm);
 
-/// Adds fusion planning: kopt-fold-tensor-casts and kopt-form-fusion-groups
-/// on each function, then kopt-outline-fusion-groups.
+/// Adds fusion planning: kopt-fold-tensor-casts, kopt-fold-constant-gathers,
+/// kopt-align-reduction-domains, kopt-collapse-before-transpose and
+/// kopt-form-fusion-groups on each function, then
+/// kopt-outline-fusion-groups (docs/FusionGroups.md).
 void addFusionPlanningPasses(OpPassManager &pm);
 
 /// Lowers TOSA when present and plans fusion groups in place: what every

@@ -76,6 +76,57 @@ def FoldConstantGathersPass
   let dependentDialects = ["mlir::tensor::TensorDialect"];
 }
 
+def AlignReductionDomainsPass
+    : Pass<"kopt-align-reduction-domains", "mlir::func::FuncOp"> {
+  let summary = "Rewrite elementwise ops over a reduction's domain when they "
+                "read its tensors through reshapes";
+  let description = [{
+    torch-mlir writes GroupNorm's statistics over a reshaped view of the
+    input, `[N, G, C/G, H*W]`, and its normalisation over the input's own
+    shape, `[N, C, H, W]`, with the per-channel scale and shift over
+    `[N, G, C/G, 1]` in between; a GroupNorm over a 2-D input normalises
+    over `[N, G, C/G]` and applies the affine weights over `[N, C]`. The
+    fusion planner joins to a reduction's group only the ops over its rows
+    or its whole domain, so the normalisation became a second kernel that
+    reads the input again. This pass rewrites:
+
+    1. every all-parallel `linalg.generic` that reads, through reshapes, a
+       tensor laid out over a reduction's domain (the reduction's input, or
+       the result of an op over that domain) of as many elements, over that
+       domain: its operands are reshaped through the finest shape both
+       domains are views of (an operand broadcast along part of a dimension
+       of one that is not a whole dimension of the other stops the
+       rewrite), and its results reshaped back for their users. The
+       rewritten op's results are tensors of the domain in turn, so the
+       chain of consumers follows;
+    2. into each all-parallel op over a reduction's domain, the smaller
+       all-parallel ops producing its inputs over neither that reduction's
+       rows nor its domain (GroupNorm's per-channel scale and shift) are
+       fused and recomputed at every point: left alone, they would sit
+       between the statistics and the normalisation and keep them in
+       separate groups.
+
+    Ops that read a contraction's or a convolution's result directly, read a
+    loop index, or have dynamic shapes are left alone.
+
+    Before (the statistics reduce `%x` over `[8, 8, 8, 262144]`):
+    ```mlir
+    %v = tensor.expand_shape %flat [[0], [1, 2], [3]] output_shape [8, 8, 8, 262144]
+    %y = linalg.generic {indexing_maps = [#id, #per_channel, #id], ...}
+        ins(%x, %scale : tensor<8x64x512x512xf32>, tensor<8x64x1x1xf32>) ...
+    ```
+    After:
+    ```mlir
+    %y = linalg.generic {indexing_maps = [#id, #per_group_channel, #id], ...}
+        ins(%v, %scale_groups : tensor<8x8x8x262144xf32>, tensor<8x8x8x1xf32>) ...
+    %y_flat = tensor.collapse_shape %y [[0, 1, 2, 3]]
+    %y_nchw = tensor.expand_shape %y_flat [[0, 1, 2, 3]] output_shape [8, 64, 512, 512]
+    ```
+  }];
+  let dependentDialects = ["mlir::linalg::LinalgDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def CollapseBeforeTransposePass
     : Pass<"kopt-collapse-before-transpose", "mlir::func::FuncOp"> {
   let summary = "Collapse a transpose's source rather than its result";

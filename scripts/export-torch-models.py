@@ -68,6 +68,13 @@ class GroupNorm(torch.nn.Module):
         return F.group_norm(x, 4, w, b, eps=1e-5)
 
 
+class LinearGroupNormHardtanh(torch.nn.Module):
+    """Linear + GroupNorm over the features (8 groups) + hardtanh."""
+
+    def forward(self, x, w, b, gw, gb):
+        return F.hardtanh(F.group_norm(F.linear(x, w, b), 8, gw, gb, eps=1e-5))
+
+
 class ConvReluPool(torch.nn.Module):
     """conv2d(3->8, 3x3, padding 1) + ReLU + max_pool2d(2)."""
 
@@ -95,6 +102,9 @@ def models():
         ("torch_groupnorm.mlir", GroupNorm(),
          (randn(2, 16, 8, 8), randn(16), randn(16)),
          "group_norm(4 groups, 16 channels), x: [2,16,8,8]"),
+        ("torch_linear_groupnorm_hardtanh.mlir", LinearGroupNormHardtanh(),
+         (randn(16, 64), randn(128, 64), randn(128), randn(128), randn(128)),
+         "linear(64->128) + group_norm(8 groups) + hardtanh, x: [16,64]"),
         ("torch_conv_relu_pool.mlir", ConvReluPool(),
          (randn(1, 3, 32, 32), randn(8, 3, 3, 3), randn(8)),
          "conv2d(3->8, 3x3, pad 1) + relu + max_pool2d(2), x: [1,3,32,32]"),

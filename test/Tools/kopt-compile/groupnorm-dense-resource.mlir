@@ -6,9 +6,11 @@
 // elements (dense<...>), so that the fp64 reference reads them and
 // kopt-fold-constant-gathers evaluates them: the tables read the
 // statistics in row-major order, so the gathers become reshapes and the
-// tables leave the graph and the module (9 buffers where they took 15);
-// the reference of every element agrees bit for bit with the lazy
-// evaluation of sampled points.
+// tables leave the graph and the module. kopt-align-reduction-domains then
+// moves the normalisation into the statistics' domain with the scale and
+// shift fused into it: one group, one step, 7 buffers (the tables took 15,
+// the two groups 9); the reference of every element agrees bit for bit with
+// the lazy evaluation of sampled points.
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
@@ -20,22 +22,26 @@
 // RUN: kopt-run %t/gn.kmod --list | FileCheck %s --check-prefix=LIST
 // RUN: kopt-reference-bench --graph --lazy --threads 2 %s | FileCheck %s --check-prefix=REF
 //
-// CHECK: module: 9 buffers, 2 plans, 2 steps
+// CHECK: module: 7 buffers, 1 plans, 1 steps
 //
-// GRAPH-LABEL: func.func private @forward_kopt_g1_elementwise(
+// The statistics' group reads the per-channel weights as [1, G, C/G, 1] and
+// writes the output over [N, G, C/G, H*W]; the graph views it as NCHW.
+// GRAPH-LABEL: func.func private @forward_kopt_g0_reduction(
+// GRAPH-SAME: -> tensor<2x2x2x4xf32>
 // GRAPH-NOT: tensor.extract
-// GRAPH: tensor.collapse_shape %{{.+}} {{\[\[}}0, 1, 2, 3]] : tensor<2x2x2x1xf32> into tensor<8xf32>
-// GRAPH: tensor.expand_shape %{{.+}} {{\[\[}}0, 1]] output_shape [2, 4] : tensor<8xf32> into tensor<2x4xf32>
+// GRAPH: tensor.expand_shape %{{.+}} {{\[\[}}0, 1, 2, 3]] output_shape [1, 2, 2, 1] : tensor<4xf32> into tensor<1x2x2x1xf32>
 // GRAPH-NOT: tensor.extract
 // GRAPH-NOT: xi64>
 // GRAPH-LABEL: func.func @forward(
 // GRAPH-NOT: arith.constant {{.*}} : i64
 // GRAPH-NOT: dense_resource
+// GRAPH: tensor.collapse_shape %{{.+}} {{\[\[}}0, 1, 2, 3]] : tensor<2x2x2x4xf32> into tensor<32xf32>
+// GRAPH: tensor.expand_shape %{{.+}} {{\[\[}}0, 1, 2, 3]] output_shape [2, 4, 2, 2] : tensor<32xf32> into tensor<2x4x2x2xf32>
 //
 // LIST:      input   arg0         f32[2x4x2x2]
 // LIST:      output  out0         f32[2x4x2x2]
 // LIST-NEXT: step 0  @forward_kopt_g0_reduction  baseline/per-op
-// LIST-NEXT: step 1  @forward_kopt_g1_elementwise  baseline/per-op
+// LIST-NOT:  step 1
 //
 // REF: every output element (evaluateAll)
 // REF: largest difference 0{{$}}
