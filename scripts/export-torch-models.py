@@ -68,6 +68,13 @@ class GroupNorm(torch.nn.Module):
         return F.group_norm(x, 4, w, b, eps=1e-5)
 
 
+class GroupNormSilu(torch.nn.Module):
+    """GroupNorm (32 groups) + SiLU, as a diffusion UNet's blocks open."""
+
+    def forward(self, x, w, b):
+        return F.silu(F.group_norm(x, 32, w, b, eps=1e-5))
+
+
 class LinearGroupNormHardtanh(torch.nn.Module):
     """Linear + GroupNorm over the features (8 groups) + hardtanh."""
 
@@ -102,9 +109,13 @@ def models():
         ("torch_groupnorm.mlir", GroupNorm(),
          (randn(2, 16, 8, 8), randn(16), randn(16)),
          "group_norm(4 groups, 16 channels), x: [2,16,8,8]"),
+        ("torch_groupnorm_silu_unet.mlir", GroupNormSilu(),
+         (randn(2, 320, 64, 64), randn(320), randn(320)),
+         "group_norm(32 groups, 320 channels) + silu, x: [2,320,64,64] "
+         "(Stable Diffusion's UNet at 512x512)"),
         ("torch_linear_groupnorm_hardtanh.mlir", LinearGroupNormHardtanh(),
-         (randn(16, 64), randn(128, 64), randn(128), randn(128), randn(128)),
-         "linear(64->128) + group_norm(8 groups) + hardtanh, x: [16,64]"),
+         (randn(4, 16), randn(32, 16), randn(32), randn(32), randn(32)),
+         "linear(16->32) + group_norm(8 groups) + hardtanh, x: [4,16]"),
         ("torch_conv_relu_pool.mlir", ConvReluPool(),
          (randn(1, 3, 32, 32), randn(8, 3, 3, 3), randn(8)),
          "conv2d(3->8, 3x3, pad 1) + relu + max_pool2d(2), x: [1,3,32,32]"),

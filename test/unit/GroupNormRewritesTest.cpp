@@ -7,7 +7,8 @@
 //===----------------------------------------------------------------------===//
 //
 // The rewrites that bring torch-mlir's GroupNorm into one fusion group, on
-// its own exports (test/Inputs/frontend/torch_groupnorm.mlir, over NCHW, and
+// its own exports (test/Inputs/frontend/torch_groupnorm.mlir and
+// torch_groupnorm_silu_unet.mlir, over NCHW, and
 // torch_linear_groupnorm_hardtanh.mlir, over a linear layer's features):
 // kopt-fold-constant-gathers turns the gathers of the per-channel scale and
 // shift into reshapes, and kopt-align-reduction-domains moves the
@@ -167,6 +168,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         // Statistics and normalisation in one group (they were two).
         std::make_pair("frontend/torch_groupnorm.mlir",
+                       std::vector<std::string>{"reduction"}),
+        std::make_pair("frontend/torch_groupnorm_silu_unet.mlir",
                        std::vector<std::string>{"reduction"}),
         // The linear layer, then GroupNorm with its weights and the
         // hardtanh (they were a reduction and an elementwise group).
