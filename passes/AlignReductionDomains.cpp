@@ -98,7 +98,9 @@ struct Refinement {
 /// a dimension of the other without dividing it (a `[6, 4]` seen as
 /// `[4, 6]`).
 std::optional<Refinement> refine(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
-  if (countElements(a) != countElements(b))
+  auto positive = [](int64_t size) { return size > 0; };
+  if (!llvm::all_of(a, positive) || !llvm::all_of(b, positive) ||
+      countElements(a) != countElements(b))
     return std::nullopt;
   // The boundaries between dimensions, as counts of elements before them.
   SmallVector<int64_t> boundaries{1};
@@ -227,7 +229,8 @@ public:
   explicit DomainIndex(func::FuncOp func) {
     for (Operation &op : func.getBody().getOps()) {
       OpClassification info = classifyOp(&op);
-      if (info.kind != OpKind::Reduction && info.kind != OpKind::Softmax)
+      if ((info.kind != OpKind::Reduction && info.kind != OpKind::Softmax) ||
+          !llvm::all_of(info.domain, [](int64_t size) { return size > 0; }))
         continue;
       addDomain(info.domain, info.rowDomain);
       if (auto linalgOp = dyn_cast<linalg::LinalgOp>(&op)) {
@@ -318,13 +321,13 @@ bool isMovable(linalg::GenericOp generic) {
   return true;
 }
 
-/// Step 1: `generic`, over `domain`, rewritten over `target` (a reduction's
-/// domain of as many points), reading `aligned` (a tensor over `target`)
-/// for its operand `alignedOperand`. Returns the new op, or null (nothing
+/// Step 1: `generic` rewritten over `target` (a reduction's domain of as
+/// many points), reading the tensors `index` knows over `target` where its
+/// operands are reshapes of them. Returns the new op, or null (nothing
 /// changed) when an operand's map or shape does not carry over.
 linalg::GenericOp moveToDomain(linalg::GenericOp generic,
                                ArrayRef<int64_t> target,
-                               OpOperand *alignedOperand, Value aligned) {
+                               const DomainIndex &index) {
   SmallVector<int64_t> domain = generic.getStaticLoopRanges();
   std::optional<Refinement> refinement = refine(domain, target);
   if (!refinement)
@@ -369,7 +372,13 @@ linalg::GenericOp moveToDomain(linalg::GenericOp generic,
     for (unsigned loop : loops)
       shape.push_back(target[loop]);
     bool isInit = generic.isDpsInit(&operand);
-    if (&operand == alignedOperand) {
+    if (Value aligned = index.findTensor(operand.get());
+        !isInit && aligned &&
+        cast<RankedTensorType>(aligned.getType()).getShape() ==
+            ArrayRef<int64_t>(target) &&
+        ArrayRef<int64_t>(shape) == target) {
+      // The very tensor the reduction reads: one input of its group, not
+      // two views of the same memory.
       inputs.push_back(aligned);
       maps.push_back(builder.getMultiDimIdentityMap(numLoops));
       continue;
@@ -385,15 +394,15 @@ linalg::GenericOp moveToDomain(linalg::GenericOp generic,
     if (isInit && !map.isIdentity()) {
       // An init read through a broadcast cannot be written: reshape it
       // for real.
-      auto type = cast<RankedTensorType>(operand.get().getType());
-      value = tensor::ExpandShapeOp::create(
-          builder, loc, RankedTensorType::get(shape, type.getElementType()),
-          reshaper.flatten(operand.get()),
-          SmallVector<ReassociationIndices>{[&] {
-            ReassociationIndices all(shape.size());
-            std::iota(all.begin(), all.end(), 0);
-            return all;
-          }()});
+      value = reshaper.flatten(operand.get());
+      if (shape.size() != 1) {
+        ReassociationIndices all(shape.size());
+        std::iota(all.begin(), all.end(), 0);
+        auto type = cast<RankedTensorType>(operand.get().getType());
+        value = tensor::ExpandShapeOp::create(
+            builder, loc, RankedTensorType::get(shape, type.getElementType()),
+            value, SmallVector<ReassociationIndices>{all});
+      }
       map = builder.getMultiDimIdentityMap(numLoops);
     }
     (isInit ? inits : inputs).push_back(value);
@@ -447,8 +456,7 @@ bool alignElementwiseOps(func::FuncOp func, DomainIndex &index) {
       auto type = cast<RankedTensorType>(aligned.getType());
       if (countElements(type.getShape()) != countElements(domain))
         continue;
-      linalg::GenericOp moved =
-          moveToDomain(generic, type.getShape(), input, aligned);
+      linalg::GenericOp moved = moveToDomain(generic, type.getShape(), index);
       if (!moved)
         continue;
       index.addOpOverDomain(moved);

@@ -7,9 +7,9 @@
 // Elementwise ops that read a reduction's tensors through reshapes, as
 // torch-mlir writes GroupNorm (bench/suite/real/l1_groupnorm.mlir and
 // l2_gemm_groupnorm_hardtanh.mlir, here at 2 samples of 2 groups of 4
-// channels): moved over the reduction's domain, with the per-channel scale
-// fused into them; an epilogue of a matmul, a reshape whose dimensions
-// straddle and a broadcast along part of a dimension stay.
+// channels): moved over the reduction's domain, reading the reduction's
+// own tensor, with the per-channel scale fused into them; an epilogue of a matmul, a reshape whose dimensions
+// straddle, a broadcast along part of a dimension and an empty domain stay.
 
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #rows4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
@@ -212,4 +212,61 @@ func.func @straddling_reshape_stays(%x: tensor<6x4xf32>) -> (tensor<4x1xf32>, te
     linalg.yield %r : f32
   } -> tensor<6x4xf32>
   return %sum, %y : tensor<4x1xf32>, tensor<6x4xf32>
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#rows2 = affine_map<(d0, d1) -> (d0, 0)>
+
+// An op reading the reduction's input twice reads the reduction's very
+// tensor twice, not a second view of it.
+// CHECK-LABEL: func.func @same_input_twice(
+//       CHECK:   %[[V:.+]] = tensor.expand_shape
+//   CHECK-NOT:   tensor.expand_shape
+//       CHECK:   linalg.generic {{.+}} ins(%[[V]], %[[V]] : tensor<2x16xf32>, tensor<2x16xf32>) outs(%{{.+}} : tensor<2x16xf32>)
+func.func @same_input_twice(%x: tensor<32xf32>) -> (tensor<2x1xf32>, tensor<32xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %v = tensor.expand_shape %x [[0, 1]] output_shape [2, 16] : tensor<32xf32> into tensor<2x16xf32>
+  %e = tensor.empty() : tensor<2x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x1xf32>) -> tensor<2x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id2, #rows2], iterator_types = ["parallel", "reduction"]} ins(%v : tensor<2x16xf32>) outs(%f : tensor<2x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<2x1xf32>
+  %ey = tensor.empty() : tensor<32xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x, %x : tensor<32xf32>, tensor<32xf32>) outs(%ey : tensor<32xf32>) {
+  ^bb0(%p: f32, %q: f32, %out: f32):
+    %r = arith.mulf %p, %q : f32
+    linalg.yield %r : f32
+  } -> tensor<32xf32>
+  return %sum, %y : tensor<2x1xf32>, tensor<32xf32>
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#rows2 = affine_map<(d0, d1) -> (d0, 0)>
+
+// A reduction over an empty domain: nothing to align to, nothing moves.
+// CHECK-LABEL: func.func @empty_domain(
+//       CHECK:   linalg.generic {{.+}} ins(%{{.+}} : tensor<0xf32>) outs(%{{.+}} : tensor<0xf32>)
+func.func @empty_domain(%x: tensor<0xf32>) -> (tensor<0x1xf32>, tensor<0xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %v = tensor.expand_shape %x [[0, 1]] output_shape [0, 4] : tensor<0xf32> into tensor<0x4xf32>
+  %e = tensor.empty() : tensor<0x1xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<0x1xf32>) -> tensor<0x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id2, #rows2], iterator_types = ["parallel", "reduction"]} ins(%v : tensor<0x4xf32>) outs(%f : tensor<0x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %r = arith.addf %in, %out : f32
+    linalg.yield %r : f32
+  } -> tensor<0x1xf32>
+  %ey = tensor.empty() : tensor<0xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<0xf32>) outs(%ey : tensor<0xf32>) {
+  ^bb0(%p: f32, %out: f32):
+    %r = arith.negf %p : f32
+    linalg.yield %r : f32
+  } -> tensor<0xf32>
+  return %sum, %y : tensor<0x1xf32>, tensor<0xf32>
 }
