@@ -8,8 +8,9 @@
 // torch-mlir writes GroupNorm (bench/suite/real/l1_groupnorm.mlir and
 // l2_gemm_groupnorm_hardtanh.mlir, here at 2 samples of 2 groups of 4
 // channels): moved over the reduction's domain, reading the reduction's
-// own tensor, with the per-channel scale fused into them; an epilogue of a matmul, a reshape whose dimensions
-// straddle, a broadcast along part of a dimension and an empty domain stay.
+// own tensor, with the per-channel scale fused into them; an epilogue of a
+// matmul, a reshape whose dimensions straddle, a broadcast along part of a
+// dimension and an empty domain stay.
 
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #rows4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
