@@ -175,7 +175,8 @@ def FormFusionGroupsPass
        residual add) and the broadcast (a bias) it accumulates into; a
        convolution group also absorbs the constant `tensor.pad` of its input
        (nothing else reading it), one pooling op (with its input's pad) and
-       the elementwise ops after it;
+       the elementwise ops after it; a widening cast (`arith.extf`) that
+       only a reduction and no member reads is left to the reduction;
     2. a reduction or `linalg.softmax` anchors a group and absorbs its
        elementwise producers and consumers and further reductions over the
        same rows (softmax, layernorm, rmsnorm, logsumexp forms);

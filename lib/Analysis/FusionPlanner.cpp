@@ -157,6 +157,7 @@ private:
   void absorbOperandBroadcasts(Draft &draft, Operation *member);
   bool tryAddPaddedPooling(Draft &draft, Node *pad);
   void release(Draft &draft, Operation *op);
+  void releaseCastsForReductions(Draft &draft, Operation *anchor);
   void growAnchor(Draft &draft);
   void growReduction(Draft &draft);
   void growElementwise(Draft &draft);
@@ -359,6 +360,25 @@ void Planner::release(Draft &draft, Operation *op) {
   lookup(op)->group = -1;
 }
 
+void Planner::releaseCastsForReductions(Draft &draft, Operation *anchor) {
+  // An epilogue's widening cast that only reductions and ops outside the
+  // group read (torch's cast to f64 before a GroupNorm's statistics) would
+  // be written at twice the product's size and read back; left out, it
+  // joins the reduction's group, which widens the product as it reads it.
+  for (Operation *member :
+       SmallVector<Operation *>(draft.members.begin(), draft.members.end())) {
+    if (member == anchor || !isWideningCast(member))
+      continue;
+    SmallVector<Node *> users = usersOf(member);
+    bool readInGroup = llvm::any_of(
+        users, [&](Node *user) { return draft.members.contains(user->op); });
+    bool readByReduction = llvm::any_of(
+        users, [](Node *user) { return user->info.kind == OpKind::Reduction; });
+    if (!readInGroup && readByReduction)
+      release(draft, member);
+  }
+}
+
 bool Planner::tryAddPaddedPooling(Draft &draft, Node *pad) {
   // A pooling op that reads the epilogue through a pad (torch-mlir's
   // max-pool with padding): the pad and the pooling join together.
@@ -491,6 +511,7 @@ FusionPlan Planner::run() {
       absorbInputPad(draft, node.op);
     absorbInitBroadcast(draft, node);
     growAnchor(draft);
+    releaseCastsForReductions(draft, node.op);
     commit(draft);
   }
 

@@ -286,6 +286,19 @@ bool mlir::kopt::isMultiplyAccumulate(Operation *op) {
          (mul.getLhs() == b && mul.getRhs() == a);
 }
 
+bool mlir::kopt::isWideningCast(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumResults() != 1 || generic.getNumReductionLoops() != 0 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap map) { return map.isIdentity(); }))
+    return false;
+  Block &body = generic.getRegion().front();
+  return body.getOperations().size() == 2 && isa<arith::ExtFOp>(body.front()) &&
+         body.front().getOperand(0) == body.getArgument(0) &&
+         body.getTerminator()->getOperand(0) == body.front().getResult(0);
+}
+
 bool mlir::kopt::isCheapToClone(Operation *op) {
   if (isa<tensor::EmptyOp>(op))
     return true;

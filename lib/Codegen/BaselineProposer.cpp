@@ -42,6 +42,7 @@
 #include "SoftmaxForm.h"
 #include "TiledRowVariants.h"
 
+#include "kopt/Analysis/OpClassification.h"
 #include "kopt/Codegen/ConvForms.h"
 #include "kopt/Codegen/GemmForms.h"
 #include "kopt/Codegen/LibraryCalls.h"
@@ -74,24 +75,15 @@ static bool isPadReadInPlace(Operation *op) {
   });
 }
 
-/// True if `op` only widens its input elementwise (a generic whose body is
-/// one arith.extf, identity maps: torch's casts to f64 before a norm's
-/// statistics) and every user computes it in a kernel of its own: the cast
+/// True if `op` only widens its input elementwise (isWideningCast: torch's
+/// casts to f64 before a norm's statistics) and every user computes it in
+/// a kernel of its own: the cast
 /// folds into its users, as any compiler's would, instead of writing a
 /// tensor twice the input's size. The widening is exact, so each user
 /// computes the same values. A cast a library call reads, or a task
 /// returns, is written.
 static bool isWideningCastFoldedIntoUsers(Operation *op) {
-  auto generic = dyn_cast<linalg::GenericOp>(op);
-  if (!generic || generic.getNumDpsInputs() != 1 ||
-      generic.getNumResults() != 1 || generic.getNumReductionLoops() != 0 ||
-      !llvm::all_of(generic.getIndexingMapsArray(),
-                    [](AffineMap map) { return map.isIdentity(); }))
-    return false;
-  Block &body = generic.getRegion().front();
-  if (body.getOperations().size() != 2 || !isa<arith::ExtFOp>(body.front()) ||
-      body.front().getOperand(0) != body.getArgument(0) ||
-      body.getTerminator()->getOperand(0) != body.front().getResult(0))
+  if (!isWideningCast(op))
     return false;
   Value result = op->getResult(0);
   return !result.use_empty() &&

@@ -812,3 +812,74 @@ func.func @pads_left_alone(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %v:
       ins(%computed, %win : tensor<1x3x10x10xf32>, tensor<3x3xf32>) outs(%pf : tensor<1x3x8x8xf32>) -> tensor<1x3x8x8xf32>
   return %c0, %c1, %returned, %p0, %p1 : tensor<1x4x8x8xf32>, tensor<1x4x8x8xf32>, tensor<1x3x10x10xf32>, tensor<1x3x8x8xf32>, tensor<1x3x8x8xf32>
 }
+
+// -----
+
+// A matmul whose product a GroupNorm reduces in f64 (torch's cast before
+// the statistics): the cast leaves the matmul's epilogue for the
+// reduction's group, so the matmul writes its f32 product once and the
+// reduction widens it as it reads it, rather than the epilogue writing an
+// f64 copy twice the product's size. A cast the epilogue itself reads
+// stays in it.
+// CHECK-LABEL: func.func @matmul_cast_for_reduction
+//       CHECK:   %[[MM:.+]] = linalg.matmul {kopt.group_id = 0 : i64, kopt.group_kind = "contraction"}
+//       CHECK:   %[[V:.+]] = tensor.expand_shape %[[MM]]
+//   CHECK-NOT:   kopt.group_id = 0
+//       CHECK:   %[[W:.+]] = linalg.generic {{.*}} ins(%[[V]] : {{.*}} attrs = {kopt.group_id = 1 : i64, kopt.group_kind = "reduction"}
+//       CHECK:     arith.extf
+//       CHECK:   linalg.generic {{.*}} ins(%[[W]] : {{.*}} attrs = {kopt.group_id = 1 : i64, kopt.group_kind = "reduction"}
+// CHECK-LABEL: func.func @matmul_cast_in_epilogue
+//       CHECK:   linalg.matmul {kopt.group_id = 0 : i64, kopt.group_kind = "contraction"}
+//       CHECK:   linalg.generic {{.*}} attrs = {kopt.group_id = 0 : i64, kopt.group_kind = "contraction"}
+//       CHECK:     arith.extf
+//       CHECK:   linalg.generic {{.*}} attrs = {kopt.group_id = 0 : i64, kopt.group_kind = "contraction"}
+//       CHECK:     arith.mulf
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#rows3 = affine_map<(d0, d1, d2) -> (d0, d1, 0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @matmul_cast_for_reduction(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x2x1xf64> {
+  %zero = arith.constant 0.0 : f32
+  %dzero = arith.constant 0.0 : f64
+  %e = tensor.empty() : tensor<4x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %v = tensor.expand_shape %mm [[0], [1, 2]] output_shape [4, 2, 8] : tensor<4x16xf32> into tensor<4x2x8xf32>
+  %ew = tensor.empty() : tensor<4x2x8xf64>
+  %w = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%v : tensor<4x2x8xf32>) outs(%ew : tensor<4x2x8xf64>) {
+  ^bb0(%x: f32, %o: f64):
+    %c = arith.extf %x : f32 to f64
+    linalg.yield %c : f64
+  } -> tensor<4x2x8xf64>
+  %es = tensor.empty() : tensor<4x2x1xf64>
+  %fs = linalg.fill ins(%dzero : f64) outs(%es : tensor<4x2x1xf64>) -> tensor<4x2x1xf64>
+  %s = linalg.generic {indexing_maps = [#id3, #rows3], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%w : tensor<4x2x8xf64>) outs(%fs : tensor<4x2x1xf64>) {
+  ^bb0(%x: f64, %o: f64):
+    %r = arith.addf %x, %o : f64
+    linalg.yield %r : f64
+  } -> tensor<4x2x1xf64>
+  return %s : tensor<4x2x1xf64>
+}
+
+func.func @matmul_cast_in_epilogue(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf64> {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f64
+  %e = tensor.empty() : tensor<4x16xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %ew = tensor.empty() : tensor<4x16xf64>
+  %w = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%mm : tensor<4x16xf32>) outs(%ew : tensor<4x16xf64>) {
+  ^bb0(%x: f32, %o: f64):
+    %c = arith.extf %x : f32 to f64
+    linalg.yield %c : f64
+  } -> tensor<4x16xf64>
+  %y = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<4x16xf64>) outs(%ew : tensor<4x16xf64>) {
+  ^bb0(%x: f64, %o: f64):
+    %r = arith.mulf %x, %two : f64
+    linalg.yield %r : f64
+  } -> tensor<4x16xf64>
+  return %y : tensor<4x16xf64>
+}

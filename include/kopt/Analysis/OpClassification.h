@@ -96,6 +96,11 @@ Value getInnermostTransposeSource(Operation *op);
 /// (docs/FusionGroups.md).
 bool isFusiblePad(Operation *op);
 
+/// True if `op` only widens its one input elementwise: a `linalg.generic`
+/// with identity maps whose body is one `arith.extf` of the input (torch's
+/// casts to f64 before a norm's statistics).
+bool isWideningCast(Operation *op);
+
 /// True if `op` is a linalg op whose body takes (a, b, acc) and yields
 /// `acc + a * b` in floats (either order of each): the multiply-add of a
 /// GEMM or a convolution.
