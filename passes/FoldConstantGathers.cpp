@@ -149,15 +149,38 @@ private:
 };
 } // namespace
 
+/// Whether `map` reads every point of `gather`'s iteration space at the
+/// point's own row-major position: the identity, but for the constant 0 on
+/// a dimension of one element (torch-mlir's tables at batch 1,
+/// `(d0, d1) -> (0, d1)`).
+static bool readsSamePosition(linalg::GenericOp gather, AffineMap map) {
+  SmallVector<int64_t> ranges = gather.getStaticLoopRanges();
+  if (map.getNumResults() != ranges.size())
+    return false;
+  for (auto [position, expr] : llvm::enumerate(map.getResults())) {
+    if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
+      if (dim.getPosition() != position)
+        return false;
+      continue;
+    }
+    auto constant = dyn_cast<AffineConstantExpr>(expr);
+    if (!constant || constant.getValue() != 0 || ranges[position] != 1)
+      return false;
+  }
+  return true;
+}
+
 /// The source `gather` reads at the same row-major position as it writes,
-/// if it is such a gather: every iterator parallel, identity maps, every
-/// input a constant integer table, and a body that yields a tensor.extract
-/// of a value from outside at indices computed from the tables.
+/// if it is such a gather: every iterator parallel, maps that read each
+/// point at its own position (readsSamePosition), every input a constant
+/// integer table, and a body that yields a tensor.extract of a value from
+/// outside at indices computed from the tables.
 static Value findReshapedSource(linalg::GenericOp gather) {
   if (gather.getNumDpsInits() != 1 || gather->getNumResults() != 1 ||
       gather.getNumReductionLoops() != 0 ||
-      !llvm::all_of(gather.getIndexingMapsArray(),
-                    [](AffineMap map) { return map.isIdentity(); }))
+      !llvm::all_of(gather.getIndexingMapsArray(), [&](AffineMap map) {
+        return readsSamePosition(gather, map);
+      }))
     return {};
   auto resultType = dyn_cast<RankedTensorType>(gather->getResult(0).getType());
   if (!resultType || !resultType.hasStaticShape() ||

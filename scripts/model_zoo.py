@@ -219,6 +219,26 @@ class LlamaBlock(nn.Module):
             F.silu(self.gate_proj(h)) * self.up_proj(h))
 
 
+class UNetResBlock(nn.Module):
+    """The ResNet block of Stable Diffusion's UNet at its first level:
+    GroupNorm(32) + SiLU + 3x3 conv, plus the projected time embedding,
+    then GroupNorm + SiLU + 3x3 conv, plus the block's input."""
+
+    def __init__(self, channels=320, time_dim=1280):
+        super().__init__()
+        self.norm1 = nn.GroupNorm(32, channels, eps=1e-5)
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.time_proj = nn.Linear(time_dim, channels)
+        self.norm2 = nn.GroupNorm(32, channels, eps=1e-5)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x, temb):
+        h = self.conv1(F.silu(self.norm1(x)))
+        h = h + self.time_proj(F.silu(temb))[:, :, None, None]
+        h = self.conv2(F.silu(self.norm2(h)))
+        return x + h
+
+
 def image(batch=1):
     return (torch.randn(batch, 3, 224, 224),)
 
@@ -258,6 +278,12 @@ MODELS = {
                     lambda batch=1: (torch.randn(batch, 128, 2048),),
                     "one LLaMA-style decoder block (RMSNorm, RoPE, GQA "
                     "32/4 heads, SwiGLU), x: [1,128,2048]"),
+    "unet_resblock": (UNetResBlock,
+                      lambda batch=1: (torch.randn(batch, 320, 64, 64),
+                                       torch.randn(batch, 1280)),
+                      "Stable Diffusion's UNet ResNet block (GroupNorm 32 + "
+                      "SiLU + conv 3x3, time embedding, twice, residual), "
+                      "x: [1,320,64,64], temb: [1,1280]"),
 }
 
 # (file stem, model, output type, batch dimension dynamic)
