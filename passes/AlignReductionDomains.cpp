@@ -159,7 +159,7 @@ std::optional<SmallVector<unsigned>> readLoops(AffineMap map,
 /// Builds `value` (of static shape) reshaped into `shape`, with as many
 /// elements: the tensor with no reshape in between when one has that shape
 /// up to unit dimensions (returned with the map reading it), else a
-/// collapse into one dimension and an expansion.
+/// collapse into one dimension and an expansion (reshapeInto).
 class Reshaper {
 public:
   Reshaper(OpBuilder &builder, Location loc) : builder(builder), loc(loc) {}
@@ -190,31 +190,32 @@ public:
       }
       return {candidate, AffineMap::get(numLoops, 0, results, context)};
     }
-    auto type = cast<RankedTensorType>(value.getType());
-    auto resultType = RankedTensorType::get(shape, type.getElementType());
-    Value reshaped = flatten(value);
-    if (resultType.getRank() != 1) {
-      ReassociationIndices all(resultType.getRank());
-      std::iota(all.begin(), all.end(), 0);
-      reshaped =
-          tensor::ExpandShapeOp::create(builder, loc, resultType, reshaped,
-                                        SmallVector<ReassociationIndices>{all});
-    }
     SmallVector<AffineExpr> results;
     for (unsigned loop : loops)
       results.push_back(getAffineDimExpr(loop, context));
-    return {reshaped, AffineMap::get(numLoops, 0, results, context)};
+    return {reshapeInto(value, shape),
+            AffineMap::get(numLoops, 0, results, context)};
   }
 
-  /// `value` collapsed into one dimension.
-  Value flatten(Value value) {
+  /// `value` (of rank 1 or more) as a tensor of `shape` (as many elements,
+  /// rank 1 or more): collapsed into one dimension, then expanded.
+  Value reshapeInto(Value value, ArrayRef<int64_t> shape) {
     auto type = cast<RankedTensorType>(value.getType());
-    if (type.getRank() == 1)
+    if (type.getShape() == shape)
       return value;
-    ReassociationIndices all(type.getRank());
+    if (type.getRank() != 1) {
+      ReassociationIndices all(type.getRank());
+      std::iota(all.begin(), all.end(), 0);
+      value = tensor::CollapseShapeOp::create(
+          builder, loc, value, SmallVector<ReassociationIndices>{all});
+    }
+    if (shape.size() == 1)
+      return value;
+    ReassociationIndices all(shape.size());
     std::iota(all.begin(), all.end(), 0);
-    return tensor::CollapseShapeOp::create(
-        builder, loc, value, SmallVector<ReassociationIndices>{all});
+    return tensor::ExpandShapeOp::create(
+        builder, loc, RankedTensorType::get(shape, type.getElementType()),
+        value, SmallVector<ReassociationIndices>{all});
   }
 
 private:
@@ -394,15 +395,7 @@ linalg::GenericOp moveToDomain(linalg::GenericOp generic,
     if (isInit && !map.isIdentity()) {
       // An init read through a broadcast cannot be written: reshape it
       // for real.
-      value = reshaper.flatten(operand.get());
-      if (shape.size() != 1) {
-        ReassociationIndices all(shape.size());
-        std::iota(all.begin(), all.end(), 0);
-        auto type = cast<RankedTensorType>(operand.get().getType());
-        value = tensor::ExpandShapeOp::create(
-            builder, loc, RankedTensorType::get(shape, type.getElementType()),
-            value, SmallVector<ReassociationIndices>{all});
-      }
+      value = reshaper.reshapeInto(operand.get(), shape);
       map = builder.getMultiDimIdentityMap(numLoops);
     }
     (isInit ? inits : inputs).push_back(value);
@@ -416,18 +409,9 @@ linalg::GenericOp moveToDomain(linalg::GenericOp generic,
   moved.getRegion().takeBody(generic.getRegion());
   SmallVector<Value> results;
   for (auto [old, result] :
-       llvm::zip(generic->getResults(), moved->getResults())) {
-    auto type = cast<RankedTensorType>(old.getType());
-    Value flat = reshaper.flatten(result);
-    if (type.getRank() == 1) {
-      results.push_back(flat);
-      continue;
-    }
-    ReassociationIndices all(type.getRank());
-    std::iota(all.begin(), all.end(), 0);
-    results.push_back(tensor::ExpandShapeOp::create(
-        builder, loc, type, flat, SmallVector<ReassociationIndices>{all}));
-  }
+       llvm::zip(generic->getResults(), moved->getResults()))
+    results.push_back(reshaper.reshapeInto(
+        result, cast<RankedTensorType>(old.getType()).getShape()));
   generic->replaceAllUsesWith(results);
   generic->erase();
   return moved;
