@@ -181,6 +181,11 @@ def make_mlir():
     for name in ["mlp_block", "tosa_mlp", "conv_block", "attention_block", "layernorm_gelu"]:
         shutil.copyfile(os.path.join(ROOT, "examples", name + ".mlir"),
                         os.path.join(CORPUS, "mlir", name + ".mlir"))
+    # torch-mlir's GroupNorm: gathers through index tables held as dense
+    # resources, reshaped statistics (kopt-fold-constant-gathers,
+    # kopt-align-reduction-domains).
+    shutil.copyfile(os.path.join(ROOT, "test", "Inputs", "frontend", "torch_groupnorm.mlir"),
+                    os.path.join(CORPUS, "mlir", "torch_groupnorm.mlir"))
 
 
 # ===----------------------------------------------------------------------===#
