@@ -64,28 +64,6 @@ struct AlignReductionDomainsPass final
   void runOnOperation() override;
 };
 
-SmallVector<int64_t> withoutUnitDims(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> result;
-  for (int64_t size : shape)
-    if (size != 1)
-      result.push_back(size);
-  return result;
-}
-
-int64_t countElements(ArrayRef<int64_t> shape) {
-  return std::accumulate(shape.begin(), shape.end(), int64_t(1),
-                         std::multiplies<int64_t>());
-}
-
-Value stripReshapes(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (!isa<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(def))
-      break;
-    value = def->getOperand(0);
-  }
-  return value;
-}
-
 /// Two row-major shapes of as many elements seen as one: the sizes of the
 /// finest dimensions both are products of, and for each dimension of either
 /// the range of fine dimensions it spans (empty for a unit dimension).
@@ -100,7 +78,7 @@ struct Refinement {
 std::optional<Refinement> refine(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   auto positive = [](int64_t size) { return size > 0; };
   if (!llvm::all_of(a, positive) || !llvm::all_of(b, positive) ||
-      countElements(a) != countElements(b))
+      ShapedType::getNumElements(a) != ShapedType::getNumElements(b))
     return std::nullopt;
   // The boundaries between dimensions, as counts of elements before them.
   SmallVector<int64_t> boundaries{1};
@@ -170,10 +148,10 @@ public:
                                       ArrayRef<unsigned> loops,
                                       unsigned numLoops) {
     MLIRContext *context = builder.getContext();
-    SmallVector<int64_t> target = withoutUnitDims(shape);
-    for (Value candidate : {stripReshapes(value), value}) {
+    SmallVector<int64_t> target = dropUnitDims(shape);
+    for (Value candidate : {throughReshapes(value), value}) {
       auto type = cast<RankedTensorType>(candidate.getType());
-      if (withoutUnitDims(type.getShape()) != target)
+      if (dropUnitDims(type.getShape()) != target)
         continue;
       // The candidate's non-unit dimensions are the target's in order;
       // its unit dimensions read index 0.
@@ -258,9 +236,9 @@ public:
   /// The domain of a reduction that `shape` is, up to unit dimensions.
   std::optional<SmallVector<int64_t>>
   findDomain(ArrayRef<int64_t> shape) const {
-    SmallVector<int64_t> key = withoutUnitDims(shape);
+    SmallVector<int64_t> key = dropUnitDims(shape);
     for (const Domain &domain : domains)
-      if (withoutUnitDims(domain.shape) == key)
+      if (dropUnitDims(domain.shape) == key)
         return domain.shape;
     return std::nullopt;
   }
@@ -268,21 +246,21 @@ public:
   /// Whether an op over `shape` iterates a reduction's rows or whole domain,
   /// up to unit dimensions: it joins the reduction's group as it is.
   bool fitsAReduction(ArrayRef<int64_t> shape) const {
-    SmallVector<int64_t> key = withoutUnitDims(shape);
+    SmallVector<int64_t> key = dropUnitDims(shape);
     return llvm::any_of(domains, [&](const Domain &domain) {
-      return withoutUnitDims(domain.shape) == key ||
-             withoutUnitDims(domain.rows) == key;
+      return dropUnitDims(domain.shape) == key ||
+             dropUnitDims(domain.rows) == key;
     });
   }
 
   /// Records `value`, whose shape is a reduction's domain.
   void addTensor(Value value) {
-    tensorsByRoot.try_emplace(stripReshapes(value), value);
+    tensorsByRoot.try_emplace(throughReshapes(value), value);
   }
 
   /// The tensor over a reduction's domain that `value` is a reshape of.
   Value findTensor(Value value) const {
-    return tensorsByRoot.lookup(stripReshapes(value));
+    return tensorsByRoot.lookup(throughReshapes(value));
   }
 
 private:
@@ -438,7 +416,8 @@ bool alignElementwiseOps(func::FuncOp func, DomainIndex &index) {
       if (!aligned)
         continue;
       auto type = cast<RankedTensorType>(aligned.getType());
-      if (countElements(type.getShape()) != countElements(domain))
+      if (ShapedType::getNumElements(type.getShape()) !=
+          ShapedType::getNumElements(domain))
         continue;
       linalg::GenericOp moved = moveToDomain(generic, type.getShape(), index);
       if (!moved)
@@ -469,7 +448,8 @@ bool fuseOneSmallProducer(func::FuncOp func, const DomainIndex &index) {
         continue;
       SmallVector<int64_t> producerDomain = producer.getStaticLoopRanges();
       if (index.fitsAReduction(producerDomain) ||
-          countElements(producerDomain) >= countElements(domain))
+          ShapedType::getNumElements(producerDomain) >=
+              ShapedType::getNumElements(domain))
         continue;
       // A copy for this consumer alone, so that the fusion keeps no result
       // of the producer for its other users.

@@ -47,16 +47,6 @@ using namespace mlir::kopt;
 
 namespace {
 
-/// `shape` without its unit dimensions: `[4, 128, 1]` and `[4, 128]` iterate
-/// the same points, which is what fusion compatibility is about.
-SmallVector<int64_t> dropUnitDims(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> result;
-  for (int64_t size : shape)
-    if (size != 1)
-      result.push_back(size);
-  return result;
-}
-
 /// True if `op` only broadcasts its one input: a `linalg.broadcast`, or a
 /// parallel generic that yields its input read through a projection that
 /// drops dimensions.

@@ -286,6 +286,24 @@ bool mlir::kopt::isMultiplyAccumulate(Operation *op) {
          (mul.getLhs() == b && mul.getRhs() == a);
 }
 
+llvm::SmallVector<int64_t>
+mlir::kopt::dropUnitDims(llvm::ArrayRef<int64_t> shape) {
+  llvm::SmallVector<int64_t> result;
+  for (int64_t size : shape)
+    if (size != 1)
+      result.push_back(size);
+  return result;
+}
+
+Value mlir::kopt::throughReshapes(Value value) {
+  while (Operation *op = value.getDefiningOp()) {
+    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
+      break;
+    value = op->getOperand(0);
+  }
+  return value;
+}
+
 bool mlir::kopt::isWideningCast(Operation *op) {
   auto generic = dyn_cast<linalg::GenericOp>(op);
   if (!generic || generic.getNumDpsInputs() != 1 ||

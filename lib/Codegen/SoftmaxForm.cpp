@@ -8,6 +8,7 @@
 
 #include "SoftmaxForm.h"
 
+#include "kopt/Analysis/OpClassification.h"
 #include "kopt/Codegen/PlanBuilder.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -17,16 +18,6 @@
 
 using namespace mlir;
 using namespace mlir::kopt;
-
-/// `value` without the expand_shape and collapse_shape ops around it.
-static Value throughReshapes(Value value) {
-  while (Operation *op = value.getDefiningOp()) {
-    if (!isa<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(op))
-      break;
-    value = op->getOperand(0);
-  }
-  return value;
-}
 
 /// The single user of `value` (through reshapes that have one user each),
 /// or nullptr.

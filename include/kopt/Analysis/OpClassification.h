@@ -96,6 +96,14 @@ Value getInnermostTransposeSource(Operation *op);
 /// (docs/FusionGroups.md).
 bool isFusiblePad(Operation *op);
 
+/// `shape` without its unit dimensions: `[4, 128, 1]` and `[4, 128]` iterate
+/// the same points, which is what fusion compatibility is about.
+llvm::SmallVector<int64_t> dropUnitDims(llvm::ArrayRef<int64_t> shape);
+
+/// `value` without the `tensor.expand_shape` and `tensor.collapse_shape` ops
+/// around it: the tensor it is a row-major view of.
+Value throughReshapes(Value value);
+
 /// True if `op` only widens its one input elementwise: a `linalg.generic`
 /// with identity maps whose body is one `arith.extf` of the input (torch's
 /// casts to f64 before a norm's statistics).
