@@ -724,6 +724,24 @@ static void proposeLibraryAnchored(Proposal &proposal, func::FuncOp group,
 constexpr int64_t kSharedRowBytes = 200 * 1024;
 /// Two blocks of this much fit an SM's 228 KB with their reserved 1 KB.
 constexpr int64_t kHalfSmBytes = 112 * 1024;
+/// About the blocks that fill a GPU a few times over.
+constexpr int64_t kFillBlocks = 1024;
+/// The SMs the forms that size their grid to the device assume (the H100's
+/// and H200's 132).
+constexpr int64_t kAssumedSms = 132;
+
+/// Rows too few for a block each to fill the GPU, and long enough to split.
+static bool isFewLongRows(int64_t rows, int64_t length) {
+  return rows < kFillBlocks && length >= 8192;
+}
+
+/// Few long rows that a block each would serve worst: fewer than two an SM,
+/// or each too long for a block's registers (read again in every pass).
+static bool isSpreadFirst(int64_t rows, int64_t length) {
+  return isFewLongRows(rows, length) &&
+         (rows < 2 * kAssumedSms ||
+          length > 1024 * int64_t(getRowCacheBudget(1024)));
+}
 
 static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
@@ -849,7 +867,6 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
 static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
                              int64_t length, llvm::StringRef tag) {
-  constexpr int64_t kAssumedSms = 132;
   if (length * 4 <= kSharedRowBytes || length % 4 != 0)
     return;
   std::vector<unsigned> counts;
@@ -961,7 +978,8 @@ static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   // grid cut at launch to the clusters the device holds, for the smallest
   // cluster whose blocks hold the row, where there are rows enough for
   // every cluster to take several. On the H200 (512 rows of 393,216) the
-  // prefetching one took 526 us against softmax_c8_bs512's 464.
+  // prefetching one took 526 us and the other 458 against
+  // softmax_c8_bs512's 466 (one run, 2026-12-05).
   if (clusters.empty() || clusters.front() < 2 || softmax->rows < 64)
     return;
   unsigned blocks = clusters.front();
@@ -994,24 +1012,13 @@ static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   }
 }
 
-static void proposeRows(Proposal &proposal, func::FuncOp group,
-                        const KernelTask &task, linalg::GenericOp anchor,
-                        llvm::StringRef tag) {
-  // Over a non-innermost dimension, a block per row would read each row
-  // with a stride: only column layouts.
-  std::optional<RowSpace> space = getRowSpace(anchor);
-  if (space && space->inner > 1) {
-    proposeTiledRows(proposal, group, task, *space, tag);
-    return;
-  }
-  int64_t rows = 1, length = 1;
-  for (auto [range, iterator] :
-       llvm::zip(anchor.getStaticLoopRanges(), anchor.getIteratorTypesArray()))
-    (iterator == utils::IteratorType::reduction ? length : rows) *= range;
+/// A block per row, of each size up to twice the row, each reading the row
+/// from memory in every pass (L1/L2 serve the later ones) or once into
+/// registers when a thread's share fits the register budget (`_reg`).
+static void proposeBlockRows(Proposal &proposal, func::FuncOp group,
+                             const KernelTask &task, int64_t rows,
+                             int64_t length, llvm::StringRef tag) {
   std::string comment = describeGroup(group);
-  // Block sizes, each reading the row from memory in every pass (L1/L2
-  // serve the later ones) or once into registers when a thread's share
-  // fits the register budget.
   std::vector<std::pair<unsigned, bool>> variants;
   for (unsigned threads : {64u, 128u, 256u, 512u, 1024u}) {
     // More threads than twice the row leaves most of them idle.
@@ -1040,11 +1047,63 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
     builder.addKernel(*kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
+}
+
+/// Appends the families' plans in turn, the first of each, then the second
+/// of each, and so on, and their remarks.
+static void appendInTurn(Proposal &proposal,
+                         llvm::MutableArrayRef<Proposal> families) {
+  for (size_t i = 0;; ++i) {
+    bool any = false;
+    for (Proposal &family : families)
+      if (i < family.plans.size()) {
+        proposal.plans.push_back(std::move(family.plans[i]));
+        any = true;
+      }
+    if (!any)
+      break;
+  }
+  for (Proposal &family : families)
+    llvm::append_range(proposal.remarks, family.remarks);
+}
+
+static void proposeRows(Proposal &proposal, func::FuncOp group,
+                        const KernelTask &task, linalg::GenericOp anchor,
+                        llvm::StringRef tag) {
+  // Over a non-innermost dimension, a block per row would read each row
+  // with a stride: only column layouts.
+  std::optional<RowSpace> space = getRowSpace(anchor);
+  if (space && space->inner > 1) {
+    proposeTiledRows(proposal, group, task, *space, tag);
+    return;
+  }
+  int64_t rows = 1, length = 1;
+  for (auto [range, iterator] :
+       llvm::zip(anchor.getStaticLoopRanges(), anchor.getIteratorTypesArray()))
+    (iterator == utils::IteratorType::reduction ? length : rows) *= range;
+  if (!isSpreadFirst(rows, length)) {
+    proposeBlockRows(proposal, group, task, rows, length, tag);
+    if (space)
+      proposeTiledRows(proposal, group, task, *space, tag);
+    proposeSharedRows(proposal, group, task, rows, length, tag);
+    proposeGroupRows(proposal, group, task, rows, length, tag);
+    proposeSplitRows(proposal, group, task, rows, length, tag);
+    return;
+  }
+  // Few long rows: a block per row leaves most of the GPU idle or reads the
+  // row again in every pass, so the forms that spread a row over blocks
+  // come first, in turn, because a
+  // round's candidates are capped (--max-candidates): on the H200 a
+  // GroupNorm over 64 rows of 2M lost its best plan (split16_w_bs256,
+  // 408 us) behind sixteen others (group3_w_bs1024 took 472 us).
+  Proposal families[3];
+  proposeSharedRows(families[0], group, task, rows, length, tag);
+  proposeSplitRows(families[1], group, task, rows, length, tag);
+  proposeGroupRows(families[2], group, task, rows, length, tag);
+  appendInTurn(proposal, families);
+  proposeBlockRows(proposal, group, task, rows, length, tag);
   if (space)
     proposeTiledRows(proposal, group, task, *space, tag);
-  proposeSharedRows(proposal, group, task, rows, length, tag);
-  proposeGroupRows(proposal, group, task, rows, length, tag);
-  proposeSplitRows(proposal, group, task, rows, length, tag);
 }
 
 /// Split rows whose inputs do not fit the L2 cache (50 MB on the H100 and
@@ -1056,7 +1115,7 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
 static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
                                     const KernelTask &task, int64_t rows,
                                     int64_t length, llvm::StringRef tag) {
-  constexpr int64_t kBatchBytes = 32 << 20, kTargetBlocks = 1024;
+  constexpr int64_t kBatchBytes = 32 << 20;
   int64_t rowBytes = length * 4;
   int64_t most = std::min(rows - 1, kBatchBytes / rowBytes);
   // Rows a cluster's shared memory holds are read once already (smem_*).
@@ -1069,7 +1128,7 @@ static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
   std::string comment = describeGroup(group);
   for (int64_t batch : batches) {
     // A launch's blocks fill the GPU with the batch alone.
-    int64_t chunks = std::clamp<int64_t>(kTargetBlocks / batch, 2, 1024);
+    int64_t chunks = std::clamp<int64_t>(kFillBlocks / batch, 2, 1024);
     for (unsigned threads : {256u, 512u}) {
       if (batch != most && threads != 512)
         continue;
@@ -1120,11 +1179,9 @@ static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
 static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
                              int64_t length, llvm::StringRef tag) {
-  constexpr int64_t kTargetBlocks = 1024;
-  if (rows >= kTargetBlocks || length < 8192)
+  if (!isFewLongRows(rows, length))
     return;
-  int64_t chunks =
-      std::clamp<int64_t>((kTargetBlocks + rows - 1) / rows, 2, 64);
+  int64_t chunks = std::clamp<int64_t>((kFillBlocks + rows - 1) / rows, 2, 64);
   std::string comment = describeGroup(group);
   for (unsigned threads : {256u, 512u}) {
     PlanBuilder builder(task, group, "builtin",

@@ -48,11 +48,11 @@ std::optional<WgmmaConvShape> matchWgmmaConv(Operation *op,
 
 /// The shape of the convolution `anchor` when the built-in proposer offers
 /// it the kernel: matchWgmmaConv takes it, the task's precision policy
-/// allows 3xTF32 (not `fp32-ieee`), and it has at least a wave of 128 x 128
-/// tiles for a GPU of 132 SMs (an H100's or H200's). With fewer, most SMs
-/// idle while cuDNN's smaller tiles fill them (a network's convolutions at
-/// batch 1), and the candidates would only cost compilation and evaluation
-/// time.
+/// allows 3xTF32 (not `fp32-ieee`), and it has at least half a wave of
+/// 128 x 128 tiles for a GPU of 132 SMs (an H100's or H200's). With fewer,
+/// most SMs idle while cuDNN's smaller tiles fill them (a network's
+/// convolutions at batch 1), and the candidates would only cost compilation
+/// and evaluation time.
 std::optional<WgmmaConvShape> offersWgmmaConv(Operation *anchor,
                                               const KernelTask &task);
 
