@@ -974,38 +974,6 @@ static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
       builder.addKernel(*kernel, comment);
       addPlan(proposal, builder, task, group, llvm::Error::success());
     }
-  // Half the smallest such cluster, each block holding the part of its
-  // share that its shared memory does not in registers
-  // (`softmax_c<C>_reg<R>_bs512`, R 16-byte vectors a thread, at most 24 so
-  // that 512 threads keep them in the 128 registers each may have): twice
-  // the clusters fit the GPU's GPCs at once.
-  if (!clusters.empty() && clusters.front() >= 2) {
-    unsigned blocks = clusters.front() / 2, threads = 512;
-    int64_t vectors = length / 4 / blocks;
-    int64_t held = (vectors - kSharedRowBytes / 16 + threads - 1) / threads;
-    if (length % (4 * blocks) == 0 && held >= 1 && held <= 24) {
-      PlanBuilder builder(task, group, "builtin",
-                          "softmax_c" + std::to_string(blocks) + "_reg" +
-                              std::to_string(held) + "_bs512");
-      ClusterSoftmaxOptions options;
-      options.clusterSize = blocks;
-      options.blockSize = threads;
-      options.registerVectors = held;
-      std::string input = builder.findBuffer(softmax->contiguousInput);
-      if (input.empty())
-        return;
-      KernelOutput output = builder.outputFor(softmax->result);
-      auto kernel = generateClusterSoftmaxKernel(
-          builder.entryName("softmax"), comment, input, output.param,
-          softmax->rows, length, options, kSharedRowBytes);
-      if (!kernel) {
-        addPlan(proposal, builder, task, group, kernel.takeError());
-      } else {
-        builder.addKernel(*kernel, comment);
-        addPlan(proposal, builder, task, group, llvm::Error::success());
-      }
-    }
-  }
   // Resident clusters claiming rows (`softmax_c<C>_claim[_np]_bs512`): the
   // grid cut at launch to the clusters the device holds, for the smallest
   // cluster whose blocks hold the row, where there are rows enough for

@@ -67,22 +67,18 @@ auto absorb = [&](const float4 v) {
 )cuda";
 
 namespace {
-/// A block's share of a row in 16-byte vectors: its first `held` vectors a
-/// thread (vectors threadIdx.x + i * threads, i < held) in registers, the
-/// rest in shared memory, where thread threadIdx.x takes the kept vectors
-/// k = threadIdx.x + i * threads, i < perThread (vector `held * threads +
-/// k` of the share), in `stages` commit groups of consecutive i. Emits the
-/// loops both softmax kernels run over the share.
+/// A block's share of a row in 16-byte vectors: thread threadIdx.x takes
+/// vectors threadIdx.x + i * threads, i < perThread, in `stages` commit
+/// groups of consecutive i. Emits the loops both softmax kernels run over
+/// the share.
 class StagedShare {
 public:
   /// Fails unless the row splits into whole vectors over `blocks`, the
   /// block is whole warps (its pair is merged by warps, then by the first
-  /// warp over them), the registers leave part of the share to shared
-  /// memory and that part fits `maxSharedBytes`.
+  /// warp over them) and a block's share fits `maxSharedBytes`.
   static llvm::Expected<StagedShare> create(unsigned blocks, unsigned threads,
                                             int64_t length,
-                                            int64_t maxSharedBytes,
-                                            unsigned held = 0) {
+                                            int64_t maxSharedBytes) {
     if (length % (4 * blocks) != 0)
       return llvm::createStringError(
           "a row of %lld does not split into 16-byte vectors over %u blocks",
@@ -93,78 +89,27 @@ public:
           "needed",
           threads);
     int64_t share = length / blocks;
-    int64_t inRegisters = int64_t(held) * threads * 4;
-    if (inRegisters >= share)
-      return llvm::createStringError(
-          "%u vectors a thread in registers leave no part of a block's %lld "
-          "elements to shared memory",
-          held, static_cast<long long>(share));
-    if ((share - inRegisters) * 4 > maxSharedBytes)
+    if (share * 4 > maxSharedBytes)
       return llvm::createStringError(
           "a block's %lld bytes of the row exceed its shared memory",
-          static_cast<long long>((share - inRegisters) * 4));
-    return StagedShare(threads, share, held);
+          static_cast<long long>(share * 4));
+    return StagedShare(threads, share);
   }
 
   /// Elements of the row a block holds.
   int64_t getShare() const { return share; }
 
-  /// Bytes of the share in shared memory.
-  int64_t getSharedBytes() const { return vectors * 16; }
-
-  /// The registers' vectors loaded from `from`.
-  void emitRegisterLoads(CodeWriter &code, llvm::StringRef from) const {
-    if (held == 0)
-      return;
-    code.line("#pragma unroll");
-    code.line("for (int i = 0; i < " + std::to_string(held) + "; ++i)");
-    code.line("  held[i] = " + from.str() + "[threadIdx.x + i * " +
-              std::to_string(threads) + "];");
-  }
-
-  /// The registers' vectors folded into the normaliser.
-  void emitRegisterFolds(CodeWriter &code) const {
-    if (held == 0)
-      return;
-    code.line("#pragma unroll");
-    code.line("for (int i = 0; i < " + std::to_string(held) + "; ++i)");
-    code.line("  absorb(held[i]);");
-  }
-
-  /// exp(x - m) * inverse of the registers' vectors stored to `y`.
-  void emitRegisterOutputs(CodeWriter &code) const {
-    if (held == 0)
-      return;
-    code.line("#pragma unroll");
-    code.line("for (int i = 0; i < " + std::to_string(held) + "; ++i) {");
-    code.indent();
-    code.lines("float4 e = held[i];\n"
-               "e.x = expf(e.x - m) * inverse;\n"
-               "e.y = expf(e.y - m) * inverse;\n"
-               "e.z = expf(e.z - m) * inverse;\n"
-               "e.w = expf(e.w - m) * inverse;\n"
-               "y[threadIdx.x + i * " +
-               std::to_string(threads) + "] = e;");
-    code.dedent();
-    code.line("}");
-  }
-
-  /// `statement` for each of the thread's kept vectors `k` in `stage`, with
-  /// `v` its vector of the share where it reads global memory.
-  void forStage(CodeWriter &code, int64_t stage, llvm::StringRef statement,
-                bool readsGlobal = true) const {
+  /// `statement` for each of the thread's vectors `v` in `stage`.
+  void forStage(CodeWriter &code, int64_t stage,
+                llvm::StringRef statement) const {
     code.line("#pragma unroll");
     code.line("for (int i = " + std::to_string(stageStart(stage)) + "; i < " +
               std::to_string(stageStart(stage + 1)) + "; ++i) {");
     code.indent();
-    code.line("const int k = threadIdx.x + i * " + std::to_string(threads) +
+    code.line("const int v = threadIdx.x + i * " + std::to_string(threads) +
               ";");
     if (vectors % threads != 0)
-      code.line("if (k >= " + std::to_string(vectors) + ") break;");
-    if (readsGlobal)
-      code.line(held == 0 ? "const int v = k;"
-                          : "const int v = k + " +
-                                std::to_string(int64_t(held) * threads) + ";");
+      code.line("if (v >= " + std::to_string(vectors) + ") break;");
     code.lines(statement);
     code.dedent();
     code.line("}");
@@ -174,7 +119,7 @@ public:
   void emitCopies(CodeWriter &code, llvm::StringRef from) const {
     for (int64_t stage = 0; stage < stages; ++stage) {
       forStage(code, stage,
-               "kopt_copy_vector_async(kept + k, " + from.str() + " + v);");
+               "kopt_copy_vector_async(kept + v, " + from.str() + " + v);");
       code.line("kopt_copy_commit();");
     }
   }
@@ -184,7 +129,7 @@ public:
     for (int64_t stage = 0; stage < stages; ++stage) {
       code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
                 ">();");
-      forStage(code, stage, "absorb(kept[k]);", /*readsGlobal=*/false);
+      forStage(code, stage, "absorb(kept[v]);");
     }
   }
 
@@ -193,14 +138,14 @@ public:
   void emitOutputs(CodeWriter &code, llvm::StringRef next) const {
     for (int64_t stage = 0; stage < stages; ++stage) {
       forStage(code, stage,
-               "float4 e = kept[k];\n"
+               "float4 e = kept[v];\n"
                "e.x = expf(e.x - m) * inverse;\n"
                "e.y = expf(e.y - m) * inverse;\n"
                "e.z = expf(e.z - m) * inverse;\n"
                "e.w = expf(e.w - m) * inverse;\n"
                "y[v] = e;\n"
                "if (more)\n"
-               "  kopt_copy_vector_async(kept + k, " +
+               "  kopt_copy_vector_async(kept + v, " +
                    next.str() + " + v);");
       code.line("if (more)");
       code.line("  kopt_copy_commit();");
@@ -208,16 +153,14 @@ public:
   }
 
 private:
-  StagedShare(unsigned threads, int64_t share, unsigned held)
-      : threads(threads), held(held), share(share),
-        vectors(share / 4 - int64_t(held) * threads),
+  StagedShare(unsigned threads, int64_t share)
+      : threads(threads), share(share), vectors(share / 4),
         perThread((vectors + threads - 1) / threads),
         stages(std::min<int64_t>(4, perThread)) {}
 
   int64_t stageStart(int64_t stage) const { return stage * perThread / stages; }
 
-  unsigned threads, held;
-  /// Elements of the row a block holds; vectors of them in shared memory.
+  unsigned threads;
   int64_t share, vectors, perThread, stages;
 };
 } // namespace
@@ -246,12 +189,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
     return llvm::createStringError("%lld rows do not go %lld to a cluster",
                                    static_cast<long long>(rows),
                                    static_cast<long long>(perCluster));
-  unsigned held = options.registerVectors;
-  if (held > 0 && perCluster != 1)
-    return llvm::createStringError(
-        "a share partly in registers is for one row a cluster");
-  auto staged =
-      StagedShare::create(blocks, threads, length, maxSharedBytes, held);
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
   if (!staged)
     return staged.takeError();
   int64_t share = staged->getShare();
@@ -259,7 +197,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
 
   GeneratedKernel kernel;
   kernel.entry = entry.str();
-  kernel.sharedBytes = staged->getSharedBytes();
+  kernel.sharedBytes = share * 4;
   kernel.args = {input.str(), output.str()};
   kernel.grid = {std::to_string(rows / perCluster * blocks), "1", "1"};
   kernel.block = {t, "1", "1"};
@@ -305,16 +243,11 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
            type + " *>(" + base + " + (" + row.str() + ") * " + l +
            " + offset);";
   };
-  if (held > 0)
-    code.line("float4 held[" + std::to_string(held) + "];");
   code.line("{");
   code.indent();
   code.line(rowPointer("x", "firstRow", true));
   code.comment("Every copy in flight at once, a commit group a stage.");
   staged->emitCopies(code, "x");
-  if (held > 0)
-    code.comment("The registers' part loaded while the copies land.");
-  staged->emitRegisterLoads(code, "x");
   code.dedent();
   code.line("}");
   code.line("#pragma unroll 1");
@@ -326,7 +259,6 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   code.line(rowPointer("next", "firstRow + j + 1", true));
   code.line("const bool more = j + 1 < " + k + ";");
   code.lines(kNormaliser);
-  staged->emitRegisterFolds(code);
   code.comment("Each stage folded as it lands: a thread reads only what it "
                "copied itself, so no barrier is needed.");
   staged->emitFolds(code);
@@ -359,7 +291,6 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   code.comment("A product by the reciprocal, not a quotient an element: "
                "the quotients' instructions were as many as the stores'.");
   code.line("const float inverse = 1.0f / s;");
-  staged->emitRegisterOutputs(code);
   staged->emitOutputs(code, "next");
   code.dedent();
   code.line("}");

@@ -17,9 +17,7 @@
 // shared memory, 16 bytes a store. A cluster may take several consecutive
 // rows in turn: as it writes a row it issues the copies of the next into
 // the shared memory just read, so that loads and stores overlap and the
-// clusters are launched fewer times. Part of each block's share may be held
-// in registers instead, loaded while the copies land, so that a row needs
-// half the blocks. The generic shared-row kernel
+// clusters are launched fewer times. The generic shared-row kernel
 // (SharedRowKernel.h) instead waits for the whole row and then goes over it
 // three times (maximum, exponentials, quotients), while the SM's memory
 // traffic stops.
@@ -51,10 +49,6 @@ struct ClusterSoftmaxOptions {
   unsigned minBlocksPerSM = 0;
   /// Claiming form only: the next row asked of L2 as soon as it is claimed.
   bool prefetchNextRow = true;
-  /// 16-byte vectors of a block's share each thread holds in registers, the
-  /// rest in shared memory, so that half as many blocks hold a row and
-  /// twice as many rows fit the GPU at once (one row a cluster only).
-  unsigned registerVectors = 0;
 };
 
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of

@@ -78,43 +78,6 @@ TEST(ClusterSoftmax, OneBlockNeedsNoCluster) {
   EXPECT_EQ(kernel->code.find("cluster"), std::string::npos);
 }
 
-TEST(ClusterSoftmax, PartOfTheShareInRegisters) {
-  // Half the blocks of a cluster of 8: 23 vectors a thread in registers,
-  // the remaining 12800 vectors of a block's 24576 in shared memory.
-  ClusterSoftmaxOptions options;
-  options.clusterSize = 4;
-  options.blockSize = 512;
-  options.registerVectors = 23;
-  auto kernel = generate(512, 393216, options);
-  ASSERT_TRUE(static_cast<bool>(kernel)) << llvm::toString(kernel.takeError());
-  EXPECT_EQ(kernel->grid[0], "2048");
-  EXPECT_EQ(kernel->sharedBytes, (393216 / 4 - 23 * 512 * 4) * 4);
-  EXPECT_NE(kernel->code.find("float4 held[23];"), std::string::npos);
-  EXPECT_NE(kernel->code.find("held[i] = x[threadIdx.x + i * 512];"),
-            std::string::npos);
-  // The shared part starts after the registers' 23 * 512 vectors.
-  EXPECT_NE(kernel->code.find("const int v = k + 11776;"), std::string::npos);
-  EXPECT_NE(kernel->code.find("y[threadIdx.x + i * 512] = e;"),
-            std::string::npos);
-}
-
-TEST(ClusterSoftmax, RefusesRegistersItCannotHold) {
-  ClusterSoftmaxOptions options;
-  options.clusterSize = 4;
-  options.blockSize = 512;
-  options.registerVectors = 22;
-  EXPECT_EQ(errorOf(512, 393216, options),
-            "a block's 212992 bytes of the row exceed its shared memory");
-  options.registerVectors = 48;
-  EXPECT_EQ(errorOf(512, 393216, options),
-            "48 vectors a thread in registers leave no part of a block's "
-            "98304 elements to shared memory");
-  options.registerVectors = 23;
-  options.rowsPerCluster = 4;
-  EXPECT_EQ(errorOf(512, 393216, options),
-            "a share partly in registers is for one row a cluster");
-}
-
 TEST(ClusterSoftmax, RefusesShapesItCannotTake) {
   ClusterSoftmaxOptions options;
   options.clusterSize = 3;
