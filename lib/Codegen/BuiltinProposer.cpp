@@ -735,12 +735,17 @@ static bool isFewLongRows(int64_t rows, int64_t length) {
   return rows < kFillBlocks && length >= 8192;
 }
 
+/// Rows longer than the widest block's registers hold: a block per row
+/// reads them again in every pass.
+static bool isBeyondBlockRegisters(int64_t length) {
+  return length > 1024 * int64_t(getRowCacheBudget(1024));
+}
+
 /// Few long rows that a block each would serve worst: fewer than two an SM,
-/// or each too long for a block's registers (read again in every pass).
+/// or each beyond a block's registers.
 static bool isSpreadFirst(int64_t rows, int64_t length) {
   return isFewLongRows(rows, length) &&
-         (rows < 2 * kAssumedSms ||
-          length > 1024 * int64_t(getRowCacheBudget(1024)));
+         (rows < 2 * kAssumedSms || isBeyondBlockRegisters(length));
 }
 
 static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
@@ -811,7 +816,7 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
                               const KernelTask &task, int64_t rows,
                               int64_t length, llvm::StringRef tag) {
   constexpr int64_t kBytes = kSharedRowBytes;
-  if (length <= 1024 * int64_t(getRowCacheBudget(1024)))
+  if (!isBeyondBlockRegisters(length))
     return;
   std::vector<unsigned> clusters;
   for (unsigned blocks : {1u, 2u, 4u, 8u})
@@ -926,7 +931,7 @@ static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   if (!softmax || softmax->ops.size() != ops.size() ||
       !softmax->contiguousInput || returned.size() != 1 ||
       returned.front() != softmax->result ||
-      softmax->length <= 1024 * int64_t(getRowCacheBudget(1024)))
+      !isBeyondBlockRegisters(softmax->length))
     return;
   int64_t length = softmax->length;
   auto shareBytes = [&](unsigned blocks) { return length / blocks * 4; };

@@ -194,7 +194,7 @@ mlir::kopt::offersWgmmaConv(Operation *anchor, const KernelTask &task) {
   // Half a wave of 128 x 128 tiles on 132 SMs: a diffusion UNet's 3x3
   // convolution over 320x64x64 (96 tiles) took cuDNN 400 us in fp32.
   int64_t pixels = shape->batch * shape->outputH * shape->outputW;
-  if ((pixels + 127) / 128 * ((shape->features + 127) / 128) < 66)
+  if ((pixels + 127) / 128 * ((shape->features + 127) / 128) < 132 / 2)
     return std::nullopt;
   return shape;
 }
