@@ -868,24 +868,30 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
 /// holds at most 16 blocks' share. Variants `group<G>_bs1024`: the three
 /// largest numbers of groups whose blocks hold their ranges on a device of
 /// kAssumedSms SMs (a LayerNorm over 4M elements: one group of all the
-/// SMs), at most one group a row.
+/// SMs), at most one group a row; `group<G>_db_bs1024` the same with two
+/// buffers, the next row's range copied into one while the block works on
+/// the other (SharedRowOptions::doubleBuffer), where half the shared memory
+/// holds a block's range.
 static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
-                             int64_t length, llvm::StringRef tag) {
+                             int64_t length, llvm::StringRef tag,
+                             bool doubleBuffer) {
   if (length * 4 <= kSharedRowBytes || length % 4 != 0)
     return;
+  int64_t budget = doubleBuffer ? kSharedRowBytes / 2 : kSharedRowBytes;
   std::vector<unsigned> counts;
   for (unsigned groups : {16u, 12u, 11u, 8u, 6u, 4u, 3u, 2u, 1u}) {
     int64_t blocks = kAssumedSms / groups;
     int64_t range = ((length + blocks - 1) / blocks + 3) / 4 * 4;
-    if (groups <= rows && range * 4 <= kSharedRowBytes && counts.size() < 3)
+    if (groups <= rows && range * 4 <= budget && counts.size() < 3)
       counts.push_back(groups);
   }
   std::string comment = describeGroup(group);
   for (unsigned groups : counts) {
-    PlanBuilder builder(
-        task, group, "builtin",
-        variantName("group" + std::to_string(groups) + "_bs1024", tag));
+    PlanBuilder builder(task, group, "builtin",
+                        variantName("group" + std::to_string(groups) +
+                                        (doubleBuffer ? "_db" : "") + "_bs1024",
+                                    tag));
     std::vector<KernelOutput> outputs;
     for (Value value : returnedValues(group))
       outputs.push_back(builder.outputFor(value));
@@ -895,6 +901,7 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
     options.asyncCopies = true;
     options.vectorStores = true;
     options.gridGroups = groups;
+    options.doubleBuffer = doubleBuffer;
     auto kernels = generateGroupRowKernels(
         group.getContext(), builder.entryName("group"), comment, outputs,
         builder.leafFn(), rows, length, options);
@@ -1091,7 +1098,8 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
     if (space)
       proposeTiledRows(proposal, group, task, *space, tag);
     proposeSharedRows(proposal, group, task, rows, length, tag);
-    proposeGroupRows(proposal, group, task, rows, length, tag);
+    proposeGroupRows(proposal, group, task, rows, length, tag, true);
+    proposeGroupRows(proposal, group, task, rows, length, tag, false);
     proposeSplitRows(proposal, group, task, rows, length, tag);
     return;
   }
@@ -1101,10 +1109,11 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
   // (--max-candidates): on the H200 a GroupNorm over 64 rows of 2M lost its
   // best plan (split16_w_bs256, 408 us) behind sixteen others and tuned to
   // group3_w_bs1024 (472 us).
-  Proposal families[3];
+  Proposal families[4];
   proposeSharedRows(families[0], group, task, rows, length, tag);
   proposeSplitRows(families[1], group, task, rows, length, tag);
-  proposeGroupRows(families[2], group, task, rows, length, tag);
+  proposeGroupRows(families[2], group, task, rows, length, tag, true);
+  proposeGroupRows(families[3], group, task, rows, length, tag, false);
   appendInTurn(proposal, families);
   proposeBlockRows(proposal, group, task, rows, length, tag);
   if (space)

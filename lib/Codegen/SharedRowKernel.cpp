@@ -130,6 +130,54 @@ __device__ __forceinline__ void kopt_prefetch_l2(const float *global,
 #endif)cuda";
 }
 
+/// What double-buffered group kernels call: mbarriers and the copy
+/// engine's bulk copy from global to shared memory (sm_90).
+static llvm::StringRef getBulkFillHelpers() {
+  return R"cuda(#ifndef KOPT_BULK_FILL_HELPERS
+#define KOPT_BULK_FILL_HELPERS
+__device__ __forceinline__ unsigned kopt_shared_address(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void kopt_mbar_init(unsigned long long *bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;"
+               :: "r"(kopt_shared_address(bar)) : "memory");
+}
+// Thread 0's one arrival, telling the barrier the bytes its copies bring:
+// the phase completes when they have all landed.
+__device__ __forceinline__ void kopt_mbar_arrive_expect(unsigned long long *bar,
+                                                        long long bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
+               :: "r"(kopt_shared_address(bar)), "r"((unsigned)bytes)
+               : "memory");
+}
+// Waits until the barrier's phase of this parity has completed.
+__device__ __forceinline__ void kopt_mbar_wait(unsigned long long *bar,
+                                               unsigned parity) {
+  asm volatile("{\n\t.reg .pred done;\n\tkopt_mbar_wait_again:\n\t"
+               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+               "@!done bra kopt_mbar_wait_again;\n\t}"
+               :: "r"(kopt_shared_address(bar)), "r"(parity) : "memory");
+}
+// Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from
+// global to shared memory on the copy engine, L2 evicting the lines first
+// (the rows are read once), completing on the barrier's phase.
+__device__ __forceinline__ void kopt_bulk_fill(unsigned char *shared,
+                                               const float *global,
+                                               long long bytes,
+                                               unsigned long long *bar) {
+  if (bytes <= 0)
+    return;
+  asm volatile("{\n\t.reg .b64 policy;\n\t"
+               "createpolicy.fractional.L2::evict_first.b64 policy, 1.0;\n\t"
+               "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
+               "bytes.L2::cache_hint [%0], [%1], %2, [%3], policy;\n\t}"
+               :: "r"(kopt_shared_address(shared)), "l"(global),
+                  "r"((unsigned)bytes), "r"(kopt_shared_address(bar))
+               : "memory");
+}
+#endif)cuda";
+}
+
 int64_t mlir::kopt::getSharedRowRange(int64_t rowLength, unsigned clusterSize) {
   int64_t range = (rowLength + clusterSize - 1) / clusterSize;
   return (range + 3) / 4 * 4;
@@ -176,6 +224,73 @@ static void emitGroupPrologue(CodeWriter &code, unsigned groups,
   code.line("};");
 }
 
+/// The rows of a double-buffered group kernel: thread 0 copies the block's
+/// range of the group's first row into buffer 0 and, at the start of each
+/// row, of the next row into the other buffer, by bulk copies completing on
+/// that buffer's mbarrier; the threads wait for this row's copies, work on
+/// it (`body`, reading the caches `caches` names in `kopt_smem`, this row's
+/// buffer) and meet at a barrier before the next row's copies overwrite it.
+static llvm::Error
+emitDoubleBufferedGroups(CodeWriter &code, const CodeWriter &caches,
+                         const CodeWriter &fills, const CodeWriter &body,
+                         const TensorEmitter &emitter, unsigned groups,
+                         int64_t numRows, int64_t rowLength, int64_t range,
+                         int64_t buffer, unsigned &groupReductions) {
+  groupReductions = emitter.getGroupReductionCount();
+  if (groupReductions == 0)
+    return llvm::createStringError("no row-wide reduction to split");
+  std::string rows = std::to_string(numRows) + "LL";
+  emitGroupPrologue(code, groups, groupReductions, rowLength, range);
+  code.line("__shared__ unsigned long long kopt_landed[2];");
+  code.line("if (threadIdx.x == 0) {");
+  code.line("  kopt_mbar_init(&kopt_landed[0]);");
+  code.line("  kopt_mbar_init(&kopt_landed[1]);");
+  code.line("  asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: "
+            "\"memory\");");
+  code.line("}");
+  code.line("__syncthreads();");
+  // Thread 0's arrival with the bytes to come, then its copies of row
+  // `row`'s ranges into buffer `into`: every cache holds the same range.
+  std::string bytes = std::to_string(emitter.getSharedCacheNames().size()) +
+                      " * (chunkEnd - chunkStart) * 4";
+  auto emitFills = [&](llvm::StringRef row, llvm::StringRef into) {
+    code.line("if (threadIdx.x == 0 && " + row.str() + " < " + rows + ") {");
+    code.indent();
+    code.line("const long long kopt_fill_row = " + row.str() + ";");
+    code.line("unsigned char *const kopt_fill_smem = kopt_buffers + (" +
+              into.str() + ") * " + std::to_string(buffer) + "LL;");
+    code.line("unsigned long long *const kopt_fill_bar = &kopt_landed[" +
+              into.str() + "];");
+    code.line("kopt_mbar_arrive_expect(kopt_fill_bar, " + bytes + ");");
+    code.lines(fills.str());
+    code.dedent();
+    code.line("}");
+  };
+  emitFills("(long long)kopt_group", "0");
+  code.line("unsigned kopt_turn = 0;");
+  code.line("for (long long row = kopt_group; row < " + rows +
+            "; row += kopt_groups, kopt_parity ^= 1, ++kopt_turn) {");
+  code.indent();
+  code.line("const unsigned kopt_buffer = kopt_turn & 1u;");
+  emitFills("row + kopt_groups", "kopt_buffer ^ 1u");
+  code.line("unsigned char *const kopt_smem = kopt_buffers + kopt_buffer * " +
+            std::to_string(buffer) + "LL;");
+  code.lines(caches.str());
+  code.comment("This row's copies: the buffer's (turn / 2)-th phase.");
+  code.line(
+      "kopt_mbar_wait(&kopt_landed[kopt_buffer], (kopt_turn >> 1) & 1u);");
+  code.lines(body.str());
+  // The next row's copies overwrite what this row's threads read and
+  // wrote (a kept value): the copy engine is another proxy, after a fence.
+  code.line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+  code.line("__syncthreads();");
+  code.dedent();
+  code.line("}");
+  code.dedent();
+  code.line("}");
+  return llvm::Error::success();
+}
+
 /// The kernel of generateSharedRowKernel, or with `options.gridGroups`
 /// the group kernel of generateGroupRowKernels, which sets
 /// `groupReductions` to the number of reductions needing slots.
@@ -202,21 +317,26 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     return indices.takeError();
   // A group's blocks are known at launch: each block's range of the row
   // then, which must fit the one slot of shared memory a block has.
-  int64_t range = groups ? options.sharedBytes / 4 / 4 * 4
-                         : getSharedRowRange(rowLength, blocks);
+  bool doubleBuffer = groups && options.doubleBuffer;
+  int64_t bufferBytes =
+      doubleBuffer ? options.sharedBytes / 2 / 16 * 16 : options.sharedBytes;
+  int64_t range =
+      groups ? bufferBytes / 4 / 4 * 4 : getSharedRowRange(rowLength, blocks);
 
-  CodeWriter body, caches;
+  CodeWriter body, caches, fills;
   TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
   emitter.setDimExtent(0, numRows);
   emitter.setDimExtent(1, rowLength);
   emitter.enableCooperativeReductions(1, options.blockSize);
   emitter.setRowRange("chunkStart", "chunkEnd");
-  emitter.enableSharedRowCache(rowLength, range, options.sharedBytes, caches);
+  emitter.enableSharedRowCache(rowLength, range, bufferBytes, caches);
+  if (doubleBuffer)
+    emitter.setSharedCacheBulkFills(fills);
   if (groups) {
     // The rows are read once: their copies tell L2 to evict them first.
     emitter.enableGroupReductions();
     emitter.setAsyncCopyFunction("kopt_copy_async_stream");
-    if (options.prefetchNextRow)
+    if (options.prefetchNextRow && !doubleBuffer)
       emitter.setSharedCachePrefetch("row + kopt_groups",
                                      "row + kopt_groups < " +
                                          std::to_string(numRows) + "LL");
@@ -355,9 +475,17 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
                                            groupReductions);
   }
 
+  if (emitter.bulkFillsFailed())
+    return llvm::createStringError(
+        "double buffers take f32 inputs read over the row's range in order");
+
   GeneratedKernel kernel;
   kernel.entry = entry.str();
   kernel.sharedBytes = emitter.getSharedCacheBytes();
+  // Two buffers, each the caches' bytes rounded to 16.
+  int64_t buffer = (kernel.sharedBytes + 15) / 16 * 16;
+  if (doubleBuffer)
+    kernel.sharedBytes = 2 * buffer;
   CodeWriter code;
   code.comment(comment);
   std::string signature = printKernelSignature(
@@ -366,6 +494,8 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     code.lines(getClusterHelpers());
   if (emitter.usesAsyncCopies())
     code.lines(getAsyncCopyHelpers());
+  if (doubleBuffer)
+    code.lines(getBulkFillHelpers());
   if (groups) {
     code.lines(getGroupHelpers());
     signature.pop_back();
@@ -396,7 +526,19 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     code.line("if (kopt_cluster_blocks() != " + std::to_string(blocks) +
               "u) __trap();");
   if (kernel.sharedBytes)
-    code.line("extern __shared__ __align__(16) unsigned char kopt_smem[];");
+    code.line(std::string("extern __shared__ __align__(16) unsigned char ") +
+              (doubleBuffer ? "kopt_buffers[];" : "kopt_smem[];"));
+  if (doubleBuffer) {
+    if (llvm::Error error = emitDoubleBufferedGroups(
+            code, caches, fills, body, emitter, groups, numRows, rowLength,
+            range, buffer, groupReductions))
+      return std::move(error);
+    kernel.code = code.str();
+    kernel.grid = {std::to_string(kGroupGridBlocks), "1", "1"};
+    kernel.block = {std::to_string(options.blockSize), "1", "1"};
+    kernel.cooperative = true;
+    return kernel;
+  }
   if (groups) {
     groupReductions = emitter.getGroupReductionCount();
     if (groupReductions == 0)

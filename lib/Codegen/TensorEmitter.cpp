@@ -338,6 +338,29 @@ TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
       linear - getAffineDimExpr(*threadDim, context), dimNames.size(), 0);
   bool vector = leaf.elementType == ElementType::F32 && sharedVectors &&
                 !base.isFunctionOfDim(*threadDim) && base.isMultipleOf(4);
+  if (bulkFills) {
+    // The row's next range lands here by a bulk copy (16-byte aligned,
+    // a multiple of 16 bytes): the kernel waits for it, so nothing is
+    // loaded here.
+    if (!vector || leaf.elementType != ElementType::F32) {
+      bulkFillFailed = true;
+    } else {
+      CodeWriter &f = *bulkFills;
+      f.line("{");
+      f.indent();
+      // The range's address in the row being filled.
+      f.line("const long long " + dimNames[0] + " = kopt_fill_row;");
+      f.line("const long long " + c + " = " + start + ";");
+      f.line("kopt_bulk_fill(kopt_fill_smem + " + std::to_string(offset) +
+             ", " + leaf.param + " + " + print(linear) + ", (" + end + " - " +
+             start + ") * 4, kopt_fill_bar);");
+      f.dedent();
+      f.line("}");
+    }
+    caches[key] = name;
+    sharedCacheNames.push_back(name);
+    return name + "[" + at + "]";
+  }
   p.line("{");
   p.indent();
   std::string scalarFrom = start;
@@ -1230,8 +1253,12 @@ TensorEmitter::collectCooperativeReductions(Value value,
   bool savedAsyncCopiesUsed = asyncCopiesUsed;
   unsigned savedGroupReductionCount = groupReductionCount;
   CodeWriter *savedCachePrologue = cachePrologue;
+  CodeWriter *savedBulkFills = bulkFills;
+  bool savedBulkFillFailed = bulkFillFailed;
   if (cachePrologue)
     cachePrologue = &scratch;
+  if (bulkFills)
+    bulkFills = &scratch;
   out = &scratch;
   if (prologue)
     prologue = &scratch;
@@ -1252,6 +1279,8 @@ TensorEmitter::collectCooperativeReductions(Value value,
   asyncCopiesUsed = savedAsyncCopiesUsed;
   groupReductionCount = savedGroupReductionCount;
   cachePrologue = savedCachePrologue;
+  bulkFills = savedBulkFills;
+  bulkFillFailed = savedBulkFillFailed;
   if (!ignored)
     return ignored.takeError();
   return result;

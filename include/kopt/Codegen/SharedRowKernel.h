@@ -59,6 +59,12 @@ struct SharedRowOptions {
   /// is copied, unless the kernel reads operands every row reads again
   /// (LayerNorm's weights), which the prefetched rows would push out of L2.
   bool prefetchNextRow = true;
+  /// Groups: two buffers of `sharedBytes / 2`, the block's range of the
+  /// group's next row copied into one by the copy engine (bulk copies
+  /// completing on an mbarrier, sm_90) while the block works on this row
+  /// from the other, so that DRAM has the next row to read while a row's
+  /// barriers settle and its outputs are written. f32 rows only.
+  bool doubleBuffer = false;
 };
 
 /// The most groups a grid of groups holds.

@@ -217,6 +217,18 @@ public:
   }
   /// Whether a cache asked for the next row.
   bool usesPrefetch() const { return prefetchUsed; }
+  /// Fills the shared caches by bulk copies of the next row instead of
+  /// loads of this one (double-buffered group kernels): the prologue then
+  /// only names each cache within `kopt_smem`, and `fills` gets, for each
+  /// cache, thread 0's copy of its range of row `kopt_fill_row` into the
+  /// same place within `kopt_fill_smem`, through
+  /// `kopt_bulk_fill(shared, global, bytes, kopt_fill_bar)`, which the
+  /// kernel defines along with those three names. Only f32 caches whose
+  /// range is contiguous in memory can be filled so; another fails the
+  /// kernel (bulkFillsFailed).
+  void setSharedCacheBulkFills(CodeWriter &fills) { bulkFills = &fills; }
+  /// Whether a cache could not be filled by a bulk copy.
+  bool bulkFillsFailed() const { return bulkFillFailed; }
   /// Whether a cache was filled with `cp.async` copies.
   bool usesAsyncCopies() const { return asyncCopiesUsed; }
   /// Bytes of shared memory the caches use so far.
@@ -361,6 +373,8 @@ private:
   bool sharedAsync = false, asyncCopiesUsed = false;
   std::optional<std::pair<std::string, std::string>> prefetchRow;
   bool prefetchUsed = false;
+  CodeWriter *bulkFills = nullptr;
+  bool bulkFillFailed = false;
   std::string loadFunction;
   /// For each open row loop: which caches it reads.
   enum class RowLoop { Plain, RegisterCache, SharedCache };
