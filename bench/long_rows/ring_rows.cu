@@ -1,0 +1,602 @@
+// Standalone measure of a one-read form for few long rows on Hopper: a
+// persistent cooperative grid, one block an SM, each block owning the same
+// column range of every row. A producer warp streams the block's ranges
+// through a ring of shared-memory slots with bulk copies (the copy engine,
+// completing on one mbarrier a slot); the compute warps fold a step of B
+// rows' statistics from the slots, publish the block's partials, arrive at
+// the step's grid barrier and, L steps later, combine the partials of all
+// blocks and write the outputs from the slots, freeing each slot through
+// its own mbarrier. DRAM then reads each row once, and the next rows'
+// copies stay in flight while a step's barrier settles.
+//
+// Problems (KernelBench's sizes, fp32): GroupNorm over 8x64x512x512 in 8
+// groups (64 rows of 2M, per-channel weights), LayerNorm over 16 rows of 4M
+// (per-element weights kept in L2), softmax over 512 rows of 393,216. Each
+// configuration is checked against an fp64 host reference on three rows
+// and timed (CUDA events, L2 flushed before each run, median of 20) beside
+// a device copy of 512 MB, whose rate is the floor's bandwidth.
+//
+// Build: nvcc -O3 -arch=sm_90 -std=c++17 -o ring_rows ring_rows.cu
+// Run:   ./ring_rows [gn|ln|sm]...   (all three by default)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#define CK(x)                                                                  \
+  do {                                                                         \
+    cudaError_t e = (x);                                                       \
+    if (e != cudaSuccess) {                                                    \
+      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));         \
+      exit(1);                                                                 \
+    }                                                                          \
+  } while (0)
+
+enum { LN = 0, GN = 1, SM = 2 };
+
+struct Params {
+  const float *x;
+  float *y;
+  const float *w;
+  const float *b;
+  long long R, N; // rows, row length
+  long long S;    // range per block (floats, multiple of 4)
+  int K;          // chunks per row range (max over blocks)
+  int slotFloats; // floats per slot
+  int Q;          // slots
+  int chanLen;    // GN: elements per channel; channels per group = N / chanLen
+  int groupsPerSample; // GN: groups per sample; channels = groups * N/chanLen
+  float2 *partials;    // [steps][B][P]
+  unsigned *counters;  // [steps]
+};
+
+__device__ __forceinline__ unsigned smem_addr(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+
+__device__ __forceinline__ void mbar_init(unsigned long long *bar,
+                                          unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)),
+               "r"(count));
+}
+__device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar))
+               : "memory");
+}
+__device__ __forceinline__ void mbar_expect(unsigned long long *bar,
+                                            unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                   smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_wait(unsigned long long *bar,
+                                          unsigned parity) {
+  asm volatile("{\n\t.reg .pred p;\n\tLAB_WAIT:\n\t"
+               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
+               "@!p bra LAB_WAIT;\n\t}" ::"r"(smem_addr(bar)),
+               "r"(parity)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_load(void *dst, const void *src,
+                                          unsigned bytes,
+                                          unsigned long long *bar,
+                                          unsigned long long policy) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::"
+      "cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(smem_addr(dst)),
+      "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+      : "memory");
+}
+__device__ __forceinline__ unsigned long long policy_evict_first() {
+  unsigned long long p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
+               : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ unsigned long long policy_evict_last() {
+  unsigned long long p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ float4 ld_policy(const float4 *p,
+                                            unsigned long long pol) {
+  float4 v;
+  asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(p), "l"(pol));
+  return v;
+}
+
+// Stats accumulator: LN/GN: shifted sums (s1, s2) about shift c; SM: (max,
+// sum).
+struct Acc {
+  float a, b;
+};
+
+template <int MODE>
+__device__ __forceinline__ Acc merge(Acc x, Acc y) {
+  if (MODE == SM) {
+    float m = fmaxf(x.a, y.a);
+    if (m == -INFINITY)
+      return {m, 0.f};
+    return {m, x.b * __expf(x.a - m) + y.b * __expf(y.a - m)};
+  }
+  return {x.a + y.a, x.b + y.b};
+}
+
+template <int MODE, int B, int L, int T, int VPT>
+__global__ void __launch_bounds__(T + 32, 1) ring_rows(Params p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  float *slots = reinterpret_cast<float *>(smem);
+  unsigned long long *full = reinterpret_cast<unsigned long long *>(
+      smem + (size_t)p.Q * p.slotFloats * 4);
+  unsigned long long *empty = full + p.Q;
+  __shared__ Acc red[T / 32][B];
+  __shared__ float2 stat[B]; // (mean, rstd) or (max, 1/sum)
+  __shared__ float shift[B];
+
+  const int P = gridDim.x, blk = blockIdx.x, tid = threadIdx.x;
+  const long long begin = (long long)blk * p.S;
+  const long long len = max(0LL, min(p.S, p.N - begin));
+  const int K = (int)((len + p.slotFloats - 1) / p.slotFloats);
+  const long long steps = p.R / B;
+  const long long total = steps * B * K;
+  unsigned long long pol = policy_evict_first();
+  unsigned long long wpol = policy_evict_last();
+
+  if (tid == 0) {
+    for (int q = 0; q < p.Q; ++q) {
+      mbar_init(&full[q], 1);
+      mbar_init(&empty[q], T / 32);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  if (tid >= T) {
+    // The producer warp: one lane fills the ring in the order the chunks are
+    // used.
+    if (tid != T)
+      return;
+    for (long long t = 0; t < total; ++t) {
+      long long st = t / (B * K);
+      int within = (int)(t % (B * K));
+      int j = within / K, k = within % K;
+      long long row = st * B + j;
+      long long off = (long long)k * p.slotFloats;
+      unsigned bytes = (unsigned)(min((long long)p.slotFloats, len - off) * 4);
+      int q = (int)(t % p.Q);
+      if (t >= p.Q)
+        mbar_wait(&empty[q], (unsigned)(((t / p.Q) - 1) & 1));
+      mbar_expect(&full[q], bytes);
+      bulk_load(slots + (size_t)q * p.slotFloats, p.x + row * p.N + begin + off,
+                bytes, &full[q], pol);
+    }
+    return;
+  }
+  auto sync = [&]() { asm volatile("bar.sync 1, %0;" ::"r"(T) : "memory"); };
+
+  for (long long s = 0; s < steps + L; ++s) {
+    if (s < steps) {
+      // Statistics of step s.
+      Acc acc[B];
+#pragma unroll
+      for (int j = 0; j < B; ++j)
+        acc[j] = MODE == SM ? Acc{-INFINITY, 0.f} : Acc{0.f, 0.f};
+#pragma unroll
+      for (int j = 0; j < B; ++j) {
+        float c = 0.f;
+        for (int k = 0; k < K; ++k) {
+          long long t = (s * B + j) * K + k;
+          int q = (int)(t % p.Q);
+          mbar_wait(&full[q], (unsigned)((t / p.Q) & 1));
+          const float *slot = slots + (size_t)q * p.slotFloats;
+          if (MODE != SM && k == 0)
+            c = slot[0];
+          long long off = (long long)k * p.slotFloats;
+          int n4 = (int)(min((long long)p.slotFloats, len - off) / 4);
+#pragma unroll
+          for (int i = 0; i < VPT; ++i) {
+            int v = tid + i * T;
+            if (v >= n4)
+              break;
+            float4 x = reinterpret_cast<const float4 *>(slot)[v];
+            if (MODE == SM) {
+              float m = fmaxf(fmaxf(x.x, x.y), fmaxf(x.z, x.w));
+              float mn = fmaxf(acc[j].a, m);
+              acc[j].b = acc[j].b * __expf(acc[j].a - mn) + __expf(x.x - mn) +
+                         __expf(x.y - mn) + __expf(x.z - mn) + __expf(x.w - mn);
+              acc[j].a = mn;
+            } else {
+              float d0 = x.x - c, d1 = x.y - c, d2 = x.z - c, d3 = x.w - c;
+              acc[j].a += (d0 + d1) + (d2 + d3);
+              acc[j].b += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+            }
+          }
+        }
+        if (MODE != SM && tid == 0)
+          shift[j] = c;
+      }
+#pragma unroll
+      for (int j = 0; j < B; ++j) {
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+          Acc y{__shfl_xor_sync(~0u, acc[j].a, o),
+                __shfl_xor_sync(~0u, acc[j].b, o)};
+          acc[j] = merge<MODE>(acc[j], y);
+        }
+        if ((tid & 31) == 0)
+          red[tid >> 5][j] = acc[j];
+      }
+      sync();
+      if (tid < 32) {
+#pragma unroll
+        for (int j = 0; j < B; ++j) {
+          Acc a = tid < T / 32
+                      ? red[tid][j]
+                      : (MODE == SM ? Acc{-INFINITY, 0.f} : Acc{0.f, 0.f});
+#pragma unroll
+          for (int o = 16; o > 0; o >>= 1) {
+            Acc y{__shfl_xor_sync(~0u, a.a, o), __shfl_xor_sync(~0u, a.b, o)};
+            a = merge<MODE>(a, y);
+          }
+          if (tid == 0) {
+            float2 part;
+            if (MODE == SM)
+              part = make_float2(a.a, a.b);
+            else if (len > 0) {
+              float n = (float)len;
+              part = make_float2(shift[j] + a.a / n,
+                                 fmaxf(a.b - a.a * a.a / n, 0.f));
+            } else
+              part = make_float2(0.f, 0.f);
+            p.partials[(s * B + j) * P + blk] = part;
+          }
+        }
+        if (tid == 0) {
+          __threadfence();
+          asm volatile(
+              "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.counters + s)
+              : "memory");
+        }
+      }
+      sync();
+    }
+    if (s >= L) {
+      long long o = s - L;
+      // Wait for step o's barrier, combine its partials.
+      if (tid == 0) {
+        unsigned arrived;
+        do {
+          asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                       : "=r"(arrived)
+                       : "l"(p.counters + o)
+                       : "memory");
+        } while (arrived < (unsigned)P);
+        __threadfence();
+      }
+      sync();
+      const int warp = tid >> 5, lane = tid & 31;
+      for (int j = warp; j < B; j += T / 32) {
+        // Chan merge of (n, mean, M2) or (max, sum) over P blocks.
+        float n = 0.f, mean = MODE == SM ? -INFINITY : 0.f, m2 = 0.f;
+        for (int q = lane; q < P; q += 32) {
+          float2 part = __ldcg(&p.partials[(o * B + j) * P + q]);
+          if (MODE == SM) {
+            Acc a = merge<SM>({mean, m2}, {part.x, part.y});
+            mean = a.a;
+            m2 = a.b;
+          } else {
+            long long bb = (long long)q * p.S;
+            float nb = (float)max(0LL, min(p.S, p.N - bb));
+            if (nb == 0.f)
+              continue;
+            float nn = n + nb, d = part.x - mean;
+            mean += d * nb / nn;
+            m2 += part.y + d * d * n * nb / nn;
+            n = nn;
+          }
+        }
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+          float n2 = __shfl_xor_sync(~0u, n, off),
+                mean2 = __shfl_xor_sync(~0u, mean, off),
+                m22 = __shfl_xor_sync(~0u, m2, off);
+          if (MODE == SM) {
+            Acc a = merge<SM>({mean, m2}, {mean2, m22});
+            mean = a.a;
+            m2 = a.b;
+          } else if (n2 != 0.f) {
+            float nn = n + n2, d = mean2 - mean;
+            mean += d * n2 / nn;
+            m2 += m22 + d * d * n * n2 / nn;
+            n = nn;
+          }
+        }
+        if (lane == 0)
+          stat[j] = MODE == SM ? make_float2(mean, 1.f / m2)
+                               : make_float2(mean, rsqrtf(m2 / n + 1e-5f));
+      }
+      sync();
+      // Outputs of step o, freeing each slot after it; LayerNorm's weights
+      // loaded a chunk ahead.
+      float4 wn[VPT], bn[VPT];
+      auto loadW = [&](long long off) {
+#pragma unroll
+        for (int i = 0; i < VPT; ++i) {
+          int v = tid + i * T;
+          if (MODE == LN && off + 4LL * v < len) {
+            long long e = begin + off + 4LL * v;
+            wn[i] = ld_policy(reinterpret_cast<const float4 *>(p.w + e), wpol);
+            bn[i] = ld_policy(reinterpret_cast<const float4 *>(p.b + e), wpol);
+          }
+        }
+      };
+      for (int j = 0; j < B; ++j) {
+        long long row = o * B + j;
+        float2 st = stat[j];
+        if (MODE == LN)
+          loadW(0);
+        for (int k = 0; k < K; ++k) {
+          long long t = (o * B + j) * K + k;
+          int q = (int)(t % p.Q);
+          const float *slot = slots + (size_t)q * p.slotFloats;
+          long long off = (long long)k * p.slotFloats;
+          int n4 = (int)(min((long long)p.slotFloats, len - off) / 4);
+          long long gbase = row * p.N + begin + off;
+          float4 wc[VPT], bc[VPT];
+#pragma unroll
+          for (int i = 0; i < VPT; ++i) {
+            wc[i] = wn[i];
+            bc[i] = bn[i];
+          }
+          if (MODE == LN && k + 1 < K)
+            loadW(off + p.slotFloats);
+#pragma unroll
+          for (int i = 0; i < VPT; ++i) {
+            int v = tid + i * T;
+            if (v >= n4)
+              break;
+            float4 x = reinterpret_cast<const float4 *>(slot)[v];
+            float4 y;
+            if (MODE == SM) {
+              y = make_float4(
+                  __expf(x.x - st.x) * st.y, __expf(x.y - st.x) * st.y,
+                  __expf(x.z - st.x) * st.y, __expf(x.w - st.x) * st.y);
+            } else if (MODE == LN) {
+              float4 w = wc[i], b = bc[i];
+              y = make_float4((x.x - st.x) * st.y * w.x + b.x,
+                              (x.y - st.x) * st.y * w.y + b.y,
+                              (x.z - st.x) * st.y * w.z + b.z,
+                              (x.w - st.x) * st.y * w.w + b.w);
+            } else {
+              long long e = begin + off + 4LL * v;
+              int ch = (int)(row % p.groupsPerSample) * (int)(p.N / p.chanLen) +
+                       (int)(e / p.chanLen);
+              float w = __ldg(p.w + ch), b = __ldg(p.b + ch);
+              float sc = st.y * w, sh = b - st.x * sc;
+              y = make_float4(x.x * sc + sh, x.y * sc + sh, x.z * sc + sh,
+                              x.w * sc + sh);
+            }
+            __stcs(reinterpret_cast<float4 *>(p.y + gbase) + v, y);
+          }
+          __syncwarp();
+          if ((tid & 31) == 0)
+            mbar_arrive(&empty[q]);
+        }
+      }
+    }
+  }
+}
+
+__global__ void copy_kernel(const float4 *__restrict__ a,
+                            float4 *__restrict__ b, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    __stcs(b + i, __ldcs(a + i));
+}
+
+static float median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <int MODE, int B, int L, int T, int VPT>
+static void run(const char *name, long long R, long long N, int chanLen,
+                int groupsPerSample, int reps) {
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, 0));
+  int P = prop.multiProcessorCount;
+  long long S = ((N + P - 1) / P + 3) / 4 * 4;
+  int slotFloats = (int)std::min<long long>(VPT * T * 4, S);
+  slotFloats = (slotFloats + 3) / 4 * 4;
+  int K = (int)((S + slotFloats - 1) / slotFloats);
+  int Q = (int)std::min<long long>((200 * 1024) / (slotFloats * 4), 64);
+  if (Q < (L + 1) * B * K) {
+    printf("%s: ring too small (Q %d, need %d)\n", name, Q, (L + 1) * B * K);
+    return;
+  }
+  size_t sh = (size_t)Q * slotFloats * 4 + Q * 16;
+  auto kern = ring_rows<MODE, B, L, T, VPT>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          (int)sh));
+  int occ = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, T + 32, sh));
+  if (occ < 1) {
+    printf("%s: no occupancy\n", name);
+    return;
+  }
+  long long elems = R * N;
+  float *x, *y, *w = nullptr, *b = nullptr, *flush;
+  float2 *parts;
+  unsigned *cnt;
+  long long wn = MODE == LN   ? N
+                 : MODE == GN ? (long long)groupsPerSample * (N / chanLen)
+                              : 0;
+  CK(cudaMalloc(&x, elems * 4));
+  CK(cudaMalloc(&y, elems * 4));
+  if (wn) {
+    CK(cudaMalloc(&w, wn * 4));
+    CK(cudaMalloc(&b, wn * 4));
+  }
+  long long steps = R / B;
+  CK(cudaMalloc(&parts, steps * B * P * sizeof(float2)));
+  CK(cudaMalloc(&cnt, steps * 4));
+  size_t flushBytes = 512 << 20;
+  CK(cudaMalloc(&flush, flushBytes));
+  std::vector<float> hx(elems), hw(wn), hb(wn);
+  unsigned long long st = 12345;
+  auto rnd = [&]() {
+    st = st * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((st >> 40) & 0xffffff) / 16777216.0f;
+  };
+  for (long long i = 0; i < elems; ++i)
+    hx[i] = MODE == SM ? rnd() * 8.f - 4.f : rnd() * 2.f + 3.f;
+  for (long long i = 0; i < wn; ++i) {
+    hw[i] = rnd() + 0.5f;
+    hb[i] = rnd() - 0.5f;
+  }
+  CK(cudaMemcpy(x, hx.data(), elems * 4, cudaMemcpyHostToDevice));
+  if (wn) {
+    CK(cudaMemcpy(w, hw.data(), wn * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(b, hb.data(), wn * 4, cudaMemcpyHostToDevice));
+  }
+  Params pr{x,     y,  w,          b, R,       N,
+            S,     K,  slotFloats, Q, chanLen, groupsPerSample,
+            parts, cnt};
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<float> tk, tc, tm;
+  long long bytes = elems * 8 + wn * 8;
+  for (int r = 0; r < reps + 2; ++r) {
+    CK(cudaMemsetAsync(flush, r, flushBytes));
+    CK(cudaMemsetAsync(cnt, 0, steps * 4));
+    void *args[] = {&pr};
+    CK(cudaEventRecord(e0));
+    CK(cudaLaunchCooperativeKernel((void *)kern, dim3(P), dim3(T + 32), args,
+                                   sh));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 2)
+      tk.push_back(ms);
+    CK(cudaMemsetAsync(flush, r, flushBytes));
+    CK(cudaEventRecord(e0));
+    copy_kernel<<<P * 8, 512>>>((const float4 *)x, (float4 *)flush,
+                                std::min<long long>(elems, flushBytes / 4) / 4);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 2)
+      tc.push_back(ms);
+    CK(cudaMemsetAsync(flush, r, flushBytes));
+    CK(cudaEventRecord(e0));
+    CK(cudaMemcpyAsync(flush, x, std::min<long long>(elems * 4, flushBytes),
+                       cudaMemcpyDeviceToDevice));
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 2)
+      tm.push_back(ms);
+  }
+  CK(cudaGetLastError());
+  long long copied = std::min<long long>(elems, flushBytes / 4) * 8;
+  double copyBw = copied / (std::min(median(tc), median(tm)) * 1e-3);
+  double kt = median(tk) * 1e-3;
+  double floor = bytes / copyBw;
+  // Check against fp64 on a few rows.
+  std::vector<float> hy(elems);
+  CK(cudaMemcpy(hy.data(), y, elems * 4, cudaMemcpyDeviceToHost));
+  double maxErr = 0;
+  for (long long r : {0LL, R / 3, R - 1}) {
+    const float *xr = &hx[r * N];
+    double a = 0, bb = 0;
+    if (MODE == SM) {
+      a = -1e300;
+      for (long long i = 0; i < N; ++i)
+        a = std::max(a, (double)xr[i]);
+      for (long long i = 0; i < N; ++i)
+        bb += std::exp(xr[i] - a);
+    } else {
+      for (long long i = 0; i < N; ++i)
+        a += xr[i];
+      a /= N;
+      for (long long i = 0; i < N; ++i)
+        bb += (xr[i] - a) * (xr[i] - a);
+      bb = 1.0 / std::sqrt(bb / N + 1e-5);
+    }
+    for (long long i = 0; i < N; ++i) {
+      double ref;
+      if (MODE == SM)
+        ref = std::exp(xr[i] - a) / bb;
+      else if (MODE == LN)
+        ref = (xr[i] - a) * bb * hw[i] + hb[i];
+      else {
+        int ch = (int)(r % groupsPerSample) * (int)(N / chanLen) +
+                 (int)(i / chanLen);
+        ref = (xr[i] - a) * bb * hw[ch] + hb[ch];
+      }
+      double err = std::fabs(ref - hy[r * N + i]) /
+                   (std::fabs(ref) + (MODE == SM ? 1e-30 : 1.0));
+      maxErr = std::max(maxErr, err);
+    }
+  }
+  printf("%-26s R=%lld N=%lld P=%d T=%d+32 B=%d L=%d S=%lld K=%d slot=%dB Q=%d "
+         "occ=%d: %.1f us, copy %.2f TB/s, floor %.1f us, %.1f%% of copy, max "
+         "rel err %.2e\n",
+         name, R, N, P, T, B, L, S, K, slotFloats * 4, Q, occ, kt * 1e6,
+         copyBw / 1e12, floor * 1e6, 100 * floor / kt, maxErr);
+  cudaFree(x);
+  cudaFree(y);
+  if (w) {
+    cudaFree(w);
+    cudaFree(b);
+  }
+  cudaFree(parts);
+  cudaFree(cnt);
+  cudaFree(flush);
+}
+
+static bool wanted(int argc, char **argv, const char *problem) {
+  if (argc < 2)
+    return true;
+  for (int i = 1; i < argc; ++i)
+    if (!strcmp(argv[i], problem))
+      return true;
+  return false;
+}
+
+int main(int argc, char **argv) {
+  const int reps = 20;
+  // run<MODE, B rows a step, L steps of lag, T compute threads, VPT float4
+  // a thread a slot>: a slot holds T * VPT * 16 bytes.
+  if (wanted(argc, argv, "gn")) {
+    // 64 rows of 2M, channels of 262144, 8 groups a sample.
+    run<GN, 1, 1, 512, 2>("gn B1 L1 16K", 64, 2097152, 262144, 8, reps);
+    run<GN, 1, 0, 512, 2>("gn B1 L0 16K", 64, 2097152, 262144, 8, reps);
+    run<GN, 1, 2, 512, 2>("gn B1 L2 16K", 64, 2097152, 262144, 8, reps);
+    run<GN, 1, 1, 256, 4>("gn B1 L1 16K T256", 64, 2097152, 262144, 8, reps);
+    run<GN, 1, 1, 512, 1>("gn B1 L1 8K", 64, 2097152, 262144, 8, reps);
+  }
+  if (wanted(argc, argv, "ln")) {
+    // A block's range of a row is 127 KB: no room for a second row.
+    run<LN, 1, 0, 512, 2>("ln B1 L0 16K", 16, 4194304, 1, 1, reps);
+    run<LN, 1, 0, 512, 1>("ln B1 L0 8K", 16, 4194304, 1, 1, reps);
+    run<LN, 1, 0, 256, 4>("ln B1 L0 16K T256", 16, 4194304, 1, 1, reps);
+    run<LN, 1, 0, 512, 4>("ln B1 L0 32K", 16, 4194304, 1, 1, reps);
+  }
+  if (wanted(argc, argv, "sm")) {
+    run<SM, 4, 1, 512, 2>("sm B4 L1", 512, 393216, 1, 1, reps);
+    run<SM, 8, 0, 512, 2>("sm B8 L0", 512, 393216, 1, 1, reps);
+    run<SM, 2, 3, 512, 2>("sm B2 L3", 512, 393216, 1, 1, reps);
+    run<SM, 4, 2, 512, 2>("sm B4 L2", 512, 393216, 1, 1, reps);
+    run<SM, 2, 1, 512, 2>("sm B2 L1", 512, 393216, 1, 1, reps);
+  }
+  return 0;
+}
