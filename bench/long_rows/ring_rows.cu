@@ -7,7 +7,11 @@
 // the step's grid barrier and, L steps later, combine the partials of all
 // blocks and write the outputs from the slots, freeing each slot through
 // its own mbarrier. DRAM then reads each row once, and the next rows'
-// copies stay in flight while a step's barrier settles.
+// copies stay in flight while a step's barrier settles. LayerNorm's ranges
+// (127 KB a block) leave the ring room for half a row ahead at most, so it
+// is also measured as `ln_regs`: the block's range of this row in registers
+// (512 threads x 16 float4), of the next row landing in shared memory
+// meanwhile, a whole row in flight.
 //
 // Problems (KernelBench's sizes, fp32): GroupNorm over 8x64x512x512 in 8
 // groups (64 rows of 2M, per-channel weights), LayerNorm over 16 rows of 4M
@@ -127,6 +131,37 @@ __device__ __forceinline__ Acc merge(Acc x, Acc y) {
     return {m, x.b * __expf(x.a - m) + y.b * __expf(y.a - m)};
   }
   return {x.a + y.a, x.b + y.b};
+}
+
+// Lane-parallel Chan merge of the P blocks' (mean, M2) partials of one row,
+// block q holding min(S, N - q * S) elements; every lane gets (mean, M2 / n).
+__device__ __forceinline__ float2 combine_moments(const float2 *parts, int P,
+                                                  long long S, long long N,
+                                                  int lane) {
+  float n = 0.f, mean = 0.f, m2 = 0.f;
+  for (int q = lane; q < P; q += 32) {
+    float2 part = __ldcg(&parts[q]);
+    float nb = (float)max(0LL, min(S, N - (long long)q * S));
+    if (nb == 0.f)
+      continue;
+    float nn = n + nb, d = part.x - mean;
+    mean += d * nb / nn;
+    m2 += part.y + d * d * n * nb / nn;
+    n = nn;
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) {
+    float n2 = __shfl_xor_sync(~0u, n, off),
+          mean2 = __shfl_xor_sync(~0u, mean, off),
+          m22 = __shfl_xor_sync(~0u, m2, off);
+    if (n2 != 0.f) {
+      float nn = n + n2, d = mean2 - mean;
+      mean += d * n2 / nn;
+      m2 += m22 + d * d * n * n2 / nn;
+      n = nn;
+    }
+  }
+  return make_float2(mean, m2 / n);
 }
 
 template <int MODE, int B, int L, int T, int VPT>
@@ -282,44 +317,25 @@ __global__ void __launch_bounds__(T + 32, 1) ring_rows(Params p) {
       sync();
       const int warp = tid >> 5, lane = tid & 31;
       for (int j = warp; j < B; j += T / 32) {
-        // Chan merge of (n, mean, M2) or (max, sum) over P blocks.
-        float n = 0.f, mean = MODE == SM ? -INFINITY : 0.f, m2 = 0.f;
-        for (int q = lane; q < P; q += 32) {
-          float2 part = __ldcg(&p.partials[(o * B + j) * P + q]);
-          if (MODE == SM) {
-            Acc a = merge<SM>({mean, m2}, {part.x, part.y});
-            mean = a.a;
-            m2 = a.b;
-          } else {
-            long long bb = (long long)q * p.S;
-            float nb = (float)max(0LL, min(p.S, p.N - bb));
-            if (nb == 0.f)
-              continue;
-            float nn = n + nb, d = part.x - mean;
-            mean += d * nb / nn;
-            m2 += part.y + d * d * n * nb / nn;
-            n = nn;
+        if (MODE == SM) {
+          // (max, sum) over the P blocks.
+          Acc a{-INFINITY, 0.f};
+          for (int q = lane; q < P; q += 32) {
+            float2 part = __ldcg(&p.partials[(o * B + j) * P + q]);
+            a = merge<SM>(a, {part.x, part.y});
           }
-        }
 #pragma unroll
-        for (int off = 16; off > 0; off >>= 1) {
-          float n2 = __shfl_xor_sync(~0u, n, off),
-                mean2 = __shfl_xor_sync(~0u, mean, off),
-                m22 = __shfl_xor_sync(~0u, m2, off);
-          if (MODE == SM) {
-            Acc a = merge<SM>({mean, m2}, {mean2, m22});
-            mean = a.a;
-            m2 = a.b;
-          } else if (n2 != 0.f) {
-            float nn = n + n2, d = mean2 - mean;
-            mean += d * n2 / nn;
-            m2 += m22 + d * d * n * n2 / nn;
-            n = nn;
-          }
+          for (int off = 16; off > 0; off >>= 1)
+            a = merge<SM>(a, {__shfl_xor_sync(~0u, a.a, off),
+                              __shfl_xor_sync(~0u, a.b, off)});
+          if (lane == 0)
+            stat[j] = make_float2(a.a, 1.f / a.b);
+        } else {
+          float2 mv =
+              combine_moments(p.partials + (o * B + j) * P, P, p.S, p.N, lane);
+          if (lane == 0)
+            stat[j] = make_float2(mv.x, rsqrtf(mv.y + 1e-5f));
         }
-        if (lane == 0)
-          stat[j] = MODE == SM ? make_float2(mean, 1.f / m2)
-                               : make_float2(mean, rsqrtf(m2 / n + 1e-5f));
       }
       sync();
       // Outputs of step o, freeing each slot after it; LayerNorm's weights
@@ -393,6 +409,117 @@ __global__ void __launch_bounds__(T + 32, 1) ring_rows(Params p) {
   }
 }
 
+// LayerNorm with the block's range of this row in registers and of the next
+// row landing in shared memory meanwhile (one bulk copy, one mbarrier): a
+// whole row is in flight while this row's barrier settles and its outputs
+// are written. The range must fit T * V float4 (127 KB at 512 x 16).
+template <int T, int V>
+__global__ void __launch_bounds__(T, 1) ln_regs(Params p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const float4 *buf = reinterpret_cast<const float4 *>(smem);
+  unsigned long long *bar =
+      reinterpret_cast<unsigned long long *>(smem + p.S * 4);
+  __shared__ Acc red[T / 32];
+  __shared__ float2 stat;
+  const int P = gridDim.x, blk = blockIdx.x, tid = threadIdx.x;
+  const long long begin = (long long)blk * p.S;
+  const long long len = max(0LL, min(p.S, p.N - begin));
+  const int n4 = (int)(len / 4);
+  unsigned long long pol = policy_evict_first();
+  unsigned long long wpol = policy_evict_last();
+  if (tid == 0) {
+    mbar_init(bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  auto fill = [&](long long row) {
+    if (tid != 0 || row >= p.R)
+      return;
+    unsigned bytes = (unsigned)(len * 4);
+    mbar_expect(bar, bytes);
+    if (bytes)
+      bulk_load(smem, p.x + row * p.N + begin, bytes, bar, pol);
+  };
+  fill(0);
+  for (long long r = 0; r < p.R; ++r) {
+    mbar_wait(bar, (unsigned)(r & 1));
+    float4 x[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      int v = tid + i * T;
+      x[i] = v < n4 ? buf[v] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    const float c = len > 0 ? reinterpret_cast<const float *>(smem)[0] : 0.f;
+    // The next row's copy overwrites what every thread just read.
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    fill(r + 1);
+    float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      if (tid + i * T < n4) {
+        float d0 = x[i].x - c, d1 = x[i].y - c, d2 = x[i].z - c,
+              d3 = x[i].w - c;
+        s1 += (d0 + d1) + (d2 + d3);
+        s2 += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+      }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      s1 += __shfl_xor_sync(~0u, s1, o);
+      s2 += __shfl_xor_sync(~0u, s2, o);
+    }
+    if ((tid & 31) == 0)
+      red[tid >> 5] = {s1, s2};
+    __syncthreads();
+    if (tid < 32) {
+      Acc a = tid < T / 32 ? red[tid] : Acc{0.f, 0.f};
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        a.a += __shfl_xor_sync(~0u, a.a, o);
+        a.b += __shfl_xor_sync(~0u, a.b, o);
+      }
+      if (tid == 0) {
+        float n = (float)len;
+        p.partials[r * P + blk] =
+            len > 0 ? make_float2(c + a.a / n, fmaxf(a.b - a.a * a.a / n, 0.f))
+                    : make_float2(0.f, 0.f);
+        __threadfence();
+        asm volatile(
+            "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.counters + r)
+            : "memory");
+        unsigned arrived;
+        do {
+          asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                       : "=r"(arrived)
+                       : "l"(p.counters + r)
+                       : "memory");
+        } while (arrived < (unsigned)P);
+        __threadfence();
+      }
+      __syncwarp();
+      float2 mv = combine_moments(p.partials + r * P, P, p.S, p.N, tid);
+      if (tid == 0)
+        stat = make_float2(mv.x, rsqrtf(mv.y + 1e-5f));
+    }
+    __syncthreads();
+    const float2 st = stat;
+    float4 *out = reinterpret_cast<float4 *>(p.y + r * p.N + begin);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      int v = tid + i * T;
+      if (v < n4) {
+        long long e = begin + 4LL * v;
+        float4 w = ld_policy(reinterpret_cast<const float4 *>(p.w + e), wpol);
+        float4 b = ld_policy(reinterpret_cast<const float4 *>(p.b + e), wpol);
+        __stcs(out + v, make_float4((x[i].x - st.x) * st.y * w.x + b.x,
+                                    (x[i].y - st.x) * st.y * w.y + b.y,
+                                    (x[i].z - st.x) * st.y * w.z + b.z,
+                                    (x[i].w - st.x) * st.y * w.w + b.w));
+      }
+    }
+  }
+}
+
 __global__ void copy_kernel(const float4 *__restrict__ a,
                             float4 *__restrict__ b, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
@@ -405,7 +532,7 @@ static float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
-template <int MODE, int B, int L, int T, int VPT>
+template <int MODE, int B, int L, int T, int VPT, bool REGS = false>
 static void run(const char *name, long long R, long long N, int chanLen,
                 int groupsPerSample, int reps) {
   cudaDeviceProp prop;
@@ -416,16 +543,25 @@ static void run(const char *name, long long R, long long N, int chanLen,
   slotFloats = (slotFloats + 3) / 4 * 4;
   int K = (int)((S + slotFloats - 1) / slotFloats);
   int Q = (int)std::min<long long>((200 * 1024) / (slotFloats * 4), 64);
-  if (Q < (L + 1) * B * K) {
+  if (REGS && (long long)T * VPT * 4 < S) {
+    printf("%s: a range of %lld floats exceeds the registers\n", name, S);
+    return;
+  }
+  if (!REGS && Q < (L + 1) * B * K) {
     printf("%s: ring too small (Q %d, need %d)\n", name, Q, (L + 1) * B * K);
     return;
   }
-  size_t sh = (size_t)Q * slotFloats * 4 + Q * 16;
-  auto kern = ring_rows<MODE, B, L, T, VPT>;
+  size_t sh = REGS ? (size_t)S * 4 + 16 : (size_t)Q * slotFloats * 4 + Q * 16;
+  const int threads = REGS ? T : T + 32;
+  void (*kern)(Params);
+  if constexpr (REGS)
+    kern = ln_regs<T, VPT>;
+  else
+    kern = ring_rows<MODE, B, L, T, VPT>;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           (int)sh));
   int occ = 0;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, T + 32, sh));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kern, threads, sh));
   if (occ < 1) {
     printf("%s: no occupancy\n", name);
     return;
@@ -478,7 +614,7 @@ static void run(const char *name, long long R, long long N, int chanLen,
     CK(cudaMemsetAsync(cnt, 0, steps * 4));
     void *args[] = {&pr};
     CK(cudaEventRecord(e0));
-    CK(cudaLaunchCooperativeKernel((void *)kern, dim3(P), dim3(T + 32), args,
+    CK(cudaLaunchCooperativeKernel((void *)kern, dim3(P), dim3(threads), args,
                                    sh));
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
@@ -547,10 +683,10 @@ static void run(const char *name, long long R, long long N, int chanLen,
       maxErr = std::max(maxErr, err);
     }
   }
-  printf("%-26s R=%lld N=%lld P=%d T=%d+32 B=%d L=%d S=%lld K=%d slot=%dB Q=%d "
-         "occ=%d: %.1f us, copy %.2f TB/s, floor %.1f us, %.1f%% of copy, max "
-         "rel err %.2e\n",
-         name, R, N, P, T, B, L, S, K, slotFloats * 4, Q, occ, kt * 1e6,
+  printf("%-26s R=%lld N=%lld P=%d threads=%d B=%d L=%d S=%lld K=%d slot=%dB "
+         "Q=%d occ=%d: %.1f us, copy %.2f TB/s, floor %.1f us, %.1f%% of copy, "
+         "max rel err %.2e\n",
+         name, R, N, P, threads, B, L, S, K, slotFloats * 4, Q, occ, kt * 1e6,
          copyBw / 1e12, floor * 1e6, 100 * floor / kt, maxErr);
   cudaFree(x);
   cudaFree(y);
@@ -590,6 +726,7 @@ int main(int argc, char **argv) {
     run<LN, 1, 0, 512, 1>("ln B1 L0 8K", 16, 4194304, 1, 1, reps);
     run<LN, 1, 0, 256, 4>("ln B1 L0 16K T256", 16, 4194304, 1, 1, reps);
     run<LN, 1, 0, 512, 4>("ln B1 L0 32K", 16, 4194304, 1, 1, reps);
+    run<LN, 1, 0, 512, 16, true>("ln regs T512", 16, 4194304, 1, 1, reps);
   }
   if (wanted(argc, argv, "sm")) {
     run<SM, 4, 1, 512, 2>("sm B4 L1", 512, 393216, 1, 1, reps);
