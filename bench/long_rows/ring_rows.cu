@@ -78,13 +78,28 @@ __device__ __forceinline__ void mbar_expect(unsigned long long *bar,
                "r"(bytes)
                : "memory");
 }
+// Waits for the barrier's phase of this parity; traps after 2 s, so that a
+// mistake stops the run instead of hanging the GPU machine's call.
 __device__ __forceinline__ void mbar_wait(unsigned long long *bar,
                                           unsigned parity) {
-  asm volatile("{\n\t.reg .pred p;\n\tLAB_WAIT:\n\t"
-               "mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n\t"
-               "@!p bra LAB_WAIT;\n\t}" ::"r"(smem_addr(bar)),
-               "r"(parity)
-               : "memory");
+  unsigned long long started = 0;
+  for (;;) {
+    unsigned done;
+    asm volatile("{\n\t.reg .pred p;\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, p;\n\t}"
+                 : "=r"(done)
+                 : "r"(smem_addr(bar)), "r"(parity)
+                 : "memory");
+    if (done)
+      return;
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (started == 0)
+      started = now;
+    else if (now - started > 2000000000ull)
+      __trap();
+  }
 }
 __device__ __forceinline__ void bulk_load(void *dst, const void *src,
                                           unsigned bytes,

@@ -150,13 +150,28 @@ __device__ __forceinline__ void kopt_mbar_arrive_expect(unsigned long long *bar,
                :: "r"(kopt_shared_address(bar)), "r"((unsigned)bytes)
                : "memory");
 }
-// Waits until the barrier's phase of this parity has completed.
+// Waits until the barrier's phase of this parity has completed; a copy
+// that has not landed after 2 s stops the kernel (`__trap`) rather than
+// hanging whoever runs it.
 __device__ __forceinline__ void kopt_mbar_wait(unsigned long long *bar,
                                                unsigned parity) {
-  asm volatile("{\n\t.reg .pred done;\n\tkopt_mbar_wait_again:\n\t"
-               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-               "@!done bra kopt_mbar_wait_again;\n\t}"
-               :: "r"(kopt_shared_address(bar)), "r"(parity) : "memory");
+  unsigned long long started = 0;
+  for (;;) {
+    unsigned done;
+    asm volatile("{\n\t.reg .pred done;\n\t"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%1], %2;\n\t"
+                 "selp.u32 %0, 1, 0, done;\n\t}"
+                 : "=r"(done) : "r"(kopt_shared_address(bar)), "r"(parity)
+                 : "memory");
+    if (done)
+      return;
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (started == 0)
+      started = now;
+    else if (now - started > 2000000000ull)
+      __trap();
+  }
 }
 // Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from
 // global to shared memory on the copy engine, L2 evicting the lines first
