@@ -148,6 +148,35 @@ __device__ __forceinline__ Acc merge(Acc x, Acc y) {
   return {x.a + y.a, x.b + y.b};
 }
 
+// A block's (mean, M2) from its `len` elements' sums of (x - shift) and of
+// its square.
+__device__ __forceinline__ float2 block_moments(float shift, float s1, float s2,
+                                                long long len) {
+  if (len <= 0)
+    return make_float2(0.f, 0.f);
+  float n = (float)len;
+  return make_float2(shift + s1 / n, fmaxf(s2 - s1 * s1 / n, 0.f));
+}
+
+// The grid barrier of one step, by thread 0 of each block: its partials
+// released with the arrival, then all P arrivals awaited (an acquire).
+__device__ __forceinline__ void grid_arrive(unsigned *counter) {
+  __threadfence();
+  asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter)
+               : "memory");
+}
+__device__ __forceinline__ void grid_wait(const unsigned *counter,
+                                          unsigned blocks) {
+  unsigned arrived;
+  do {
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                 : "=r"(arrived)
+                 : "l"(counter)
+                 : "memory");
+  } while (arrived < blocks);
+  __threadfence();
+}
+
 // Lane-parallel Chan merge of the P blocks' (mean, M2) partials of one row,
 // block q holding min(S, N - q * S) elements; every lane gets (mean, M2 / n).
 __device__ __forceinline__ float2 combine_moments(const float2 *parts, int P,
@@ -294,41 +323,21 @@ __global__ void __launch_bounds__(T + 32, 1) ring_rows(Params p) {
             Acc y{__shfl_xor_sync(~0u, a.a, o), __shfl_xor_sync(~0u, a.b, o)};
             a = merge<MODE>(a, y);
           }
-          if (tid == 0) {
-            float2 part;
-            if (MODE == SM)
-              part = make_float2(a.a, a.b);
-            else if (len > 0) {
-              float n = (float)len;
-              part = make_float2(shift[j] + a.a / n,
-                                 fmaxf(a.b - a.a * a.a / n, 0.f));
-            } else
-              part = make_float2(0.f, 0.f);
-            p.partials[(s * B + j) * P + blk] = part;
-          }
+          if (tid == 0)
+            p.partials[(s * B + j) * P + blk] =
+                MODE == SM ? make_float2(a.a, a.b)
+                           : block_moments(shift[j], a.a, a.b, len);
         }
-        if (tid == 0) {
-          __threadfence();
-          asm volatile(
-              "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.counters + s)
-              : "memory");
-        }
+        if (tid == 0)
+          grid_arrive(p.counters + s);
       }
       sync();
     }
     if (s >= L) {
       long long o = s - L;
       // Wait for step o's barrier, combine its partials.
-      if (tid == 0) {
-        unsigned arrived;
-        do {
-          asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-                       : "=r"(arrived)
-                       : "l"(p.counters + o)
-                       : "memory");
-        } while (arrived < (unsigned)P);
-        __threadfence();
-      }
+      if (tid == 0)
+        grid_wait(p.counters + o, (unsigned)P);
       sync();
       const int warp = tid >> 5, lane = tid & 31;
       for (int j = warp; j < B; j += T / 32) {
@@ -494,22 +503,9 @@ __global__ void __launch_bounds__(T, 1) ln_regs(Params p) {
         a.b += __shfl_xor_sync(~0u, a.b, o);
       }
       if (tid == 0) {
-        float n = (float)len;
-        p.partials[r * P + blk] =
-            len > 0 ? make_float2(c + a.a / n, fmaxf(a.b - a.a * a.a / n, 0.f))
-                    : make_float2(0.f, 0.f);
-        __threadfence();
-        asm volatile(
-            "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.counters + r)
-            : "memory");
-        unsigned arrived;
-        do {
-          asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-                       : "=r"(arrived)
-                       : "l"(p.counters + r)
-                       : "memory");
-        } while (arrived < (unsigned)P);
-        __threadfence();
+        p.partials[r * P + blk] = block_moments(c, a.a, a.b, len);
+        grid_arrive(p.counters + r);
+        grid_wait(p.counters + r, (unsigned)P);
       }
       __syncwarp();
       float2 mv = combine_moments(p.partials + r * P, P, p.S, p.N, tid);

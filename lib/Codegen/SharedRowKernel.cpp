@@ -239,23 +239,19 @@ static void emitGroupPrologue(CodeWriter &code, unsigned groups,
   code.line("};");
 }
 
-/// The rows of a double-buffered group kernel: thread 0 copies the block's
-/// range of the group's first row into buffer 0 and, at the start of each
-/// row, of the next row into the other buffer, by bulk copies completing on
-/// that buffer's mbarrier; the threads wait for this row's copies, work on
-/// it (`body`, reading the caches `caches` names in `kopt_smem`, this row's
-/// buffer) and meet at a barrier before the next row's copies overwrite it.
-static llvm::Error
-emitDoubleBufferedGroups(CodeWriter &code, const CodeWriter &caches,
-                         const CodeWriter &fills, const CodeWriter &body,
-                         const TensorEmitter &emitter, unsigned groups,
-                         int64_t numRows, int64_t rowLength, int64_t range,
-                         int64_t buffer, unsigned &groupReductions) {
-  groupReductions = emitter.getGroupReductionCount();
-  if (groupReductions == 0)
-    return llvm::createStringError("no row-wide reduction to split");
+/// The row loop of a double-buffered group kernel, after its prologue:
+/// thread 0 copies the block's range of the group's first row into buffer
+/// 0 and, at the start of each row, of the next row into the other buffer,
+/// by bulk copies completing on that buffer's mbarrier; the threads wait
+/// for this row's copies, work on it (`body`, reading the caches `caches`
+/// names in `kopt_smem`, this row's buffer) and meet at a barrier before
+/// the next row's copies overwrite it.
+static void emitDoubleBufferedRows(CodeWriter &code, const CodeWriter &caches,
+                                   const CodeWriter &fills,
+                                   const CodeWriter &body,
+                                   const TensorEmitter &emitter,
+                                   int64_t numRows, int64_t buffer) {
   std::string rows = std::to_string(numRows) + "LL";
-  emitGroupPrologue(code, groups, groupReductions, rowLength, range);
   code.line("__shared__ unsigned long long kopt_landed[2];");
   code.line("if (threadIdx.x == 0) {");
   code.line("  kopt_mbar_init(&kopt_landed[0]);");
@@ -301,9 +297,6 @@ emitDoubleBufferedGroups(CodeWriter &code, const CodeWriter &caches,
   code.line("__syncthreads();");
   code.dedent();
   code.line("}");
-  code.dedent();
-  code.line("}");
-  return llvm::Error::success();
 }
 
 /// The kernel of generateSharedRowKernel, or with `options.gridGroups`
@@ -543,35 +536,29 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
   if (kernel.sharedBytes)
     code.line(std::string("extern __shared__ __align__(16) unsigned char ") +
               (doubleBuffer ? "kopt_buffers[];" : "kopt_smem[];"));
-  if (doubleBuffer) {
-    if (llvm::Error error = emitDoubleBufferedGroups(
-            code, caches, fills, body, emitter, groups, numRows, rowLength,
-            range, buffer, groupReductions))
-      return std::move(error);
-    kernel.code = code.str();
-    kernel.grid = {std::to_string(kGroupGridBlocks), "1", "1"};
-    kernel.block = {std::to_string(options.blockSize), "1", "1"};
-    kernel.cooperative = true;
-    return kernel;
-  }
   if (groups) {
     groupReductions = emitter.getGroupReductionCount();
     if (groupReductions == 0)
       return llvm::createStringError("no row-wide reduction to split");
     emitGroupPrologue(code, groups, groupReductions, rowLength, range);
-    code.line("for (long long row = kopt_group; row < " +
-              std::to_string(numRows) +
-              "LL; row += kopt_groups, kopt_parity ^= 1) {");
-    code.indent();
-    code.lines(caches.str());
-    if (emitter.usesAsyncCopies())
-      code.line("kopt_copy_async_wait();");
-    code.line("__syncthreads();");
-    code.lines(body.str());
-    // The next row's copies overwrite what this row's threads read.
-    code.line("__syncthreads();");
-    code.dedent();
-    code.line("}");
+    if (doubleBuffer) {
+      emitDoubleBufferedRows(code, caches, fills, body, emitter, numRows,
+                             buffer);
+    } else {
+      code.line("for (long long row = kopt_group; row < " +
+                std::to_string(numRows) +
+                "LL; row += kopt_groups, kopt_parity ^= 1) {");
+      code.indent();
+      code.lines(caches.str());
+      if (emitter.usesAsyncCopies())
+        code.line("kopt_copy_async_wait();");
+      code.line("__syncthreads();");
+      code.lines(body.str());
+      // The next row's copies overwrite what this row's threads read.
+      code.line("__syncthreads();");
+      code.dedent();
+      code.line("}");
+    }
     code.dedent();
     code.line("}");
     kernel.code = code.str();

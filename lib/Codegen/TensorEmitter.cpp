@@ -342,7 +342,7 @@ TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
     // The row's next range lands here by a bulk copy (16-byte aligned,
     // a multiple of 16 bytes): the kernel waits for it, so nothing is
     // loaded here.
-    if (!vector || leaf.elementType != ElementType::F32) {
+    if (!vector) {
       bulkFillFailed = true;
     } else {
       CodeWriter &f = *bulkFills;
