@@ -861,6 +861,15 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
       }
 }
 
+/// How a group kernel's blocks hold their ranges (SharedRowOptions).
+enum class GroupBuffers { One, Two, Registers };
+
+/// Threads and 16-byte register groups of each of a `_rg` group kernel's
+/// threads: 128 KB of a block's range, half the registers of a thread
+/// (127 KB a block for a LayerNorm over 4M elements on 132 SMs).
+constexpr unsigned kRegisterRowThreads = 512;
+constexpr unsigned kRegisterRowVectors = 16;
+
 /// Rows too long for a block's shared memory, each split over a group of
 /// blocks that keep it in shared memory, the grid being what the device
 /// holds at once (SharedRowKernel.h, generateGroupRowKernels): the row is
@@ -871,37 +880,51 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
 /// SMs), at most one group a row; `group<G>_db_bs1024` the same with two
 /// buffers, the next row's range copied into one while the block works on
 /// the other (SharedRowOptions::doubleBuffer), where half the shared memory
-/// holds a block's range.
+/// holds a block's range; `group<G>_rg_bs512` with one buffer copied into
+/// registers before the next row's range lands in it
+/// (SharedRowOptions::registerVectors), where half the shared memory does
+/// not hold a block's range and the registers do.
 static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
                              int64_t length, llvm::StringRef tag,
-                             bool doubleBuffer) {
+                             GroupBuffers buffers) {
   if (length * 4 <= kSharedRowBytes || length % 4 != 0)
     return;
-  int64_t budget = doubleBuffer ? kSharedRowBytes / 2 : kSharedRowBytes;
   std::vector<unsigned> counts;
   for (unsigned groups : {16u, 12u, 11u, 8u, 6u, 4u, 3u, 2u, 1u}) {
     int64_t blocks = kAssumedSms / groups;
-    int64_t range = ((length + blocks - 1) / blocks + 3) / 4 * 4;
-    if (groups <= rows && range * 4 <= budget && counts.size() < 3)
+    int64_t bytes = ((length + blocks - 1) / blocks + 3) / 4 * 4 * 4;
+    bool fits = bytes <= kSharedRowBytes;
+    if (buffers == GroupBuffers::Two)
+      fits = bytes <= kSharedRowBytes / 2;
+    if (buffers == GroupBuffers::Registers)
+      fits = fits && bytes > kSharedRowBytes / 2 &&
+             bytes <= int64_t(kRegisterRowThreads) * kRegisterRowVectors * 16;
+    if (groups <= rows && fits && counts.size() < 3)
       counts.push_back(groups);
   }
   std::string comment = describeGroup(group);
   for (unsigned groups : counts) {
+    bool registers = buffers == GroupBuffers::Registers;
+    const char *form = buffers == GroupBuffers::Two ? "_db"
+                       : registers                  ? "_rg"
+                                                    : "";
+    unsigned threads = registers ? kRegisterRowThreads : 1024;
     PlanBuilder builder(task, group, "builtin",
-                        variantName("group" + std::to_string(groups) +
-                                        (doubleBuffer ? "_db" : "") + "_bs1024",
+                        variantName("group" + std::to_string(groups) + form +
+                                        "_bs" + std::to_string(threads),
                                     tag));
     std::vector<KernelOutput> outputs;
     for (Value value : returnedValues(group))
       outputs.push_back(builder.outputFor(value));
     SharedRowOptions options;
-    options.blockSize = 1024;
+    options.blockSize = threads;
     options.sharedBytes = kSharedRowBytes;
     options.asyncCopies = true;
     options.vectorStores = true;
     options.gridGroups = groups;
-    options.doubleBuffer = doubleBuffer;
+    options.doubleBuffer = buffers == GroupBuffers::Two;
+    options.registerVectors = registers ? kRegisterRowVectors : 0;
     auto kernels = generateGroupRowKernels(
         group.getContext(), builder.entryName("group"), comment, outputs,
         builder.leafFn(), rows, length, options);
@@ -1098,8 +1121,12 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
     if (space)
       proposeTiledRows(proposal, group, task, *space, tag);
     proposeSharedRows(proposal, group, task, rows, length, tag);
-    proposeGroupRows(proposal, group, task, rows, length, tag, true);
-    proposeGroupRows(proposal, group, task, rows, length, tag, false);
+    proposeGroupRows(proposal, group, task, rows, length, tag,
+                     GroupBuffers::Two);
+    proposeGroupRows(proposal, group, task, rows, length, tag,
+                     GroupBuffers::Registers);
+    proposeGroupRows(proposal, group, task, rows, length, tag,
+                     GroupBuffers::One);
     proposeSplitRows(proposal, group, task, rows, length, tag);
     return;
   }
@@ -1112,8 +1139,12 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
   Proposal families[4];
   proposeSharedRows(families[0], group, task, rows, length, tag);
   proposeSplitRows(families[1], group, task, rows, length, tag);
-  proposeGroupRows(families[2], group, task, rows, length, tag, true);
-  proposeGroupRows(families[3], group, task, rows, length, tag, false);
+  proposeGroupRows(families[2], group, task, rows, length, tag,
+                   GroupBuffers::Two);
+  proposeGroupRows(families[2], group, task, rows, length, tag,
+                   GroupBuffers::Registers);
+  proposeGroupRows(families[3], group, task, rows, length, tag,
+                   GroupBuffers::One);
   appendInTurn(proposal, families);
   proposeBlockRows(proposal, group, task, rows, length, tag);
   if (space)

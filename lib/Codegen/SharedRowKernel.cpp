@@ -239,23 +239,28 @@ static void emitGroupPrologue(CodeWriter &code, unsigned groups,
   code.line("};");
 }
 
-/// The row loop of a double-buffered group kernel, after its prologue:
-/// thread 0 copies the block's range of the group's first row into buffer
-/// 0 and, at the start of each row, of the next row into the other buffer,
-/// by bulk copies completing on that buffer's mbarrier; the threads wait
-/// for this row's copies, work on it (`body`, reading the caches `caches`
-/// names in `kopt_smem`, this row's buffer) and meet at a barrier before
-/// the next row's copies overwrite it.
-static void emitDoubleBufferedRows(CodeWriter &code, const CodeWriter &caches,
-                                   const CodeWriter &fills,
-                                   const CodeWriter &body,
-                                   const TensorEmitter &emitter,
-                                   int64_t numRows, int64_t buffer) {
+/// The row loop of a group kernel whose ranges land by bulk copies, after
+/// its prologue: thread 0 copies the block's range of the group's first
+/// row into buffer 0, then that of each next row by bulk copies completing
+/// on the buffer's mbarrier. With two buffers, the next row's copies go
+/// into the other buffer at the start of each row; the threads wait for
+/// this row's, work on it (`body`, reading the caches `caches` names in
+/// `kopt_smem`, this row's buffer) and meet at a barrier before the next
+/// row's copies overwrite it. With one, the threads copy the range into
+/// registers (`staging`) once it has landed and meet at a barrier, and the
+/// next row's copies go into the buffer while `body` reads the registers.
+static void emitBulkFilledRows(CodeWriter &code, const CodeWriter &caches,
+                               const CodeWriter &fills,
+                               const CodeWriter &staging,
+                               const CodeWriter &body,
+                               const TensorEmitter &emitter, int64_t numRows,
+                               int64_t buffer, unsigned buffers) {
   std::string rows = std::to_string(numRows) + "LL";
-  code.line("__shared__ unsigned long long kopt_landed[2];");
+  code.line("__shared__ unsigned long long kopt_landed[" +
+            std::to_string(buffers) + "];");
   code.line("if (threadIdx.x == 0) {");
-  code.line("  kopt_mbar_init(&kopt_landed[0]);");
-  code.line("  kopt_mbar_init(&kopt_landed[1]);");
+  for (unsigned i = 0; i < buffers; ++i)
+    code.line("  kopt_mbar_init(&kopt_landed[" + std::to_string(i) + "]);");
   code.line("  asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: "
             "\"memory\");");
   code.line("}");
@@ -282,6 +287,29 @@ static void emitDoubleBufferedRows(CodeWriter &code, const CodeWriter &caches,
   code.line("for (long long row = kopt_group; row < " + rows +
             "; row += kopt_groups, kopt_parity ^= 1, ++kopt_turn) {");
   code.indent();
+  // The next row's copies overwrite what this row's threads read and
+  // wrote (a kept value): the copy engine is another proxy, after a fence.
+  auto emitRelease = [&] {
+    code.line(
+        "asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+    code.line("__syncthreads();");
+  };
+  if (buffers == 1) {
+    code.line("unsigned char *const kopt_smem = kopt_buffers;");
+    code.lines(caches.str());
+    code.comment("This row's copies: the buffer's turn-th phase.");
+    code.line("kopt_mbar_wait(&kopt_landed[0], kopt_turn & 1u);");
+    code.lines(staging.str());
+    code.comment("Every thread holds its part of the range: the buffer is "
+                 "the next row's.");
+    emitRelease();
+    emitFills("row + kopt_groups", "0");
+    code.lines(body.str());
+    code.line("__syncthreads();");
+    code.dedent();
+    code.line("}");
+    return;
+  }
   code.line("const unsigned kopt_buffer = kopt_turn & 1u;");
   emitFills("row + kopt_groups", "kopt_buffer ^ 1u");
   code.line("unsigned char *const kopt_smem = kopt_buffers + kopt_buffer * " +
@@ -291,10 +319,7 @@ static void emitDoubleBufferedRows(CodeWriter &code, const CodeWriter &caches,
   code.line(
       "kopt_mbar_wait(&kopt_landed[kopt_buffer], (kopt_turn >> 1) & 1u);");
   code.lines(body.str());
-  // The next row's copies overwrite what this row's threads read and
-  // wrote (a kept value): the copy engine is another proxy, after a fence.
-  code.line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
-  code.line("__syncthreads();");
+  emitRelease();
   code.dedent();
   code.line("}");
 }
@@ -323,28 +348,38 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
   auto indices = getRowSpaceIndices(context, outputs, space);
   if (!indices)
     return indices.takeError();
+  if (options.registerVectors && (!groups || options.doubleBuffer))
+    return llvm::createStringError(
+        "register copies take groups of blocks and one buffer");
   // A group's blocks are known at launch: each block's range of the row
-  // then, which must fit the one slot of shared memory a block has.
+  // then, which must fit the one slot of shared memory a block has (and
+  // its threads' registers, with register copies).
   bool doubleBuffer = groups && options.doubleBuffer;
+  bool bulkFilled = doubleBuffer || options.registerVectors;
   int64_t bufferBytes =
       doubleBuffer ? options.sharedBytes / 2 / 16 * 16 : options.sharedBytes;
   int64_t range =
       groups ? bufferBytes / 4 / 4 * 4 : getSharedRowRange(rowLength, blocks);
+  if (options.registerVectors)
+    range = std::min<int64_t>(range, int64_t(options.registerVectors) * 4 *
+                                         options.blockSize);
 
-  CodeWriter body, caches, fills;
+  CodeWriter body, caches, fills, staging;
   TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
   emitter.setDimExtent(0, numRows);
   emitter.setDimExtent(1, rowLength);
   emitter.enableCooperativeReductions(1, options.blockSize);
   emitter.setRowRange("chunkStart", "chunkEnd");
   emitter.enableSharedRowCache(rowLength, range, bufferBytes, caches);
-  if (doubleBuffer)
+  if (bulkFilled)
     emitter.setSharedCacheBulkFills(fills);
+  if (options.registerVectors)
+    emitter.setSharedCacheRegisters(options.registerVectors, staging);
   if (groups) {
     // The rows are read once: their copies tell L2 to evict them first.
     emitter.enableGroupReductions();
     emitter.setAsyncCopyFunction("kopt_copy_async_stream");
-    if (options.prefetchNextRow && !doubleBuffer)
+    if (options.prefetchNextRow && !bulkFilled)
       emitter.setSharedCachePrefetch("row + kopt_groups",
                                      "row + kopt_groups < " +
                                          std::to_string(numRows) + "LL");
@@ -376,8 +411,9 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     std::string cache;
   };
   std::optional<KeptValue> kept;
-  bool keep = options.keepReducedValue && !levels->empty() &&
-              levels->back().size() == 1;
+  // Not with register copies: the buffer holds the next row by then.
+  bool keep = options.keepReducedValue && !options.registerVectors &&
+              !levels->empty() && levels->back().size() == 1;
   if (keep) {
     std::vector<std::vector<CooperativeReduction>> before(levels->begin(),
                                                           levels->end() - 1);
@@ -485,15 +521,16 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
 
   if (emitter.bulkFillsFailed())
     return llvm::createStringError(
-        "double buffers take f32 inputs read over the row's range in order");
+        "bulk-filled buffers take f32 inputs read over the row's range in "
+        "order, and register copies only loops over whole 16-byte groups");
 
   GeneratedKernel kernel;
   kernel.entry = entry.str();
   kernel.sharedBytes = emitter.getSharedCacheBytes();
   // Two buffers, each the caches' bytes rounded to 16.
   int64_t buffer = (kernel.sharedBytes + 15) / 16 * 16;
-  if (doubleBuffer)
-    kernel.sharedBytes = 2 * buffer;
+  if (bulkFilled)
+    kernel.sharedBytes = (doubleBuffer ? 2 : 1) * buffer;
   CodeWriter code;
   code.comment(comment);
   std::string signature = printKernelSignature(
@@ -502,7 +539,7 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     code.lines(getClusterHelpers());
   if (emitter.usesAsyncCopies())
     code.lines(getAsyncCopyHelpers());
-  if (doubleBuffer)
+  if (bulkFilled)
     code.lines(getBulkFillHelpers());
   if (groups) {
     code.lines(getGroupHelpers());
@@ -535,15 +572,15 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
               "u) __trap();");
   if (kernel.sharedBytes)
     code.line(std::string("extern __shared__ __align__(16) unsigned char ") +
-              (doubleBuffer ? "kopt_buffers[];" : "kopt_smem[];"));
+              (bulkFilled ? "kopt_buffers[];" : "kopt_smem[];"));
   if (groups) {
     groupReductions = emitter.getGroupReductionCount();
     if (groupReductions == 0)
       return llvm::createStringError("no row-wide reduction to split");
     emitGroupPrologue(code, groups, groupReductions, rowLength, range);
-    if (doubleBuffer) {
-      emitDoubleBufferedRows(code, caches, fills, body, emitter, numRows,
-                             buffer);
+    if (bulkFilled) {
+      emitBulkFilledRows(code, caches, fills, staging, body, emitter, numRows,
+                         buffer, doubleBuffer ? 2 : 1);
     } else {
       code.line("for (long long row = kopt_group; row < " +
                 std::to_string(numRows) +

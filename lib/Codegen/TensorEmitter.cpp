@@ -124,12 +124,46 @@ void TensorEmitter::enableSharedRowCache(int64_t length, int64_t slot,
   cachePrologue = &prologueWriter;
 }
 
+bool TensorEmitter::readsRegisterRange(int64_t count) const {
+  return registerVectors && rowRange && sharedSlot && cacheLength &&
+         *cacheLength == count;
+}
+
 void TensorEmitter::openRowLoop(int64_t count) {
   const std::string &name = dimNames[*threadDim];
   std::string threads = std::to_string(rowStride());
   std::string lane = rowLane();
   bool shared = sharedSlot && cacheLength && *cacheLength == count;
   bool cached = !shared && !rowRange && cacheLength && *cacheLength == count;
+  if (readsRegisterRange(count)) {
+    // The thread's 16-byte groups of the range, each element in turn: the
+    // same elements its register copies hold, at indices known at compile
+    // time once both loops are unrolled.
+    std::string group = out->fresh("kopt_j");
+    std::string element = out->fresh("kopt_k");
+    out->line("#pragma unroll");
+    out->line("for (int " + group + " = 0; " + group + " < " +
+              std::to_string(registerVectors) + "; ++" + group + ") {");
+    out->indent();
+    // The range is whole groups: one bound check for the group's four.
+    out->line("if (" + lane + " + " + group + " * " + threads + "LL < (" +
+              rowRange->second + " - " + rowRange->first + ") / 4) {");
+    out->indent();
+    out->line("#pragma unroll");
+    out->line("for (int " + element + " = 0; " + element + " < 4; ++" +
+              element + ") {");
+    out->indent();
+    out->line("const long long " + name + " = " + rowRange->first + " + (" +
+              lane + " + " + group + " * " + threads + "LL) * 4 + " + element +
+              ";");
+    // Bodies reading only the registers leave it unused.
+    out->line("(void)" + name + ";");
+    registerElement = group + " * 4 + " + element;
+    rowLoops.push_back(RowLoop::RegisterRange);
+    scopes.emplace_back();
+    ++loopDepth;
+    return;
+  }
   if (rowRange) {
     out->line("#pragma unroll 4");
     out->line("for (long long " + name + " = " + rowRange->first + " + " +
@@ -163,6 +197,21 @@ std::string TensorEmitter::openWideRowLoop(int64_t count, unsigned width) {
   std::string w = std::to_string(width);
   std::string group = out->fresh("kopt_w");
   std::string first = out->fresh("kopt_first");
+  if (readsRegisterRange(count) && width == 4) {
+    // Unrolled over the thread's register copies (openRowLoop).
+    registerGroup = out->fresh("kopt_j");
+    out->line("#pragma unroll");
+    out->line("for (int " + registerGroup + " = 0; " + registerGroup + " < " +
+              std::to_string(registerVectors) + "; ++" + registerGroup + ") {");
+    out->indent();
+    out->line("const long long " + group + " = " + rowLane() + " + " +
+              registerGroup + " * " + std::to_string(rowStride()) + "LL;");
+    out->line("if (" + group + " < (" + end + " - " + start + ") / 4) {");
+    out->indent();
+    out->line("const long long " + first + " = " + start + " + " + group +
+              " * 4;");
+    return first;
+  }
   out->line("for (long long " + group + " = " + rowLane() + "; " + group +
             " < (" + end + " - " + start + ") / " + w + "; " + group +
             " += " + std::to_string(rowStride()) + ") {");
@@ -182,6 +231,10 @@ std::string TensorEmitter::openLaneLoop(int64_t count, llvm::StringRef first,
             "; ++" + k + ") {");
   out->indent();
   out->line("const long long " + name + " = " + first.str() + " + " + k + ";");
+  if (shared && !registerGroup.empty()) {
+    registerElement = registerGroup + " * 4 + " + k;
+    out->line("(void)" + name + ";");
+  }
   rowLoops.push_back(shared ? RowLoop::SharedCache : RowLoop::Plain);
   scopes.emplace_back();
   ++loopDepth;
@@ -189,6 +242,11 @@ std::string TensorEmitter::openLaneLoop(int64_t count, llvm::StringRef first,
 }
 
 void TensorEmitter::closeWideRowLoop() {
+  if (!registerGroup.empty()) {
+    registerGroup.clear();
+    out->dedent();
+    out->line("}");
+  }
   out->dedent();
   out->line("}");
 }
@@ -196,11 +254,13 @@ void TensorEmitter::closeWideRowLoop() {
 void TensorEmitter::closeRowLoop() {
   --loopDepth;
   scopes.pop_back();
-  bool cached = rowLoops.back() == RowLoop::RegisterCache;
+  RowLoop loop = rowLoops.back();
   rowLoops.pop_back();
-  out->dedent();
-  out->line("}");
-  if (cached) {
+  registerElement.clear();
+  unsigned braces = loop == RowLoop::RegisterRange   ? 3
+                    : loop == RowLoop::RegisterCache ? 2
+                                                     : 1;
+  for (unsigned i = 0; i < braces; ++i) {
     out->dedent();
     out->line("}");
   }
@@ -314,8 +374,17 @@ TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
       rowRange ? rowRange->second : std::to_string(*cacheLength) + "LL";
   std::string at = rowRange ? c + " - " + start : c;
   auto key = std::make_pair(leaf.param, linear.getAsOpaquePointer());
+  // With register copies, the shared cache is the next row's by now: only
+  // a loop over the registers may read the range.
+  auto read = [&](const std::string &name) {
+    if (!registerVectors)
+      return name + "[" + at + "]";
+    if (registerElement.empty())
+      bulkFillFailed = true;
+    return registerCopies[name] + "[" + registerElement + "]";
+  };
   if (auto it = caches.find(key); it != caches.end())
-    return it->second + "[" + at + "]";
+    return read(it->second);
   // Each cache starts on a 16-byte boundary of the kernel's `kopt_smem`.
   int64_t elementBytes = getCudaComputeType(leaf.elementType) == "float" ? 4
                          : leaf.elementType == ElementType::I1
@@ -356,10 +425,12 @@ TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
              start + ") * 4, kopt_fill_bar);");
       f.dedent();
       f.line("}");
+      if (registerVectors)
+        emitRegisterCopy(name, start, end);
     }
     caches[key] = name;
     sharedCacheNames.push_back(name);
-    return name + "[" + at + "]";
+    return read(name);
   }
   p.line("{");
   p.indent();
@@ -416,6 +487,30 @@ TensorEmitter::readSharedCache(const LeafTensor &leaf, AffineExpr linear) {
   return name + "[" + at + "]";
 }
 
+void TensorEmitter::emitRegisterCopy(const std::string &cache,
+                                     llvm::StringRef start,
+                                     llvm::StringRef end) {
+  std::string name = out->fresh("rcache");
+  std::string vectors = std::to_string(registerVectors);
+  CodeWriter &s = *registerStaging;
+  s.line("float " + name + "[" + std::to_string(registerVectors * 4) + "];");
+  s.line("#pragma unroll");
+  s.line("for (int kopt_j = 0; kopt_j < " + vectors + "; ++kopt_j) {");
+  s.indent();
+  s.line("const long long kopt_v = " + rowLane() + " + kopt_j * " +
+         std::to_string(rowStride()) + "LL;");
+  s.line("const float4 kopt_x = kopt_v < (" + end.str() + " - " + start.str() +
+         ") / 4 ? reinterpret_cast<const float4 *>(" + cache +
+         ")[kopt_v] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);");
+  s.line(name + "[kopt_j * 4] = kopt_x.x;");
+  s.line(name + "[kopt_j * 4 + 1] = kopt_x.y;");
+  s.line(name + "[kopt_j * 4 + 2] = kopt_x.z;");
+  s.line(name + "[kopt_j * 4 + 3] = kopt_x.w;");
+  s.dedent();
+  s.line("}");
+  registerCopies[cache] = name;
+}
+
 llvm::Expected<std::string>
 TensorEmitter::loadLeaf(const LeafTensor &leaf,
                         llvm::ArrayRef<AffineExpr> index) {
@@ -441,8 +536,10 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
 
   // Row caches: a leaf read along the row by a cached row loop.
   if (cacheLength && !rowLoops.empty() &&
-      rowLoops.back() == RowLoop::SharedCache && !usesLoopVars &&
-      linear.isFunctionOfDim(*threadDim) && linear.isFunctionOfDim(0))
+      (rowLoops.back() == RowLoop::SharedCache ||
+       rowLoops.back() == RowLoop::RegisterRange) &&
+      !usesLoopVars && linear.isFunctionOfDim(*threadDim) &&
+      linear.isFunctionOfDim(0))
     if (std::optional<std::string> cached = readSharedCache(leaf, linear))
       return *cached;
   if (cacheLength && !rowLoops.empty() &&
@@ -1255,10 +1352,14 @@ TensorEmitter::collectCooperativeReductions(Value value,
   CodeWriter *savedCachePrologue = cachePrologue;
   CodeWriter *savedBulkFills = bulkFills;
   bool savedBulkFillFailed = bulkFillFailed;
+  CodeWriter *savedRegisterStaging = registerStaging;
+  auto savedRegisterCopies = registerCopies;
   if (cachePrologue)
     cachePrologue = &scratch;
   if (bulkFills)
     bulkFills = &scratch;
+  if (registerStaging)
+    registerStaging = &scratch;
   out = &scratch;
   if (prologue)
     prologue = &scratch;
@@ -1281,6 +1382,8 @@ TensorEmitter::collectCooperativeReductions(Value value,
   cachePrologue = savedCachePrologue;
   bulkFills = savedBulkFills;
   bulkFillFailed = savedBulkFillFailed;
+  registerStaging = savedRegisterStaging;
+  registerCopies = std::move(savedRegisterCopies);
   if (!ignored)
     return ignored.takeError();
   return result;

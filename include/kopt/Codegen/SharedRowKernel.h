@@ -65,6 +65,14 @@ struct SharedRowOptions {
   /// from the other, so that DRAM has the next row to read while a row's
   /// barriers settle and its outputs are written. f32 rows only.
   bool doubleBuffer = false;
+  /// Groups, without doubleBuffer: with N > 0, one buffer, which each
+  /// thread copies its N 16-byte groups of into registers once the block's
+  /// range of the row has landed; the copy engine then brings the next
+  /// row's range into the buffer while the block works on this row from
+  /// registers (TensorEmitter::setSharedCacheRegisters), for ranges too
+  /// large for two buffers (a LayerNorm over 4M elements: 127 KB a block).
+  /// The range must fit N * 4 * blockSize elements. f32 rows only.
+  unsigned registerVectors = 0;
 };
 
 /// The most groups a grid of groups holds.

@@ -229,6 +229,17 @@ public:
   void setSharedCacheBulkFills(CodeWriter &fills) { bulkFills = &fills; }
   /// Whether a cache could not be filled by a bulk copy.
   bool bulkFillsFailed() const { return bulkFillFailed; }
+  /// With bulk fills into one buffer: each thread holds its `vectors`
+  /// 16-byte groups of the block's range of every cache in registers,
+  /// copied from shared memory by `staging` (which the kernel places once
+  /// the range has landed, before the next row's copy may overwrite it),
+  /// and every row loop over the range is unrolled over those groups and
+  /// reads the registers. The kernel ensures the range fits: at most
+  /// `vectors * 4 * blockSize` elements.
+  void setSharedCacheRegisters(unsigned vectors, CodeWriter &staging) {
+    registerVectors = vectors;
+    registerStaging = &staging;
+  }
   /// Whether a cache was filled with `cp.async` copies.
   bool usesAsyncCopies() const { return asyncCopiesUsed; }
   /// Bytes of shared memory the caches use so far.
@@ -294,6 +305,10 @@ private:
                                        llvm::ArrayRef<AffineExpr> index);
   std::optional<std::string> readSharedCache(const LeafTensor &leaf,
                                              AffineExpr linear);
+  /// Declares, in the register staging code, the thread's register copy of
+  /// shared cache `cache` over the range [start, end) and copies it there.
+  void emitRegisterCopy(const std::string &cache, llvm::StringRef start,
+                        llvm::StringRef end);
   llvm::Expected<std::string> valueOfOp(Operation *op, unsigned resultNumber,
                                         llvm::ArrayRef<AffineExpr> index);
   llvm::Expected<std::string> inputAt(linalg::GenericOp generic,
@@ -375,9 +390,21 @@ private:
   bool prefetchUsed = false;
   CodeWriter *bulkFills = nullptr;
   bool bulkFillFailed = false;
+  unsigned registerVectors = 0;
+  CodeWriter *registerStaging = nullptr;
+  /// Each shared cache's copy in registers (setSharedCacheRegisters).
+  std::map<std::string, std::string> registerCopies;
+  /// In a row loop over registers: the element's index in the thread's
+  /// register copies, and the open wide loop's group index.
+  std::string registerElement, registerGroup;
+  /// Whether the replacement for this row's range after
+  /// setSharedCacheRegisters is in effect for a loop over `count`.
+  bool readsRegisterRange(int64_t count) const;
   std::string loadFunction;
   /// For each open row loop: which caches it reads.
-  enum class RowLoop { Plain, RegisterCache, SharedCache };
+  /// RegisterRange: a loop over the thread's register copies of a shared
+  /// cache (setSharedCacheRegisters), two loops and a bound check deep.
+  enum class RowLoop { Plain, RegisterCache, SharedCache, RegisterRange };
   std::vector<RowLoop> rowLoops;
 
   std::optional<unsigned> laneDim;
