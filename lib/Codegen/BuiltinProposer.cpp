@@ -43,6 +43,7 @@
 #include "ClusterSoftmax.h"
 #include "PoolingKernel.h"
 #include "SoftmaxForm.h"
+#include "SplitRowPasses.h"
 #include "TiledRowVariants.h"
 
 #include "kopt/Codegen/ConvForms.h"
@@ -754,6 +755,9 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
 static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
                                     const KernelTask &task, int64_t rows,
                                     int64_t length, llvm::StringRef tag);
+static void proposePipelinedSplitRows(Proposal &proposal, func::FuncOp group,
+                                      const KernelTask &task, int64_t rows,
+                                      int64_t length, llvm::StringRef tag);
 
 /// Variant `name` of the family `tag` names (none when empty): the tag after
 /// the name's first part, `rows_bs256` of family `w` is `rows_w_bs256`.
@@ -1127,6 +1131,7 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
                      GroupBuffers::Registers);
     proposeGroupRows(proposal, group, task, rows, length, tag,
                      GroupBuffers::One);
+    proposePipelinedSplitRows(proposal, group, task, rows, length, tag);
     proposeSplitRows(proposal, group, task, rows, length, tag);
     return;
   }
@@ -1136,14 +1141,15 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
   // (--max-candidates): on the H200 a GroupNorm over 64 rows of 2M lost its
   // best plan (split16_w_bs256, 408 us) behind sixteen others and tuned to
   // group3_w_bs1024 (472 us).
-  Proposal families[4];
+  Proposal families[5];
   proposeSharedRows(families[0], group, task, rows, length, tag);
-  proposeSplitRows(families[1], group, task, rows, length, tag);
-  proposeGroupRows(families[2], group, task, rows, length, tag,
-                   GroupBuffers::Two);
-  proposeGroupRows(families[2], group, task, rows, length, tag,
-                   GroupBuffers::Registers);
+  proposePipelinedSplitRows(families[1], group, task, rows, length, tag);
+  proposeSplitRows(families[2], group, task, rows, length, tag);
   proposeGroupRows(families[3], group, task, rows, length, tag,
+                   GroupBuffers::Two);
+  proposeGroupRows(families[3], group, task, rows, length, tag,
+                   GroupBuffers::Registers);
+  proposeGroupRows(families[4], group, task, rows, length, tag,
                    GroupBuffers::One);
   appendInTurn(proposal, families);
   proposeBlockRows(proposal, group, task, rows, length, tag);
@@ -1257,6 +1263,84 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
   proposeBatchedSplitRows(proposal, group, task, rows, length, tag);
+}
+
+/// Few long rows split as in proposeSplitRows, every pass in one kernel
+/// whose blocks take a pass of a chunk of a row in ticket order, a row's
+/// later passes some steps behind its first
+/// (generatePipelinedSplitRowKernels): they read the row from L2, so that
+/// DRAM reads it once, where the split kernels read it from DRAM in every
+/// pass, where the rows do not fit half of L2 (25 MB of the H200's 50).
+/// Chunks of 16K elements (64 KB of f32); variants
+/// `pipe<S>_l<L>_bs512`: a lag of one step, and a lag of as many steps as
+/// the blocks an H200 holds at once (four of 512 threads an SM) take, so
+/// that a row's pass is mostly done before its next starts, where the rows
+/// between fit half of L2.
+static void proposePipelinedSplitRows(Proposal &proposal, func::FuncOp group,
+                                      const KernelTask &task, int64_t rows,
+                                      int64_t length, llvm::StringRef tag) {
+  constexpr unsigned kThreads = 512;
+  constexpr int64_t kChunkElements = 16384;
+  constexpr int64_t kResidentBlocks = 4 * kAssumedSms;
+  constexpr int64_t kHalfL2Bytes = 25 << 20;
+  // Rows that fit half of L2 are read from it by the split kernels' later
+  // passes already.
+  if (!isFewLongRows(rows, length) || rows * length * 4 <= kHalfL2Bytes)
+    return;
+  int64_t chunks = std::clamp<int64_t>(
+      (length + kChunkElements - 1) / kChunkElements, 2, 1024);
+  auto partialName = [](unsigned k) { return "rowpart" + std::to_string(k); };
+  // The passes (a level of reductions each, then the outputs), from a plan
+  // of the split not kept.
+  int64_t passes = 0;
+  {
+    PlanBuilder probe(task, group, "builtin", "pipe");
+    std::vector<KernelOutput> outputs;
+    for (Value value : returnedValues(group))
+      outputs.push_back(probe.outputFor(value));
+    auto plan = planSplitRows(group.getContext(), outputs, probe.leafFn(), rows,
+                              length, kThreads, chunks, partialName);
+    if (!plan) {
+      llvm::consumeError(plan.takeError());
+      return;
+    }
+    passes = plan->levels.size() + 1;
+  }
+  std::vector<int64_t> lags = {1};
+  // Past the rows, a lag only adds empty tickets.
+  int64_t lag = std::min(rows, (kResidentBlocks + passes * chunks - 1) /
+                                   (passes * chunks));
+  if (lag > 1 && lag * (passes - 1) * length * 4 <= kHalfL2Bytes)
+    lags.push_back(lag);
+  std::string comment = describeGroup(group);
+  for (int64_t lag : lags) {
+    PlanBuilder builder(task, group, "builtin",
+                        variantName("pipe" + std::to_string(chunks) + "_l" +
+                                        std::to_string(lag) + "_bs" +
+                                        std::to_string(kThreads),
+                                    tag));
+    std::vector<KernelOutput> outputs;
+    for (Value value : returnedValues(group))
+      outputs.push_back(builder.outputFor(value));
+    std::vector<PartialBuffer> partials;
+    auto kernels = generatePipelinedSplitRowKernels(
+        group.getContext(), builder.entryName("pipe"), comment, outputs,
+        builder.leafFn(), rows, length, kThreads, chunks, lag, partialName,
+        partials);
+    if (!kernels) {
+      addPlan(proposal, builder, task, group, kernels.takeError());
+      return;
+    }
+    for (const PartialBuffer &partial : partials)
+      builder.declareTemporary(
+          {partial.param, partial.elementType, partial.shape});
+    builder.declareTemporary({kernels->counters.param,
+                              kernels->counters.elementType,
+                              kernels->counters.shape});
+    for (const GeneratedKernel &kernel : kernels->kernels)
+      builder.addKernel(kernel, comment);
+    addPlan(proposal, builder, task, group, llvm::Error::success());
+  }
 }
 
 /// One pointwise kernel per output shape with every producer inlined, in

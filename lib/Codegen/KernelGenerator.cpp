@@ -9,6 +9,7 @@
 #include "kopt/Codegen/KernelGenerator.h"
 
 #include "ReductionLevels.h"
+#include "SplitRowPasses.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineExpr.h"
@@ -204,45 +205,6 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generatePointwiseKernel(
   return kernel;
 }
 
-/// The row and column indices of each output (in terms of the row and the
-/// position in the row), or an
-/// error when an output does not fit the row structure.
-static llvm::Expected<std::vector<std::pair<SmallVector<AffineExpr>, bool>>>
-getRowIndices(MLIRContext *context, llvm::ArrayRef<KernelOutput> outputs,
-              int64_t numRows, int64_t rowLength) {
-  AffineExpr row = getAffineDimExpr(0, context);
-  AffineExpr col = getAffineDimExpr(1, context);
-  std::vector<std::pair<SmallVector<AffineExpr>, bool>> result;
-  for (const KernelOutput &output : outputs) {
-    int64_t count = product(output.shape);
-    if (count == numRows) {
-      result.push_back({TensorEmitter::delinearize(row, output.shape), true});
-      continue;
-    }
-    if (count != numRows * rowLength)
-      return llvm::createStringError(
-          "output of %lld elements fits neither %lld rows nor rows of %lld",
-          (long long)count, (long long)numRows, (long long)rowLength);
-    // Split the shape where the row dimensions end.
-    size_t split = 0;
-    int64_t outer = 1;
-    while (split < output.shape.size() && outer < numRows)
-      outer *= output.shape[split++];
-    if (outer != numRows)
-      return llvm::createStringError(
-          "the row dimensions of an output are not outermost");
-    std::vector<int64_t> rowShape(output.shape.begin(),
-                                  output.shape.begin() + split);
-    std::vector<int64_t> colShape(output.shape.begin() + split,
-                                  output.shape.end());
-    SmallVector<AffineExpr> index = TensorEmitter::delinearize(row, rowShape);
-    SmallVector<AffineExpr> cols = TensorEmitter::delinearize(col, colShape);
-    index.append(cols.begin(), cols.end());
-    result.push_back({index, false});
-  }
-  return result;
-}
-
 llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
     MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
     llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
@@ -331,48 +293,11 @@ mlir::kopt::generateSplitRowKernels(
     const std::function<std::string(unsigned)> &partialName,
     std::vector<PartialBuffer> &partials, const SplitRowBatching &batching) {
   bool batched = batching.rows > 0;
-  auto indices = getRowIndices(context, outputs, numRows, rowLength);
-  if (!indices)
-    return indices.takeError();
-
-  // The row-wide reductions in levels: a kernel per level, each pass over
-  // the row computing every reduction of its level.
-  std::vector<std::vector<CooperativeReduction>> levels;
-  {
-    CodeWriter scratch;
-    TensorEmitter finder(context, scratch, {"row", "c"}, leafOf);
-    finder.enableCooperativeReductions(1, blockSize);
-    std::vector<Value> values;
-    std::vector<SmallVector<AffineExpr>> outputIndices;
-    for (auto [output, index] : llvm::zip(outputs, *indices)) {
-      values.push_back(output.value);
-      outputIndices.push_back(index.first);
-    }
-    auto found = collectReductionLevels(finder, values, outputIndices);
-    if (!found)
-      return found.takeError();
-    levels = std::move(*found);
-  }
-  if (levels.empty())
-    return llvm::createStringError("no row-wide reduction to split");
-  std::vector<CooperativeReduction> reductions;
-  for (const std::vector<CooperativeReduction> &level : levels)
-    for (const CooperativeReduction &reduction : level) {
-      if (getReductionLength(reduction) != rowLength)
-        return llvm::createStringError(
-            "a reduction does not run over the whole row");
-      reductions.push_back(reduction);
-    }
-
-  partials.clear();
-  for (auto [k, reduction] : llvm::enumerate(reductions)) {
-    PartialBuffer buffer;
-    buffer.param = partialName(k);
-    buffer.elementType =
-        *getElementType(getElementTypeOrSelf(reduction.result.getType()));
-    buffer.shape = {numRows, chunks};
-    partials.push_back(buffer);
-  }
+  auto plan = planSplitRows(context, outputs, leafOf, numRows, rowLength,
+                            blockSize, chunks, partialName);
+  if (!plan)
+    return plan.takeError();
+  partials = plan->partials;
 
   int64_t chunkLength = (rowLength + chunks - 1) / chunks;
   std::string s = std::to_string(chunks) + "LL";
@@ -385,81 +310,37 @@ mlir::kopt::generateSplitRowKernels(
   // TB/s on an H200.
   constexpr int64_t kOutputChunkLength = 8192;
   int64_t outputFactor = 1;
-  bool streamsRows =
-      llvm::any_of(*indices, [](const auto &index) { return !index.second; });
+  bool streamsRows = llvm::any_of(
+      plan->indices, [](const auto &index) { return !index.second; });
   if (!batched && streamsRows)
     while (chunkLength / (2 * outputFactor) >= kOutputChunkLength)
       outputFactor *= 2;
   std::vector<GeneratedKernel> kernels;
-  size_t done = 0;
-  for (size_t k = 0; k <= levels.size(); ++k) {
-    bool last = k == levels.size();
+  for (size_t k = 0; k <= plan->levels.size(); ++k) {
+    bool last = k == plan->levels.size();
     bool regrouped = last && outputFactor > 1;
     int64_t kernelChunks = regrouped ? chunks * outputFactor : chunks;
     int64_t kernelChunkLength = (rowLength + kernelChunks - 1) / kernelChunks;
-    CodeWriter body;
-    TensorEmitter emitter(context, body, {"row", "c"}, leafOf);
-    emitter.setDimExtent(0, numRows);
-    emitter.setDimExtent(1, rowLength);
-    emitter.enableCooperativeReductions(1, blockSize);
-    emitter.setRowRange("chunkStart", "chunkEnd");
+    SplitPassOptions options;
     // Batches: the first pass brings the rows into L2 to stay, the last
     // reads them for the last time and writes what nothing reads again.
     if (batched && k == 0)
-      emitter.setLoadFunction("kopt_load_keep");
+      options.loadFunction = "kopt_load_keep";
     if (batched && last)
-      emitter.setLoadFunction("__ldcs");
-    for (size_t i = 0; i < done; ++i) {
-      emitter.addParameter(
-          {partials[i].param, partials[i].elementType, partials[i].shape});
-      if (llvm::Error error = emitter.emitCombinedPartials(
-              reductions[i], partials[i].param, "row * " + s, chunks,
-              /*together=*/batched || regrouped))
-        return std::move(error);
-    }
-    std::vector<KernelOutput> written;
-    std::vector<size_t> stored;
-    if (!last) {
-      std::vector<std::string> stores;
-      for (size_t i = 0; i < levels[k].size(); ++i) {
-        stored.push_back(done + i);
-        stores.push_back(partials[done + i].param + "[row * " + s +
-                         " + chunk]");
-      }
-      if (llvm::Error error = emitter.emitCooperatives(levels[k], stores))
-        return std::move(error);
-      done += levels[k].size();
-    } else {
-      for (auto [i, output] : llvm::enumerate(outputs)) {
-        const auto &[index, perRow] = (*indices)[i];
-        if (perRow) {
-          if (llvm::Error error =
-                  emitPerRowStore(emitter, body, output, index,
-                                  "chunk == 0 && threadIdx.x == 0"))
-            return error;
-          continue;
-        }
-        emitter.openRowLoop(rowLength);
-        auto value = emitter.valueAt(output.value, index);
-        if (!value)
-          return value.takeError();
-        std::string at =
-            output.param + "[row * " + std::to_string(rowLength) + "LL + c]";
-        std::string converted = convertFromCompute(output.elementType, *value);
-        body.line(batched && output.elementType == ElementType::F32
-                      ? "__stcs(&" + at + ", " + converted + ");"
-                      : at + " = " + converted + ";");
-        emitter.closeRowLoop();
-      }
-      written.assign(outputs.begin(), outputs.end());
-    }
+      options.loadFunction = "__ldcs";
+    options.combineTogether = batched || regrouped;
+    options.streamStores = batched;
+    auto pass = emitSplitPass(context, *plan, k, outputs, leafOf, numRows,
+                              rowLength, blockSize, chunks, options);
+    if (!pass)
+      return pass.takeError();
 
     GeneratedKernel kernel;
     kernel.entry = (entry + "_" + std::to_string(k)).str();
     std::string signature = printKernelSignature(
-        kernel.entry, blockSize, emitter.getLeaves(), written, kernel.args);
+        kernel.entry, blockSize, pass->leaves, pass->written, kernel.args);
     // The partial buffers this kernel writes.
-    for (size_t i : stored) {
+    for (size_t i : pass->stored) {
       signature.pop_back();
       signature += std::string(kernel.args.empty() ? "" : ", ") +
                    getCudaStorageType(partials[i].elementType).str() +
@@ -495,7 +376,7 @@ mlir::kopt::generateSplitRowKernels(
     code.line("const long long chunkEnd = min(chunkStart + " +
               std::to_string(kernelChunkLength) + "LL, " +
               std::to_string(rowLength) + "LL);");
-    code.lines(body.str());
+    code.lines(pass->body);
     code.dedent();
     code.line("}");
     kernel.code = code.str();

@@ -35,6 +35,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -72,6 +73,12 @@ static cl::opt<bool> runOption(
     cl::desc("Run every plan on the GPU: check it against the fp64 "
              "interpreter on sampled points and time it against the baseline"),
     cl::sub(planCommand));
+static cl::opt<std::string> variantsOption(
+    "variants",
+    cl::desc("Keep only the built-in plans whose variant name matches this "
+             "regular expression (the baseline stays: --run times against "
+             "it)"),
+    cl::value_desc("regex"), cl::sub(planCommand));
 static cl::opt<unsigned>
     repetitions("repetitions",
                 cl::desc("Timed repetitions per plan (--run; at least 20, or "
@@ -183,6 +190,14 @@ int mlir::kopt::runPlanCommand() {
         << proposerOption << "'\n";
     return 2;
   }
+  llvm::Regex variants(variantsOption);
+  if (std::string problem;
+      !variantsOption.empty() && !variants.isValid(problem)) {
+    llvm::WithColor::error(llvm::errs(), "kopt")
+        << "--variants: '" << variantsOption << "' is not a regular "
+        << "expression: " << problem << "\n";
+    return 2;
+  }
   DialectRegistry registry;
   registerAllDialects(registry);
   std::unique_ptr<PlanExecutor> executor;
@@ -227,7 +242,8 @@ int mlir::kopt::runPlanCommand() {
           for (const std::string &remark : builtin.remarks)
             func.emitRemark("kopt: ") << remark;
           for (KernelPlan &plan : builtin.plans)
-            plans.push_back(std::move(plan));
+            if (variantsOption.empty() || variants.match(plan.variant))
+              plans.push_back(std::move(plan));
         }
         for (const KernelPlan &plan : plans) {
           unsigned lines = 0;

@@ -116,6 +116,29 @@ llvm::Expected<std::vector<GeneratedKernel>> generateSplitRowKernels(
     std::vector<PartialBuffer> &partials,
     const SplitRowBatching &batching = {});
 
+/// Split rows as one kernel (after a kernel zeroing its counters): each
+/// block takes a ticket and with it a task, one pass (SplitRowPasses.h) of
+/// one chunk of one row, in steps of every pass's chunks, pass p of a step
+/// on the row p * `lag` steps behind pass 0's: a row's later passes then
+/// read it from L2 soon after its first pass read it from DRAM, and DRAM
+/// reads it once. With a lag of a step, a pass's tasks mostly wait for
+/// the previous pass's; with more, the rows between stay in L2 meanwhile. A
+/// task of pass p > 0 waits until every chunk of its row's pass p - 1 has
+/// counted itself done; it only ever waits for tasks holding earlier tickets,
+/// which have all started, so any grid makes progress. `partials` gets the
+/// partial buffers, `counters` the plan temporary of the ticket and the counts,
+/// which the first kernel zeroes.
+struct PipelinedSplitRowKernels {
+  std::vector<GeneratedKernel> kernels;
+  PartialBuffer counters;
+};
+llvm::Expected<PipelinedSplitRowKernels> generatePipelinedSplitRowKernels(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    int64_t numRows, int64_t rowLength, unsigned blockSize, int64_t chunks,
+    int64_t lag, const std::function<std::string(unsigned)> &partialName,
+    std::vector<PartialBuffer> &partials);
+
 /// The kernel's declaration up to its body: `extern "C"`, launch bounds of
 /// `blockSize` threads, the leaves as const inputs, then the outputs.
 /// Appends the parameter names to `args`.
