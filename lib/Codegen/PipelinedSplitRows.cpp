@@ -58,7 +58,8 @@ mlir::kopt::generatePipelinedSplitRowKernels(
     int64_t lag, const std::function<std::string(unsigned)> &partialName,
     std::vector<PartialBuffer> &partials) {
   if (lag < 1)
-    return llvm::createStringError("a pass lags its previous by a step or more");
+    return llvm::createStringError(
+        "a pass lags its previous by a step or more");
   auto plan = planSplitRows(context, outputs, leafOf, numRows, rowLength,
                             blockSize, chunks, partialName);
   if (!plan)
@@ -100,9 +101,8 @@ mlir::kopt::generatePipelinedSplitRowKernels(
 
   GeneratedKernel kernel;
   kernel.entry = entry.str();
-  std::string signature =
-      printKernelSignature(kernel.entry, blockSize, leaves, outputs,
-                           kernel.args);
+  std::string signature = printKernelSignature(kernel.entry, blockSize, leaves,
+                                               outputs, kernel.args);
   signature.pop_back();
   for (const PartialBuffer &partial : partials) {
     signature += ", " + getCudaStorageType(partial.elementType).str() +
@@ -152,8 +152,8 @@ mlir::kopt::generatePipelinedSplitRowKernels(
   code.line("  __syncthreads();");
   code.line("}");
   for (auto [pass, body] : llvm::enumerate(bodies)) {
-    code.line(std::string(pass ? "} else " : "") + "if (kopt_pass == " +
-              std::to_string(pass) + ") {");
+    code.line(std::string(pass ? "} else " : "") +
+              "if (kopt_pass == " + std::to_string(pass) + ") {");
     code.indent();
     code.lines(body.body);
     code.dedent();

@@ -24,8 +24,8 @@ static int64_t product(llvm::ArrayRef<int64_t> shape) {
 
 llvm::Expected<std::vector<std::pair<SmallVector<AffineExpr>, bool>>>
 mlir::kopt::getRowIndices(MLIRContext *context,
-                          llvm::ArrayRef<KernelOutput> outputs,
-                          int64_t numRows, int64_t rowLength) {
+                          llvm::ArrayRef<KernelOutput> outputs, int64_t numRows,
+                          int64_t rowLength) {
   AffineExpr row = getAffineDimExpr(0, context);
   AffineExpr col = getAffineDimExpr(1, context);
   std::vector<std::pair<SmallVector<AffineExpr>, bool>> result;
@@ -105,11 +105,12 @@ llvm::Expected<SplitRowPlan> mlir::kopt::planSplitRows(
   return plan;
 }
 
-llvm::Expected<SplitPass> mlir::kopt::emitSplitPass(
-    MLIRContext *context, const SplitRowPlan &plan, size_t pass,
-    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
-    int64_t numRows, int64_t rowLength, unsigned blockSize, int64_t chunks,
-    const SplitPassOptions &options) {
+llvm::Expected<SplitPass>
+mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
+                          size_t pass, llvm::ArrayRef<KernelOutput> outputs,
+                          const TensorEmitter::LeafFn &leafOf, int64_t numRows,
+                          int64_t rowLength, unsigned blockSize, int64_t chunks,
+                          const SplitPassOptions &options) {
   bool last = pass == plan.levels.size();
   // The partials of earlier levels' reductions, and this level's.
   size_t done = 0;
@@ -149,9 +150,8 @@ llvm::Expected<SplitPass> mlir::kopt::emitSplitPass(
     for (auto [i, output] : llvm::enumerate(outputs)) {
       const auto &[index, perRow] = plan.indices[i];
       if (perRow) {
-        if (llvm::Error error =
-                emitPerRowStore(emitter, body, output, index,
-                                "chunk == 0 && threadIdx.x == 0"))
+        if (llvm::Error error = emitPerRowStore(
+                emitter, body, output, index, "chunk == 0 && threadIdx.x == 0"))
           return error;
         continue;
       }

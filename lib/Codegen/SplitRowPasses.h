@@ -76,12 +76,13 @@ struct SplitPass {
 
 /// Pass `pass` of `plan` (the outputs' pass where it is
 /// `plan.levels.size()`), for chunks of `chunks` a row.
-llvm::Expected<SplitPass>
-emitSplitPass(MLIRContext *context, const SplitRowPlan &plan, size_t pass,
-              llvm::ArrayRef<KernelOutput> outputs,
-              const TensorEmitter::LeafFn &leafOf, int64_t numRows,
-              int64_t rowLength, unsigned blockSize, int64_t chunks,
-              const SplitPassOptions &options);
+llvm::Expected<SplitPass> emitSplitPass(MLIRContext *context,
+                                        const SplitRowPlan &plan, size_t pass,
+                                        llvm::ArrayRef<KernelOutput> outputs,
+                                        const TensorEmitter::LeafFn &leafOf,
+                                        int64_t numRows, int64_t rowLength,
+                                        unsigned blockSize, int64_t chunks,
+                                        const SplitPassOptions &options);
 
 } // namespace mlir::kopt
 
