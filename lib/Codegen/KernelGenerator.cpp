@@ -24,24 +24,6 @@ unsigned mlir::kopt::getMaxVectorWidth(ElementType type, int64_t innermost) {
   return width;
 }
 
-/// `kopt_load_keep(p)`: an f32 load whose line L2 keeps before others
-/// (evict_last), guarded so that several kernels of one source may each
-/// include it.
-static llvm::StringRef getLoadKeepHelper() {
-  return R"cuda(#ifndef KOPT_LOAD_KEEP
-#define KOPT_LOAD_KEEP
-// A load whose line L2 keeps before others (evict_last).
-__device__ __forceinline__ float kopt_load_keep(const float *p) {
-  float v;
-  asm("{\n\t.reg .b64 policy;\n\t"
-      "createpolicy.fractional.L2::evict_last.b64 policy, 1.0;\n\t"
-      "ld.global.L2::cache_hint.f32 %0, [%1], policy;\n\t}"
-      : "=f"(v) : "l"(p));
-  return v;
-}
-#endif)cuda";
-}
-
 unsigned mlir::kopt::getRowCacheBudget(unsigned blockSize) {
   return std::min(64u, 32768u / std::max(blockSize, 1u));
 }

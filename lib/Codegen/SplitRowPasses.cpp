@@ -15,6 +15,24 @@
 using namespace mlir;
 using namespace mlir::kopt;
 
+/// `kopt_load_keep(p)`: an f32 load whose line L2 keeps before others
+/// (evict_last), guarded so that several kernels of one source may each
+/// include it.
+llvm::StringRef mlir::kopt::getLoadKeepHelper() {
+  return R"cuda(#ifndef KOPT_LOAD_KEEP
+#define KOPT_LOAD_KEEP
+// A load whose line L2 keeps before others (evict_last).
+__device__ __forceinline__ float kopt_load_keep(const float *p) {
+  float v;
+  asm("{\n\t.reg .b64 policy;\n\t"
+      "createpolicy.fractional.L2::evict_last.b64 policy, 1.0;\n\t"
+      "ld.global.L2::cache_hint.f32 %0, [%1], policy;\n\t}"
+      : "=f"(v) : "l"(p));
+  return v;
+}
+#endif)cuda";
+}
+
 static int64_t product(llvm::ArrayRef<int64_t> shape) {
   int64_t count = 1;
   for (int64_t extent : shape)
@@ -124,6 +142,8 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
   emitter.setRowRange("chunkStart", "chunkEnd");
   if (!options.loadFunction.empty())
     emitter.setLoadFunction(options.loadFunction);
+  if (!options.broadcastLoadFunction.empty())
+    emitter.setBroadcastLoadFunction(options.broadcastLoadFunction);
   std::string s = std::to_string(chunks) + "LL";
   for (size_t i = 0; i < done; ++i) {
     const PartialBuffer &partial = plan.partials[i];

@@ -49,11 +49,19 @@ planSplitRows(MLIRContext *context, llvm::ArrayRef<KernelOutput> outputs,
               int64_t rowLength, unsigned blockSize, int64_t chunks,
               const std::function<std::string(unsigned)> &partialName);
 
+/// What defines `kopt_load_keep(p)`: an f32 load whose line L2 keeps
+/// before others (evict_last), guarded so that several kernels of one
+/// source may each include it.
+llvm::StringRef getLoadKeepHelper();
+
 /// How a pass reads and writes.
 struct SplitPassOptions {
   /// The load function of the leaves (TensorEmitter::setLoadFunction);
   /// empty for plain loads.
   std::string loadFunction;
+  /// The same for the leaves every row reads again (LayerNorm's weights);
+  /// `loadFunction` when empty.
+  std::string broadcastLoadFunction;
   /// Partials combined by the block's threads together, not by each alone.
   bool combineTogether = false;
   /// f32 outputs stored as streaming (`__stcs`).

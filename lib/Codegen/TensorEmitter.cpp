@@ -611,8 +611,12 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
     broadcastLeavesRead = true;
   std::string name = out->fresh("x");
   std::string load = leaf.param + "[" + print(linear) + "]";
-  if (!loadFunction.empty() && leaf.elementType == ElementType::F32)
-    load = loadFunction + "(" + leaf.param + " + " + print(linear) + ")";
+  const std::string &function =
+      !broadcastLoadFunction.empty() && !linear.isFunctionOfDim(0)
+          ? broadcastLoadFunction
+          : loadFunction;
+  if (!function.empty() && leaf.elementType == ElementType::F32)
+    load = function + "(" + leaf.param + " + " + print(linear) + ")";
   out->line("const " + computeType + " " + name + " = " +
             convertToCompute(leaf.elementType, load) + ";");
   return name;

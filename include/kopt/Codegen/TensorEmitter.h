@@ -131,6 +131,12 @@ public:
   void setLoadFunction(llvm::StringRef function) {
     loadFunction = function.str();
   }
+  /// The same for the f32 leaves whose index does not depend on kernel
+  /// dimension 0 (operands every row reads again), in place of the load
+  /// function when not empty.
+  void setBroadcastLoadFunction(llvm::StringRef function) {
+    broadcastLoadFunction = function.str();
+  }
   /// Whether the code emitted so far reads a leaf whose index does not
   /// depend on kernel dimension 0 (the row) from memory: an operand every
   /// row reads again (LayerNorm's weights).
@@ -400,7 +406,7 @@ private:
   /// Whether the replacement for this row's range after
   /// setSharedCacheRegisters is in effect for a loop over `count`.
   bool readsRegisterRange(int64_t count) const;
-  std::string loadFunction;
+  std::string loadFunction, broadcastLoadFunction;
   /// For each open row loop: which caches it reads.
   /// RegisterRange: a loop over the thread's register copies of a shared
   /// cache (setSharedCacheRegisters), two loops and a bound check deep.
