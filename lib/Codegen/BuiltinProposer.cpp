@@ -768,6 +768,14 @@ static std::string variantName(llvm::StringRef name, llvm::StringRef tag) {
   return (first + "_" + tag + (rest.empty() ? "" : "_") + rest).str();
 }
 
+/// Declares the plan temporaries that hold split rows' partial results.
+static void declarePartials(PlanBuilder &builder,
+                            llvm::ArrayRef<PartialBuffer> partials) {
+  for (const PartialBuffer &partial : partials)
+    builder.declareTemporary(
+        {partial.param, partial.elementType, partial.shape});
+}
+
 /// Several rows per block (TiledRowKernel.h): short rows, and reductions
 /// over non-innermost dimensions.
 static void proposeTiledRows(Proposal &proposal, func::FuncOp group,
@@ -798,9 +806,7 @@ static void proposeTiledRows(Proposal &proposal, func::FuncOp group,
       addPlan(proposal, builder, task, group, kernels.takeError());
       return;
     }
-    for (const PartialBuffer &partial : partials)
-      builder.declareTemporary(
-          {partial.param, partial.elementType, partial.shape});
+    declarePartials(builder, partials);
     for (const GeneratedKernel &kernel : *kernels)
       builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
@@ -1203,9 +1209,7 @@ static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
         addPlan(proposal, builder, task, group, kernels.takeError());
         return;
       }
-      for (const PartialBuffer &partial : partials)
-        builder.declareTemporary(
-            {partial.param, partial.elementType, partial.shape});
+      declarePartials(builder, partials);
       for (int64_t first = 0; first < rows; first += batch)
         for (GeneratedKernel kernel : *kernels) {
           kernel.args.back() = "i64:" + std::to_string(first);
@@ -1251,13 +1255,7 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
       addPlan(proposal, builder, task, group, kernels.takeError());
       return;
     }
-    for (const PartialBuffer &partial : partials) {
-      TensorSpec spec;
-      spec.name = partial.param;
-      spec.elementType = partial.elementType;
-      spec.shape = partial.shape;
-      builder.declareTemporary(spec);
-    }
+    declarePartials(builder, partials);
     for (const GeneratedKernel &kernel : *kernels)
       builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
@@ -1331,12 +1329,8 @@ static void proposePipelinedSplitRows(Proposal &proposal, func::FuncOp group,
       addPlan(proposal, builder, task, group, kernels.takeError());
       return;
     }
-    for (const PartialBuffer &partial : partials)
-      builder.declareTemporary(
-          {partial.param, partial.elementType, partial.shape});
-    builder.declareTemporary({kernels->counters.param,
-                              kernels->counters.elementType,
-                              kernels->counters.shape});
+    declarePartials(builder, partials);
+    declarePartials(builder, {kernels->counters});
     for (const GeneratedKernel &kernel : kernels->kernels)
       builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());

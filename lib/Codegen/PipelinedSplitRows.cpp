@@ -8,6 +8,8 @@
 
 #include "SplitRowPasses.h"
 
+#include "kopt/Codegen/CudaEmitter.h"
+
 #include "llvm/ADT/STLExtras.h"
 
 using namespace mlir;
@@ -28,8 +30,7 @@ template <typename T> struct KoptCoherentRead {
   }
 };
 // Waits until `*counter` reaches `target` (an acquire); a count not
-// reached after 2 s stops the kernel (`__trap`) rather than hanging
-// whoever runs it.
+// reached after 2 s stops the kernel (kopt_trap_when_late).
 __device__ __forceinline__ void kopt_wait_count(const long long *counter,
                                                 long long target) {
   unsigned long long started = 0;
@@ -39,12 +40,7 @@ __device__ __forceinline__ void kopt_wait_count(const long long *counter,
                  : "=l"(seen) : "l"(counter) : "memory");
     if (seen >= target)
       return;
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (started == 0)
-      started = now;
-    else if (now - started > 2000000000ull)
-      __trap();
+    kopt_trap_when_late(started);
   }
 }
 #endif
@@ -121,6 +117,7 @@ mlir::kopt::generatePipelinedSplitRowKernels(
 
   CodeWriter code;
   code.lines(getLoadKeepHelper());
+  code.lines(getDeadlineHelper());
   code.lines(kPipelineHelpers);
   code.comment(comment.str() + " (split rows, passes pipelined)");
   code.line(signature + " {");

@@ -151,8 +151,7 @@ __device__ __forceinline__ void kopt_mbar_arrive_expect(unsigned long long *bar,
                : "memory");
 }
 // Waits until the barrier's phase of this parity has completed; a copy
-// that has not landed after 2 s stops the kernel (`__trap`) rather than
-// hanging whoever runs it.
+// that has not landed after 2 s stops the kernel (kopt_trap_when_late).
 __device__ __forceinline__ void kopt_mbar_wait(unsigned long long *bar,
                                                unsigned parity) {
   unsigned long long started = 0;
@@ -165,12 +164,7 @@ __device__ __forceinline__ void kopt_mbar_wait(unsigned long long *bar,
                  : "memory");
     if (done)
       return;
-    unsigned long long now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (started == 0)
-      started = now;
-    else if (now - started > 2000000000ull)
-      __trap();
+    kopt_trap_when_late(started);
   }
 }
 // Copies `bytes` (a multiple of 16, both addresses 16-byte aligned) from
@@ -539,8 +533,10 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     code.lines(getClusterHelpers());
   if (emitter.usesAsyncCopies())
     code.lines(getAsyncCopyHelpers());
-  if (bulkFilled)
+  if (bulkFilled) {
+    code.lines(getDeadlineHelper());
     code.lines(getBulkFillHelpers());
+  }
   if (groups) {
     code.lines(getGroupHelpers());
     signature.pop_back();

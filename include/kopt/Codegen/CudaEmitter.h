@@ -56,6 +56,12 @@ private:
 /// the helpers generated code calls (NaN-propagating min/max, conversions).
 llvm::StringRef getKernelPreamble();
 
+/// What defines `kopt_trap_when_late(started)`: called on each turn of a
+/// wait loop (`started` zero before the first), it stops the kernel
+/// (`__trap`) once 2 s of `%globaltimer` have passed, so that a wait that
+/// cannot end fails the run instead of hanging whoever runs it.
+llvm::StringRef getDeadlineHelper();
+
 /// The CUDA type arithmetic on `type` is done in: float for f16, bf16 and
 /// f32; double for f64; the integer type itself; bool for i1.
 llvm::StringRef getCudaComputeType(ElementType type);
