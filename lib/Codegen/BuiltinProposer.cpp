@@ -957,7 +957,7 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
 /// of 16 (non-portable) where their halves of the row let two blocks share
 /// an SM; each also taking 4 consecutive rows in turn where there are rows
 /// enough (on the H200, 2 rows a cluster were never faster than 1 or 4);
-/// and resident clusters claiming rows (`softmax_c<C>_claim[_np]_bs512`).
+/// and resident clusters claiming rows (`softmax_c<C>_claim[_ex]_bs512`).
 static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
                                   const KernelTask &task) {
   SmallVector<Operation *> ops;
@@ -1019,24 +1019,25 @@ static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
       builder.addKernel(*kernel, comment);
       addPlan(proposal, builder, task, group, llvm::Error::success());
     }
-  // Resident clusters claiming rows (`softmax_c<C>_claim[_np]_bs512`): the
+  // Resident clusters claiming rows (`softmax_c<C>_claim[_ex]_bs512`): the
   // grid cut at launch to the clusters the device holds, for the smallest
   // cluster whose blocks hold the row, where there are rows enough for
   // every cluster to take several. On the H200 (512 rows of 393,216) the
-  // prefetching one took 526 us and the other 458 against
-  // softmax_c8_bs512's 466 (one run, 2026-12-05).
+  // first took 458 us against softmax_c8_bs512's 466 (one run, 2026-12-05,
+  // then named `_claim_np`).
   if (clusters.empty() || clusters.front() < 2 || softmax->rows < 64)
     return;
   unsigned blocks = clusters.front();
-  // Each with and without the prefetch of the claimed row into L2.
-  for (bool prefetch : {true, false}) {
+  // Each with the exponentials taken twice (as the row lands and as it is
+  // written) and once, kept in shared memory (`_ex`).
+  for (bool keep : {false, true}) {
     PlanBuilder builder(task, group, "builtin",
                         "softmax_c" + std::to_string(blocks) + "_claim" +
-                            (prefetch ? "" : "_np") + "_bs512");
+                            (keep ? "_ex" : "") + "_bs512");
     ClusterSoftmaxOptions options;
     options.clusterSize = blocks;
     options.blockSize = 512;
-    options.prefetchNextRow = prefetch;
+    options.keepExponentials = keep;
     std::string input = builder.findBuffer(softmax->contiguousInput);
     if (input.empty())
       return;

@@ -39,18 +39,6 @@ template <int N> __device__ __forceinline__ void kopt_copy_wait_newest() {
 #endif
 )cuda";
 
-/// Asks L2 for a range of global memory without waiting (sm_90).
-static constexpr llvm::StringLiteral kPrefetchHelper = R"cuda(
-#ifndef KOPT_PREFETCH_L2_HELPER
-#define KOPT_PREFETCH_L2_HELPER
-__device__ __forceinline__ void kopt_prefetch_range_l2(const void *global,
-                                                       unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;"
-               :: "l"(global), "r"(bytes) : "memory");
-}
-#endif
-)cuda";
-
 /// The online normaliser of OnlineSoftmax.h, a 16-byte vector at a time
 /// (one rescale a vector).
 static constexpr llvm::StringLiteral kNormaliser = R"cuda(
@@ -133,19 +121,69 @@ public:
     }
   }
 
-  /// exp(x - m) * inverse stored to `y`; where `more`, each vector's copy
-  /// of the next row from `next` is issued into the place it was read from.
-  void emitOutputs(CodeWriter &code, llvm::StringRef next) const {
+  /// Each stage, as it lands, first searched for its maximum, then its
+  /// exponentials at the running maximum m taken once, added to s and
+  /// written back over the stage; the stage's m kept (kopt_stage_max) for
+  /// emitKeptOutputs. A stage whose running maximum is -inf is all -inf:
+  /// its exponentials are taken at 0, so that they are 0, not NaN.
+  void emitKeepingFolds(CodeWriter &code) const {
+    code.line("float m = -KOPT_INF_F, s = 0.0f;");
+    code.line("float kopt_stage_max[" + std::to_string(stages) + "];");
     for (int64_t stage = 0; stage < stages; ++stage) {
+      code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
+                ">();");
+      code.line("{");
+      code.indent();
+      code.line("float top = -KOPT_INF_F;");
+      forStage(code, stage,
+               "const float4 e = kept[v];\n"
+               "top = kopt_maximumf(top, kopt_maximumf(kopt_maximumf(e.x, "
+               "e.y), kopt_maximumf(e.z, e.w)));");
+      code.line("const float grown = kopt_maximumf(m, top);");
+      code.line("s = grown == m ? s : s * expf(m - grown);");
+      code.line("m = grown;");
+      code.line("kopt_stage_max[" + std::to_string(stage) + "] = grown;");
+      code.line("const float shift = grown == -KOPT_INF_F ? 0.0f : grown;");
       forStage(code, stage,
                "float4 e = kept[v];\n"
-               "e.x = expf(e.x - m) * inverse;\n"
-               "e.y = expf(e.y - m) * inverse;\n"
-               "e.z = expf(e.z - m) * inverse;\n"
-               "e.w = expf(e.w - m) * inverse;\n"
-               "y[v] = e;\n"
-               "if (more)\n"
-               "  kopt_copy_vector_async(kept + v, " +
+               "e.x = expf(e.x - shift);\n"
+               "e.y = expf(e.y - shift);\n"
+               "e.z = expf(e.z - shift);\n"
+               "e.w = expf(e.w - shift);\n"
+               "s += (e.x + e.y) + (e.z + e.w);\n"
+               "kept[v] = e;");
+      code.dedent();
+      code.line("}");
+    }
+  }
+
+  /// exp(x - m) * inverse stored to `y`; where `more`, each vector's copy
+  /// of the next row from `next` is issued into the place it was read from.
+  /// With `kept`, the shared memory holds exp(x - m_stage) from
+  /// emitKeepingFolds and a stage's outputs are those times one factor
+  /// exp(m_stage - m) * inverse: an exponential a stage, not an element.
+  void emitOutputs(CodeWriter &code, llvm::StringRef next,
+                   bool kept = false) const {
+    for (int64_t stage = 0; stage < stages; ++stage) {
+      std::string scale = "inverse";
+      if (kept) {
+        code.line("const float factor" + std::to_string(stage) +
+                  " = expf(kopt_stage_max[" + std::to_string(stage) +
+                  "] - m) * inverse;");
+        scale = "factor" + std::to_string(stage);
+      }
+      std::string scaled =
+          kept ? "e.x *= " + scale + ";\n" + "e.y *= " + scale + ";\n" +
+                     "e.z *= " + scale + ";\n" + "e.w *= " + scale + ";\n"
+               : "e.x = expf(e.x - m) * inverse;\n"
+                 "e.y = expf(e.y - m) * inverse;\n"
+                 "e.z = expf(e.z - m) * inverse;\n"
+                 "e.w = expf(e.w - m) * inverse;\n";
+      forStage(code, stage,
+               "float4 e = kept[v];\n" + scaled +
+                   "y[v] = e;\n"
+                   "if (more)\n"
+                   "  kopt_copy_vector_async(kept + v, " +
                    next.str() + " + v);");
       code.line("if (more)");
       code.line("  kopt_copy_commit();");
@@ -361,8 +399,6 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.comment(comment);
   code.lines(getClusterHelpers());
   code.lines(kStagedCopyHelpers);
-  if (options.prefetchNextRow)
-    code.lines(kPrefetchHelper);
   std::string b = std::to_string(blocks), n = std::to_string(rows) + "LL";
   std::string l = std::to_string(length) + "LL", taken = kRowsTakenParam.str();
   code.line("extern \"C\" __global__ void " + attributes + " " + entry.str() +
@@ -403,21 +439,18 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.line("#pragma unroll 1");
   code.line("while (row < " + n + ") {");
   code.indent();
-  code.comment("The next row claimed and asked of L2 now, so that DRAM reads "
-               "it while this one is merged.");
+  code.comment("The next row claimed now, so that its copies can be issued "
+               "as this row is written.");
   code.line("long long next = 0;");
-  code.line("if (rank == 0 && threadIdx.x == 0) {");
-  code.line("  next = claim();");
-  if (options.prefetchNextRow) {
-    code.line("  if (next < " + n + ")");
-    code.line("    for (unsigned q = 0; q < " + b + "u; ++q)");
-    code.line("      kopt_prefetch_range_l2(" + input.str() + " + next * " + l +
-              " + (long long)q * " + std::to_string(share) + "LL, " +
-              std::to_string(share * 4) + "u);");
+  code.line("if (rank == 0 && threadIdx.x == 0) next = claim();");
+  if (options.keepExponentials) {
+    code.comment("Each stage's exponentials taken once, as it lands, and "
+                 "kept in place of its elements.");
+    staged->emitKeepingFolds(code);
+  } else {
+    code.lines(kNormaliser);
+    staged->emitFolds(code);
   }
-  code.line("}");
-  code.lines(kNormaliser);
-  staged->emitFolds(code);
   code.lines(getBlockPairMerge());
   code.line("asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: "
             "\"memory\");");
@@ -438,7 +471,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.line("const float4 *__restrict__ following = reinterpret_cast<const "
             "float4 *>(" +
             input.str() + " + (more ? next : 0LL) * " + l + " + offset);");
-  staged->emitOutputs(code, "following");
+  staged->emitOutputs(code, "following", options.keepExponentials);
   code.line("row = next;");
   code.dedent();
   code.line("}");

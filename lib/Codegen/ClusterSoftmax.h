@@ -47,8 +47,12 @@ struct ClusterSoftmaxOptions {
   int64_t rowsPerCluster = 1;
   /// Blocks an SM must hold at once (`__launch_bounds__`), 0 for any.
   unsigned minBlocksPerSM = 0;
-  /// Claiming form only: the next row asked of L2 as soon as it is claimed.
-  bool prefetchNextRow = true;
+  /// Claiming form only: each element's exponential taken once, as its
+  /// stage lands, and kept in shared memory in its place; the outputs are
+  /// those times a factor a stage (one expf an element, not two and a
+  /// quarter: on the H200 the SMs' exponentials, not DRAM, can set the
+  /// pace).
+  bool keepExponentials = false;
 };
 
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of
@@ -63,10 +67,11 @@ llvm::Expected<GeneratedKernel> generateClusterSoftmaxKernel(
 
 /// A softmax whose clusters stay resident and claim rows one at a time from
 /// a counter in global memory, rather than a cluster per row launched in
-/// turn: a cluster claims its next row while it folds this one, asks L2 for
-/// all of it (`cp.async.bulk.prefetch.L2`), so that DRAM keeps reading while
-/// the cluster merges its statistics, and copies it into shared memory as it
-/// writes this row's outputs. The grid is what the device holds at once (a
+/// turn: a cluster claims its next row while it folds this one and copies
+/// it into shared memory as it writes this row's outputs (asking L2 for the
+/// claimed row at once, `cp.async.bulk.prefetch.L2`, took 526 us against
+/// 458 on the H200, bench/results/2026-12-04-h200-claiming-softmax.md, and
+/// is not done). The grid is what the device holds at once (a
 /// cooperative launch with clusters set at launch, cut by the runtime); a
 /// cluster that finds no row left exits.
 struct ClaimingSoftmaxKernels {

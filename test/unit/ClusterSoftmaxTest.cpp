@@ -130,13 +130,24 @@ TEST(ClusterSoftmax, ClaimingClustersAreCooperativeWithACounter) {
   EXPECT_EQ(rows.code.find("__cluster_dims__"), std::string::npos);
   EXPECT_NE(rows.code.find("if (kopt_cluster_blocks() != 8u) __trap();"),
             std::string::npos);
-  EXPECT_NE(rows.code.find("kopt_prefetch_range_l2("), std::string::npos);
-  options.prefetchNextRow = false;
+  // Two exponentials an element (as it lands and as it is written).
+  EXPECT_EQ(rows.code.find("kopt_stage_max"), std::string::npos);
+  EXPECT_NE(rows.code.find("e.x = expf(e.x - m) * inverse;"),
+            std::string::npos);
+  options.keepExponentials = true;
   kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
                                            393216, options, kShared);
   ASSERT_TRUE(static_cast<bool>(kernels))
       << llvm::toString(kernels.takeError());
-  EXPECT_EQ(kernels->kernels[1].code.find("prefetch"), std::string::npos);
+  // One: kept in shared memory, scaled by a factor a stage when written.
+  const std::string &kept = kernels->kernels[1].code;
+  EXPECT_EQ(kept.find("expf(e.x - m)"), std::string::npos);
+  EXPECT_NE(kept.find("e.x = expf(e.x - shift);"), std::string::npos);
+  EXPECT_NE(kept.find("kept[v] = e;"), std::string::npos);
+  EXPECT_NE(kept.find("const float factor3 = expf(kopt_stage_max[3] - m) * "
+                      "inverse;"),
+            std::string::npos);
+  EXPECT_NE(kept.find("e.x *= factor3;"), std::string::npos);
 }
 
 TEST(ClusterSoftmax, ClaimingRefusesShapesItCannotTake) {
