@@ -956,7 +956,8 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
 /// cluster whose blocks hold the row and twice as many blocks, and clusters
 /// of 16 (non-portable) where their halves of the row let two blocks share
 /// an SM; each also taking 4 consecutive rows in turn where there are rows
-/// enough (on the H200, 2 rows a cluster were never faster than 1 or 4);
+/// enough (on the H200, 2 rows a cluster were never faster than 1 or 4),
+/// and keeping the exponentials (`softmax_c<C>_ex_bs512`);
 /// and resident clusters claiming rows (`softmax_c<C>_claim[_ex]_bs512`).
 static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
                                   const KernelTask &task) {
@@ -983,12 +984,18 @@ static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   if (length % 64 == 0 && shareBytes(16) <= kHalfSmBytes &&
       shareBytes(8) > kHalfSmBytes)
     clusters.push_back(16);
-  // Rows a cluster takes in turn, and the block sizes each is tried with.
-  std::vector<std::pair<int64_t, unsigned>> forms = {
-      {1, 512}, {1, 1024}, {4, 512}};
+  // Rows a cluster takes in turn, the block sizes each is tried with, and
+  // whether the exponentials are kept (`_ex`, ClusterSoftmaxOptions).
+  struct Form {
+    int64_t perCluster;
+    unsigned threads;
+    bool keep;
+  };
+  std::vector<Form> forms = {
+      {1, 512, false}, {1, 1024, false}, {4, 512, false}, {1, 512, true}};
   std::string comment = describeGroup(group);
   for (unsigned blocks : clusters)
-    for (auto [perCluster, threads] : forms) {
+    for (auto [perCluster, threads, keep] : forms) {
       if (softmax->rows % perCluster != 0 ||
           (perCluster > 1 && softmax->rows < 8 * perCluster))
         continue;
@@ -996,11 +1003,12 @@ static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
           task, group, "builtin",
           "softmax_c" + std::to_string(blocks) +
               (perCluster > 1 ? "_r" + std::to_string(perCluster) : "") +
-              "_bs" + std::to_string(threads));
+              (keep ? "_ex" : "") + "_bs" + std::to_string(threads));
       ClusterSoftmaxOptions options;
       options.clusterSize = blocks;
       options.blockSize = threads;
       options.rowsPerCluster = perCluster;
+      options.keepExponentials = keep;
       if (shareBytes(blocks) <= kHalfSmBytes && threads <= 512)
         options.minBlocksPerSM = 2;
       // The rows are read straight from a plan tensor: an input computed

@@ -112,6 +112,22 @@ public:
     }
   }
 
+  /// The row's statistics m and s declared and folded from the share as
+  /// each stage lands: with `keep`, by emitKeepingFolds, else by the online
+  /// normaliser a vector at a time (emitFolds).
+  void emitStatistics(CodeWriter &code, bool keep) const {
+    if (keep) {
+      code.comment("Each stage's exponentials taken once, as it lands, and "
+                   "kept in place of its elements.");
+      emitKeepingFolds(code);
+      return;
+    }
+    code.lines(kNormaliser);
+    code.comment("Each stage folded as it lands: a thread reads only what "
+                 "it copied itself, so no barrier is needed.");
+    emitFolds(code);
+  }
+
   /// Each stage folded into the normaliser as soon as it lands.
   void emitFolds(CodeWriter &code) const {
     for (int64_t stage = 0; stage < stages; ++stage) {
@@ -296,10 +312,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
                "from, as they are written.");
   code.line(rowPointer("next", "firstRow + j + 1", true));
   code.line("const bool more = j + 1 < " + k + ";");
-  code.lines(kNormaliser);
-  code.comment("Each stage folded as it lands: a thread reads only what it "
-               "copied itself, so no barrier is needed.");
-  staged->emitFolds(code);
+  staged->emitStatistics(code, options.keepExponentials);
   code.lines(getBlockPairMerge());
   if (blocks > 1) {
     code.comment("The previous row's pair read by every block before it is "
@@ -329,7 +342,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
   code.comment("A product by the reciprocal, not a quotient an element: "
                "the quotients' instructions were as many as the stores'.");
   code.line("const float inverse = 1.0f / s;");
-  staged->emitOutputs(code, "next");
+  staged->emitOutputs(code, "next", options.keepExponentials);
   code.dedent();
   code.line("}");
   if (blocks > 1)
@@ -443,14 +456,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
                "as this row is written.");
   code.line("long long next = 0;");
   code.line("if (rank == 0 && threadIdx.x == 0) next = claim();");
-  if (options.keepExponentials) {
-    code.comment("Each stage's exponentials taken once, as it lands, and "
-                 "kept in place of its elements.");
-    staged->emitKeepingFolds(code);
-  } else {
-    code.lines(kNormaliser);
-    staged->emitFolds(code);
-  }
+  staged->emitStatistics(code, options.keepExponentials);
   code.lines(getBlockPairMerge());
   code.line("asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: "
             "\"memory\");");
