@@ -1201,24 +1201,43 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
     out->dedent();
     out->line("}");
     out->line("kopt_group_sync();");
-    out->line("if (threadIdx.x < 32) {");
-    out->indent();
+    // Reduction i's slots combined by warp i (modulo the block's warps), its
+    // loads unrolled so that they are in flight together: one after another,
+    // each an L2 round trip under a full memory load, they cost a row of
+    // LayerNorm's one group more than its reads.
     for (auto [i, p] : llvm::enumerate(pending)) {
+      out->line("if ((threadIdx.x >> 5) == " + std::to_string(i) +
+                "u % (blockDim.x >> 5)) {");
+      out->indent();
       std::string total = out->fresh("kopt_group_total");
       out->line(p.type + " " + total + " = " + p.combiner.identity + ";");
-      // Past L1, which may hold the slots as an earlier row left them.
-      out->line("for (unsigned q = threadIdx.x; q < kopt_group_blocks; q += "
-                "32u) " +
-                total + " = " +
-                p.combiner.combine(total, "__ldcg(reinterpret_cast<const " +
-                                              p.type + " *>(" + slots[i] +
-                                              " + q))") +
-                ";");
+      // Eight slots a lane at a time, each load's index clamped rather than
+      // branched around, so that nothing orders them. Past L1, which may
+      // hold the slots as an earlier row left them.
+      out->line("for (unsigned kopt_base = 0; kopt_base < kopt_group_blocks; "
+                "kopt_base += 256u) {");
+      out->indent();
+      out->line("#pragma unroll");
+      out->line("for (unsigned k = 0; k < 8u; ++k) {");
+      out->indent();
+      out->line(
+          "const unsigned q = kopt_base + (threadIdx.x & 31u) + 32u * k;");
+      std::string slot = out->fresh("kopt_slot");
+      out->line("const " + p.type + " " + slot +
+                " = __ldcg(reinterpret_cast<const " + p.type + " *>(" +
+                slots[i] + " + min(q, kopt_group_blocks - 1u)));");
+      out->line(total + " = q < kopt_group_blocks ? " +
+                p.combiner.combine(total, slot) + " : " + total + ";");
+      out->dedent();
+      out->line("}");
+      out->dedent();
+      out->line("}");
       out->line(warpAllReduce(p.combiner, total));
-      out->line("if (threadIdx.x == 0) " + shared[i] + "[1] = " + total + ";");
+      out->line("if ((threadIdx.x & 31u) == 0) " + shared[i] +
+                "[1] = " + total + ";");
+      out->dedent();
+      out->line("}");
     }
-    out->dedent();
-    out->line("}");
     out->line("__syncthreads();");
     for (auto [i, red] : llvm::enumerate(reds)) {
       Pending &p = pending[i];
