@@ -238,6 +238,11 @@ std::string TensorEmitter::openLaneLoop(int64_t count, llvm::StringRef first,
   rowLoops.push_back(shared ? RowLoop::SharedCache : RowLoop::Plain);
   scopes.emplace_back();
   ++loopDepth;
+  if (width == 4) {
+    laneLoopFirst = first.str();
+    laneLoopLane = k;
+    laneLoopDepth = loopDepth;
+  }
   return k;
 }
 
@@ -252,6 +257,11 @@ void TensorEmitter::closeWideRowLoop() {
 }
 
 void TensorEmitter::closeRowLoop() {
+  if (loopDepth == laneLoopDepth) {
+    laneLoopFirst.clear();
+    laneLoopLane.clear();
+    laneLoopDepth = 0;
+  }
   --loopDepth;
   scopes.pop_back();
   RowLoop loop = rowLoops.back();
@@ -609,6 +619,8 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
   }
   if (!dryRun && !linear.isFunctionOfDim(0))
     broadcastLeavesRead = true;
+  if (std::optional<std::string> lane = readLaneVector(leaf, linear))
+    return *lane;
   std::string name = out->fresh("x");
   std::string load = leaf.param + "[" + print(linear) + "]";
   const std::string &function =
@@ -620,6 +632,29 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
   out->line("const " + computeType + " " + name + " = " +
             convertToCompute(leaf.elementType, load) + ";");
   return name;
+}
+
+std::optional<std::string> TensorEmitter::readLaneVector(const LeafTensor &leaf,
+                                                         AffineExpr linear) {
+  if (laneLoopFirst.empty() || loopDepth != laneLoopDepth ||
+      leaf.elementType != ElementType::F32 || !loadFunction.empty() ||
+      !broadcastLoadFunction.empty())
+    return std::nullopt;
+  // The leaf at c + rest, rest a multiple of 4 not depending on c: the lane
+  // loop's four elements are one aligned 16-byte vector at first + rest.
+  AffineExpr c = getAffineDimExpr(*threadDim, context);
+  AffineExpr rest = simplifyAffineExpr(linear - c, dimNames.size(), 0);
+  for (unsigned dim = numKernelDims; dim < dimNames.size(); ++dim)
+    if (rest.isFunctionOfDim(dim))
+      return std::nullopt;
+  if (rest.isFunctionOfDim(*threadDim) || rest.getLargestKnownDivisor() % 4)
+    return std::nullopt;
+  // The same load in each unrolled lane: the compiler keeps one.
+  std::string name = out->fresh("xv");
+  out->line("const KoptVec<float, 4> " + name +
+            " = *reinterpret_cast<const KoptVec<float, 4> *>(" + leaf.param +
+            " + " + laneLoopFirst + " + (" + print(rest) + "));");
+  return name + ".v[" + laneLoopLane + "]";
 }
 
 llvm::Expected<std::string>

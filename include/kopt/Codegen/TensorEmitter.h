@@ -307,6 +307,11 @@ public:
 private:
   using Key = std::pair<const void *, std::vector<const void *>>;
 
+  /// Inside openLaneLoop's loop of 4, an f32 leaf read at the row's
+  /// element plus a multiple of 4: its four lanes as one 16-byte load, the
+  /// lane's element of it returned; nothing otherwise.
+  std::optional<std::string> readLaneVector(const LeafTensor &leaf,
+                                            AffineExpr linear);
   llvm::Expected<std::string> loadLeaf(const LeafTensor &leaf,
                                        llvm::ArrayRef<AffineExpr> index);
   std::optional<std::string> readSharedCache(const LeafTensor &leaf,
@@ -403,6 +408,10 @@ private:
   /// In a row loop over registers: the element's index in the thread's
   /// register copies, and the open wide loop's group index.
   std::string registerElement, registerGroup;
+  /// Inside openLaneLoop's loop of 4: its first element, its lane variable,
+  /// and the loop depth it opened (0 outside one).
+  std::string laneLoopFirst, laneLoopLane;
+  unsigned laneLoopDepth = 0;
   /// Whether the replacement for this row's range after
   /// setSharedCacheRegisters is in effect for a loop over `count`.
   bool readsRegisterRange(int64_t count) const;
