@@ -1253,10 +1253,10 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
                 "kopt_base += 256u) {");
       out->indent();
       out->line("#pragma unroll");
-      out->line("for (unsigned k = 0; k < 8u; ++k) {");
+      out->line("for (unsigned kopt_u = 0; kopt_u < 8u; ++kopt_u) {");
       out->indent();
       out->line(
-          "const unsigned q = kopt_base + (threadIdx.x & 31u) + 32u * k;");
+          "const unsigned q = kopt_base + (threadIdx.x & 31u) + 32u * kopt_u;");
       std::string slot = out->fresh("kopt_slot");
       out->line("const " + p.type + " " + slot +
                 " = __ldcg(reinterpret_cast<const " + p.type + " *>(" +
