@@ -956,9 +956,9 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
 /// cluster whose blocks hold the row and twice as many blocks, and clusters
 /// of 16 (non-portable) where their halves of the row let two blocks share
 /// an SM; each also taking 4 consecutive rows in turn where there are rows
-/// enough (on the H200, 2 rows a cluster were never faster than 1 or 4),
-/// and keeping the exponentials (`softmax_c<C>_ex_bs512`);
-/// and resident clusters claiming rows (`softmax_c<C>_claim[_ex]_bs512`).
+/// enough (on the H200, 2 rows a cluster were never faster than 1 or 4) or
+/// keeping the exponentials (`softmax_c<C>_ex_bs512`); and resident
+/// clusters claiming rows (`softmax_c<C>_claim[_ex]_bs512`).
 static void proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
                                   const KernelTask &task) {
   SmallVector<Operation *> ops;

@@ -140,8 +140,8 @@ public:
   /// Each stage, as it lands, first searched for its maximum, then its
   /// exponentials at the running maximum m taken once, added to s and
   /// written back over the stage; the stage's m kept (kopt_stage_max) for
-  /// emitKeptOutputs. A stage whose running maximum is -inf is all -inf:
-  /// its exponentials are taken at 0, so that they are 0, not NaN.
+  /// emitOutputs with `kept`. A stage whose running maximum is -inf is all
+  /// -inf: its exponentials are taken at 0, so that they are 0, not NaN.
   void emitKeepingFolds(CodeWriter &code) const {
     code.line("float m = -KOPT_INF_F, s = 0.0f;");
     code.line("float kopt_stage_max[" + std::to_string(stages) + "];");

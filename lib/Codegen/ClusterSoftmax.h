@@ -47,11 +47,10 @@ struct ClusterSoftmaxOptions {
   int64_t rowsPerCluster = 1;
   /// Blocks an SM must hold at once (`__launch_bounds__`), 0 for any.
   unsigned minBlocksPerSM = 0;
-  /// Each element's exponential taken once, as its
-  /// stage lands, and kept in shared memory in its place; the outputs are
-  /// those times a factor a stage (one expf an element, not two and a
-  /// quarter: on the H200 the SMs' exponentials, not DRAM, can set the
-  /// pace).
+  /// Each element's exponential taken once, as its stage lands, and kept
+  /// in shared memory in its place; the outputs are those times a factor a
+  /// stage (one expf an element, not two and a quarter, in case the SMs'
+  /// instructions rather than DRAM set the H200's pace; not yet measured).
   bool keepExponentials = false;
 };
 

@@ -1237,9 +1237,9 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
     out->line("}");
     out->line("kopt_group_sync();");
     // Reduction i's slots combined by warp i (modulo the block's warps), its
-    // loads unrolled so that they are in flight together: one after another,
-    // each an L2 round trip under a full memory load, they cost a row of
-    // LayerNorm's one group more than its reads.
+    // loads unrolled so that they are in flight together: one after another
+    // they were an L2 round trip each under a full memory load, about 15 a
+    // row of LayerNorm's one group.
     for (auto [i, p] : llvm::enumerate(pending)) {
       out->line("if ((threadIdx.x >> 5) == " + std::to_string(i) +
                 "u % (blockDim.x >> 5)) {");
