@@ -437,7 +437,12 @@ __global__ void __launch_bounds__(T + 32, 1) ring_rows(Params p) {
 // row landing in shared memory meanwhile (one bulk copy, one mbarrier): a
 // whole row is in flight while this row's barrier settles and its outputs
 // are written. The range must fit T * V float4 (127 KB at 512 x 16).
-template <int T, int V>
+// W picks how the weights are read, to see what they cost: 0 with an L2
+// evict_last policy, 1 with plain read-only loads, 2 not at all (weight 1,
+// bias 0: LayerNorm without its affine), 3 plain loads of the first 64K
+// weights only (e modulo 65536, a set that stays cached; the host check
+// knows).
+template <int T, int V, int W>
 __global__ void __launch_bounds__(T, 1) ln_regs(Params p) {
   extern __shared__ __align__(128) unsigned char smem[];
   const float4 *buf = reinterpret_cast<const float4 *>(smem);
@@ -520,8 +525,16 @@ __global__ void __launch_bounds__(T, 1) ln_regs(Params p) {
       int v = tid + i * T;
       if (v < n4) {
         long long e = begin + 4LL * v;
-        float4 w = ld_policy(reinterpret_cast<const float4 *>(p.w + e), wpol);
-        float4 b = ld_policy(reinterpret_cast<const float4 *>(p.b + e), wpol);
+        float4 w = make_float4(1.f, 1.f, 1.f, 1.f);
+        float4 b = make_float4(0.f, 0.f, 0.f, 0.f);
+        if constexpr (W == 0) {
+          w = ld_policy(reinterpret_cast<const float4 *>(p.w + e), wpol);
+          b = ld_policy(reinterpret_cast<const float4 *>(p.b + e), wpol);
+        } else if constexpr (W == 1 || W == 3) {
+          long long at = W == 3 ? e % 65536 : e;
+          w = __ldg(reinterpret_cast<const float4 *>(p.w + at));
+          b = __ldg(reinterpret_cast<const float4 *>(p.b + at));
+        }
         __stcs(out + v, make_float4((x[i].x - st.x) * st.y * w.x + b.x,
                                     (x[i].y - st.x) * st.y * w.y + b.y,
                                     (x[i].z - st.x) * st.y * w.z + b.z,
@@ -529,6 +542,174 @@ __global__ void __launch_bounds__(T, 1) ln_regs(Params p) {
       }
     }
   }
+}
+
+// LayerNorm pipelined over rows: a block's range of row r in registers, of
+// row r + 1 in shared memory. Each step folds row r + 1's statistics from
+// shared memory and arrives at its grid barrier without waiting, then
+// waits at row r's barrier (arrived a step earlier, so settled), writes row
+// r's outputs, and moves row r + 1 into the registers, freeing the buffer
+// for row r + 2's bulk copy, whose reading overlaps the writes of row r.
+// The weights come through a ring of D groups in shared memory, each
+// thread copying (cp.async) and reading only its own 32 bytes a group, so
+// that D groups' loads are in flight without holding registers.
+__device__ __forceinline__ void cp_async16(void *dst, const void *src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
+                   smem_addr(dst)),
+               "l"(src)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N> __device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+template <int MODE, int T, int V, int D, int W>
+__global__ void __launch_bounds__(T, 1) ln_pipe(Params p) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const float4 *buf = reinterpret_cast<const float4 *>(smem);
+  float4 *ring = reinterpret_cast<float4 *>(smem + p.S * 4);
+  unsigned long long *bar =
+      reinterpret_cast<unsigned long long *>(ring + 2 * D * T);
+  __shared__ Acc red[T / 32];
+  __shared__ float2 stat;
+  const int P = gridDim.x, blk = blockIdx.x, tid = threadIdx.x;
+  const long long begin = (long long)blk * p.S;
+  const long long len = max(0LL, min(p.S, p.N - begin));
+  const int n4 = (int)(len / 4);
+  unsigned long long pol = policy_evict_first();
+  if (tid == 0) {
+    mbar_init(bar, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  auto fill = [&](long long row) {
+    if (tid != 0 || row >= p.R)
+      return;
+    unsigned bytes = (unsigned)(len * 4);
+    mbar_expect(bar, bytes);
+    if (bytes)
+      bulk_load(smem, p.x + row * p.N + begin, bytes, bar, pol);
+  };
+  // Row `row`'s statistics from the buffer: the block's partial published
+  // and its arrival at the row's barrier, not waited for.
+  auto foldAndArrive = [&](long long row) {
+    mbar_wait(bar, (unsigned)(row & 1));
+    const float c = len > 0 ? reinterpret_cast<const float *>(smem)[0] : 0.f;
+    float s1 = 0.f, s2 = 0.f;
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      if (tid + i * T < n4) {
+        float4 x = buf[tid + i * T];
+        float d0 = x.x - c, d1 = x.y - c, d2 = x.z - c, d3 = x.w - c;
+        s1 += (d0 + d1) + (d2 + d3);
+        s2 += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+      }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      s1 += __shfl_xor_sync(~0u, s1, o);
+      s2 += __shfl_xor_sync(~0u, s2, o);
+    }
+    if ((tid & 31) == 0)
+      red[tid >> 5] = {s1, s2};
+    __syncthreads();
+    if (tid < 32) {
+      Acc a = tid < T / 32 ? red[tid] : Acc{0.f, 0.f};
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) {
+        a.a += __shfl_xor_sync(~0u, a.a, o);
+        a.b += __shfl_xor_sync(~0u, a.b, o);
+      }
+      if (tid == 0) {
+        p.partials[row * P + blk] = block_moments(c, a.a, a.b, len);
+        grid_arrive(p.counters + row);
+      }
+    }
+  };
+  auto weights = [&](int i) {
+    int v = tid + i * T;
+    float4 *slot = ring + 2 * ((i % D) * T + tid);
+    long long at = begin + 4LL * v;
+    if (W == 3)
+      at %= 65536;
+    if (v < n4 && W != 2 && MODE == LN) {
+      cp_async16(slot, p.w + at);
+      cp_async16(slot + 1, p.b + at);
+    }
+    cp_async_commit();
+  };
+  float4 x[V];
+  fill(0);
+  foldAndArrive(0);
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    int v = tid + i * T;
+    x[i] = v < n4 ? buf[v] : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  __syncthreads();
+  fill(1);
+  for (long long r = 0; r < p.R; ++r) {
+#pragma unroll
+    for (int i = 0; i < D; ++i)
+      weights(i);
+    if (r + 1 < p.R)
+      foldAndArrive(r + 1);
+    if (tid < 32) {
+      if (tid == 0)
+        grid_wait(p.counters + r, (unsigned)P);
+      __syncwarp();
+      float2 mv = combine_moments(p.partials + r * P, P, p.S, p.N, tid);
+      if (tid == 0)
+        stat = make_float2(mv.x, rsqrtf(mv.y + 1e-5f));
+    }
+    __syncthreads();
+    const float2 st = stat;
+    float4 *out = reinterpret_cast<float4 *>(p.y + r * p.N + begin);
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      cp_async_wait<D - 1>();
+      const float4 *slot = ring + 2 * ((i % D) * T + tid);
+      int v = tid + i * T;
+      if (v < n4) {
+        float4 w = make_float4(1.f, 1.f, 1.f, 1.f);
+        float4 b = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (MODE == GN) {
+          // GroupNorm's weights are per channel: the four share one.
+          long long e = begin + 4LL * v;
+          int ch = (int)(r % p.groupsPerSample) * (int)(p.N / p.chanLen) +
+                   (int)(e / p.chanLen);
+          float wc = __ldg(p.w + ch), bc = __ldg(p.b + ch);
+          w = make_float4(wc, wc, wc, wc);
+          b = make_float4(bc, bc, bc, bc);
+        } else if (W != 2) {
+          w = slot[0];
+          b = slot[1];
+        }
+        __stcs(out + v, make_float4((x[i].x - st.x) * st.y * w.x + b.x,
+                                    (x[i].y - st.x) * st.y * w.y + b.y,
+                                    (x[i].z - st.x) * st.y * w.z + b.z,
+                                    (x[i].w - st.x) * st.y * w.w + b.w));
+      }
+      if (i + D < V)
+        weights(i + D);
+      else
+        cp_async_commit();
+    }
+    if (r + 1 < p.R) {
+#pragma unroll
+      for (int i = 0; i < V; ++i) {
+        int v = tid + i * T;
+        x[i] = v < n4 ? buf[v] : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      __syncthreads();
+      fill(r + 2);
+    }
+  }
+  cp_async_wait<0>();
 }
 
 __global__ void copy_kernel(const float4 *__restrict__ a,
@@ -543,7 +724,8 @@ static float median(std::vector<float> v) {
   return v[v.size() / 2];
 }
 
-template <int MODE, int B, int L, int T, int VPT, bool REGS = false>
+template <int MODE, int B, int L, int T, int VPT, bool REGS = false,
+          int W = 0, int PIPE = 0>
 static void run(const char *name, long long R, long long N, int chanLen,
                 int groupsPerSample, int reps) {
   cudaDeviceProp prop;
@@ -563,10 +745,14 @@ static void run(const char *name, long long R, long long N, int chanLen,
     return;
   }
   size_t sh = REGS ? (size_t)S * 4 + 16 : (size_t)Q * slotFloats * 4 + Q * 16;
+  if (PIPE)
+    sh = (size_t)S * 4 + (size_t)2 * PIPE * T * 16 + 16;
   const int threads = REGS ? T : T + 32;
   void (*kern)(Params);
-  if constexpr (REGS)
-    kern = ln_regs<T, VPT>;
+  if constexpr (PIPE > 0)
+    kern = ln_pipe<MODE, T, VPT, PIPE, W>;
+  else if constexpr (REGS)
+    kern = ln_regs<T, VPT, W>;
   else
     kern = ring_rows<MODE, B, L, T, VPT>;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -604,8 +790,8 @@ static void run(const char *name, long long R, long long N, int chanLen,
   for (long long i = 0; i < elems; ++i)
     hx[i] = MODE == SM ? rnd() * 8.f - 4.f : rnd() * 2.f + 3.f;
   for (long long i = 0; i < wn; ++i) {
-    hw[i] = rnd() + 0.5f;
-    hb[i] = rnd() - 0.5f;
+    hw[i] = W == 2 ? 1.f : rnd() + 0.5f;
+    hb[i] = W == 2 ? 0.f : rnd() - 0.5f;
   }
   CK(cudaMemcpy(x, hx.data(), elems * 4, cudaMemcpyHostToDevice));
   if (wn) {
@@ -619,7 +805,7 @@ static void run(const char *name, long long R, long long N, int chanLen,
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   std::vector<float> tk, tc, tm;
-  long long bytes = elems * 8 + wn * 8;
+  long long bytes = elems * 8 + (W == 2 ? 0 : W == 3 ? 65536 * 8 : wn * 8);
   for (int r = 0; r < reps + 2; ++r) {
     CK(cudaMemsetAsync(flush, r, flushBytes));
     CK(cudaMemsetAsync(cnt, 0, steps * 4));
@@ -683,7 +869,8 @@ static void run(const char *name, long long R, long long N, int chanLen,
       if (MODE == SM)
         ref = std::exp(xr[i] - a) / bb;
       else if (MODE == LN)
-        ref = (xr[i] - a) * bb * hw[i] + hb[i];
+        ref = (xr[i] - a) * bb * hw[W == 3 ? i % 65536 : i] +
+              hb[W == 3 ? i % 65536 : i];
       else {
         int ch = (int)(r % groupsPerSample) * (int)(N / chanLen) +
                  (int)(i / chanLen);
@@ -730,6 +917,7 @@ int main(int argc, char **argv) {
     run<GN, 1, 2, 512, 2>("gn B1 L2 16K", 64, 2097152, 262144, 8, reps);
     run<GN, 1, 1, 256, 4>("gn B1 L1 16K T256", 64, 2097152, 262144, 8, reps);
     run<GN, 1, 1, 512, 1>("gn B1 L1 8K", 64, 2097152, 262144, 8, reps);
+    run<GN, 1, 0, 512, 8, true, 0, 2>("gn pipe", 64, 2097152, 262144, 8, reps);
   }
   if (wanted(argc, argv, "ln")) {
     // A block's range of a row is 127 KB: no room for a second row.
@@ -738,6 +926,18 @@ int main(int argc, char **argv) {
     run<LN, 1, 0, 256, 4>("ln B1 L0 16K T256", 16, 4194304, 1, 1, reps);
     run<LN, 1, 0, 512, 4>("ln B1 L0 32K", 16, 4194304, 1, 1, reps);
     run<LN, 1, 0, 512, 16, true>("ln regs T512", 16, 4194304, 1, 1, reps);
+    run<LN, 1, 0, 512, 16, true, 1>("ln regs T512 ldg", 16, 4194304, 1, 1,
+                                    reps);
+    run<LN, 1, 0, 512, 16, true, 2>("ln regs T512 no affine", 16, 4194304, 1,
+                                    1, reps);
+    run<LN, 1, 0, 512, 16, true, 3>("ln regs T512 64K weights", 16, 4194304,
+                                    1, 1, reps);
+    run<LN, 1, 0, 512, 16, true, 0, 2>("ln pipe D2", 16, 4194304, 1, 1, reps);
+    run<LN, 1, 0, 512, 16, true, 0, 4>("ln pipe D4", 16, 4194304, 1, 1, reps);
+    run<LN, 1, 0, 512, 16, true, 2, 4>("ln pipe no affine", 16, 4194304, 1, 1,
+                                       reps);
+    run<LN, 1, 0, 512, 16, true, 3, 4>("ln pipe D4 64K weights", 16, 4194304,
+                                       1, 1, reps);
   }
   if (wanted(argc, argv, "sm")) {
     run<SM, 4, 1, 512, 2>("sm B4 L1", 512, 393216, 1, 1, reps);
