@@ -49,8 +49,9 @@ struct ClusterSoftmaxOptions {
   unsigned minBlocksPerSM = 0;
   /// Each element's exponential taken once, as its stage lands, and kept
   /// in shared memory in its place; the outputs are those times a factor a
-  /// stage (one expf an element, not two and a quarter, in case the SMs'
-  /// instructions rather than DRAM set the H200's pace; not yet measured).
+  /// stage (one expf an element, not two and a quarter: the SMs'
+  /// instructions set part of the H200's pace, and the claiming kernel ran
+  /// 2.6% faster there, bench/results/2026-12-05-h200-kept-exponentials.md).
   bool keepExponentials = false;
 };
 
