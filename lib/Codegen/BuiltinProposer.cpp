@@ -62,7 +62,6 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
@@ -872,9 +871,8 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
       }
 }
 
-/// How a group kernel's blocks hold their ranges (SharedRowOptions), and
-/// whether two buffers' rows overlap their barriers.
-enum class GroupBuffers { One, Two, TwoOverlapped, Registers };
+/// How a group kernel's blocks hold their ranges (SharedRowOptions).
+enum class GroupBuffers { One, Two, Registers };
 
 /// Threads and 16-byte register groups of each of a `_rg` group kernel's
 /// threads: 128 KB of a block's range, half the registers of a thread
@@ -892,10 +890,7 @@ constexpr unsigned kRegisterRowVectors = 16;
 /// SMs), at most one group a row; `group<G>_db_bs1024` the same with two
 /// buffers, the next row's range copied into one while the block works on
 /// the other (SharedRowOptions::doubleBuffer), where half the shared memory
-/// holds a block's range; `group<G>_ov_bs1024` the same with the next row
-/// folded and its barrier arrived at before this row's outputs
-/// (SharedRowOptions::overlapBarrier), for rows of one barrier;
-/// `group<G>_rg_bs512` with one buffer copied into
+/// holds a block's range; `group<G>_rg_bs512` with one buffer copied into
 /// registers before the next row's range lands in it
 /// (SharedRowOptions::registerVectors), where half the shared memory does
 /// not hold a block's range and the registers do.
@@ -909,10 +904,8 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
   for (unsigned groups : {16u, 12u, 11u, 8u, 6u, 4u, 3u, 2u, 1u}) {
     int64_t blocks = kAssumedSms / groups;
     int64_t bytes = ((length + blocks - 1) / blocks + 3) / 4 * 4 * 4;
-    bool two =
-        buffers == GroupBuffers::Two || buffers == GroupBuffers::TwoOverlapped;
     bool fits = bytes <= kSharedRowBytes;
-    if (two)
+    if (buffers == GroupBuffers::Two)
       fits = bytes <= kSharedRowBytes / 2;
     if (buffers == GroupBuffers::Registers)
       fits = fits && bytes > kSharedRowBytes / 2 &&
@@ -923,10 +916,9 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
   std::string comment = describeGroup(group);
   for (unsigned groups : counts) {
     bool registers = buffers == GroupBuffers::Registers;
-    const char *form = buffers == GroupBuffers::Two             ? "_db"
-                       : buffers == GroupBuffers::TwoOverlapped ? "_ov"
-                       : registers                              ? "_rg"
-                                                                : "";
+    const char *form = buffers == GroupBuffers::Two ? "_db"
+                       : registers                  ? "_rg"
+                                                    : "";
     unsigned threads = registers ? kRegisterRowThreads : 1024;
     PlanBuilder builder(task, group, "builtin",
                         variantName("group" + std::to_string(groups) + form +
@@ -941,9 +933,7 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
     options.asyncCopies = true;
     options.vectorStores = true;
     options.gridGroups = groups;
-    options.doubleBuffer =
-        buffers == GroupBuffers::Two || buffers == GroupBuffers::TwoOverlapped;
-    options.overlapBarrier = buffers == GroupBuffers::TwoOverlapped;
+    options.doubleBuffer = buffers == GroupBuffers::Two;
     options.registerVectors = registers ? kRegisterRowVectors : 0;
     auto kernels = generateGroupRowKernels(
         group.getContext(), builder.entryName("group"), comment, outputs,
@@ -1153,8 +1143,6 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
     proposeGroupRows(proposal, group, task, rows, length, tag,
                      GroupBuffers::Two);
     proposeGroupRows(proposal, group, task, rows, length, tag,
-                     GroupBuffers::TwoOverlapped);
-    proposeGroupRows(proposal, group, task, rows, length, tag,
                      GroupBuffers::Registers);
     proposeGroupRows(proposal, group, task, rows, length, tag,
                      GroupBuffers::One);
@@ -1173,11 +1161,9 @@ static void proposeRows(Proposal &proposal, func::FuncOp group,
   proposePipelinedSplitRows(families[1], group, task, rows, length, tag);
   proposeSplitRows(families[2], group, task, rows, length, tag);
   proposeGroupRows(families[3], group, task, rows, length, tag,
-                   GroupBuffers::TwoOverlapped);
+                   GroupBuffers::Two);
   proposeGroupRows(families[3], group, task, rows, length, tag,
                    GroupBuffers::Registers);
-  proposeGroupRows(families[3], group, task, rows, length, tag,
-                   GroupBuffers::Two);
   proposeGroupRows(families[4], group, task, rows, length, tag,
                    GroupBuffers::One);
   appendInTurn(proposal, families);
@@ -1442,9 +1428,7 @@ static linalg::GenericOp findRowAnchor(func::FuncOp group) {
 /// the group rewritten to get them in the mean's pass, named with `_w`
 /// (`split16_w_bs512`). Each twin comes right before its plan, so that a
 /// round's cap (--max-candidates) keeps both or the twin, which reads the
-/// rows once less; a twin without a plan of its own (a form the twin's one
-/// barrier a row allows, `group1_w_ov_bs1024`) right after the plan of the
-/// twin before it, not behind every plan.
+/// rows once less.
 static void proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
                                 const KernelTask &task) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(group.getLoc());
@@ -1456,29 +1440,16 @@ static void proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
   Proposal twins;
   proposeRows(twins, twin, task, anchor, "w");
   std::vector<KernelPlan> plans;
-  std::vector<bool> placed(twins.plans.size()), alone(twins.plans.size());
-  llvm::StringSet<> twinNames;
-  for (const KernelPlan &plan : proposal.plans)
-    twinNames.insert(variantName(plan.variant, "w"));
-  for (auto [i, twinPlan] : llvm::enumerate(twins.plans))
-    alone[i] = !twinNames.contains(twinPlan.variant);
+  std::vector<bool> placed(twins.plans.size());
   for (KernelPlan &plan : proposal.plans) {
     std::string name = variantName(plan.variant, "w");
-    std::vector<size_t> after;
     for (auto [i, twinPlan] : llvm::enumerate(twins.plans))
       if (!placed[i] && twinPlan.variant == name) {
         plans.push_back(std::move(twinPlan));
         placed[i] = true;
-        for (size_t next = i + 1; next < twins.plans.size() && alone[next];
-             ++next)
-          after.push_back(next);
         break;
       }
     plans.push_back(std::move(plan));
-    for (size_t next : after) {
-      plans.push_back(std::move(twins.plans[next]));
-      placed[next] = true;
-    }
   }
   for (auto [i, twinPlan] : llvm::enumerate(twins.plans))
     if (!placed[i])

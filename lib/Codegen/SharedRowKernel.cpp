@@ -130,40 +130,6 @@ __device__ __forceinline__ void kopt_prefetch_l2(const float *global,
 #endif)cuda";
 }
 
-/// The barrier of getGroupHelpers split in two, for kernels that overlap
-/// it with work (SharedRowOptions::overlapBarrier): an arrival that does
-/// not wait, and a wait that a copy of the deadline helper stops after 2 s.
-static llvm::StringRef getSplitGroupBarrierHelpers() {
-  return R"cuda(#ifndef KOPT_SPLIT_GROUP_BARRIER_HELPERS
-#define KOPT_SPLIT_GROUP_BARRIER_HELPERS
-// Thread 0 adds the block's arrival to `counter` (a release of what the
-// block's threads wrote before: its totals in the slots).
-__device__ __forceinline__ void kopt_group_arrive(unsigned *counter) {
-  __syncthreads();
-  if (threadIdx.x == 0)
-    asm volatile("red.release.gpu.global.add.u32 [%0], 1;"
-                 :: "l"(counter) : "memory");
-}
-// Thread 0 waits until `counter` holds `target` arrivals (an acquire),
-// then the block goes on.
-__device__ __forceinline__ void kopt_group_wait(const unsigned *counter,
-                                                unsigned target) {
-  if (threadIdx.x == 0) {
-    unsigned long long started = 0;
-    for (;;) {
-      unsigned arrived;
-      asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-                   : "=r"(arrived) : "l"(counter) : "memory");
-      if (arrived >= target)
-        break;
-      kopt_trap_when_late(started);
-    }
-  }
-  __syncthreads();
-}
-#endif)cuda";
-}
-
 /// What double-buffered group kernels call: mbarriers and the copy
 /// engine's bulk copy from global to shared memory (sm_90).
 static llvm::StringRef getBulkFillHelpers() {
@@ -226,17 +192,11 @@ int64_t mlir::kopt::getSharedRowRange(int64_t rowLength, unsigned clusterSize) {
   return (range + 3) / 4 * 4;
 }
 
-/// The barrier counters of a grid of groups: one a group, two when rows
-/// overlap their barriers.
-static unsigned getGroupCounters(unsigned groups, bool overlap) {
-  return overlap ? 2 * groups : groups;
-}
-
 /// The start of a group kernel: the block's group and range of the row,
 /// and what the emitter's group reductions name (TensorEmitter.h).
 static void emitGroupPrologue(CodeWriter &code, unsigned groups,
                               unsigned reductions, int64_t rowLength,
-                              int64_t slot, bool overlap) {
+                              int64_t slot) {
   std::string g = std::to_string(groups) + "u";
   std::string length = std::to_string(rowLength) + "LL";
   code.line("constexpr unsigned kopt_groups = " + g + ";");
@@ -254,36 +214,18 @@ static void emitGroupPrologue(CodeWriter &code, unsigned groups,
             ");");
   code.line("const long long chunkEnd = min(chunkStart + kopt_range, " +
             length + ");");
-  std::string counters = std::to_string(getGroupCounters(groups, overlap));
   code.line(
       "long long *const kopt_group_base = " + std::string(kGroupSlotsParam) +
-      " + " + counters + " + (long long)kopt_group * kopt_group_blocks;");
-  if (overlap)
-    code.comment("Slots in four sets by row: a block stores a row's totals "
-                 "once it has waited at the barrier of the row two before, "
-                 "which every block reaches after it combined the totals of "
-                 "the row four before.");
-  else
-    code.comment("Slots alternate between rows: a block may store the next "
-                 "row's totals while another still reads this row's.");
+      " + " + g + " + (long long)kopt_group * kopt_group_blocks;");
+  code.line("unsigned kopt_group_target = 0;");
+  code.comment("Slots alternate between rows: a block may store the next "
+               "row's totals while another still reads this row's.");
   code.line("int kopt_parity = 0;");
   code.line("auto kopt_group_slots = [&](int k) {");
   code.line("  return kopt_group_base + (kopt_parity * " +
             std::to_string(reductions) + " + k) * " +
             std::to_string(kGroupGridBlocks) + "LL;");
   code.line("};");
-  if (overlap) {
-    // A block arrives at row turn t + 2 only after waiting at turn t, when
-    // every block has arrived at t: a counter shared by alternate turns
-    // holds t's arrivals before any of t + 2's.
-    code.line("auto kopt_group_counter = [&](unsigned turn) {");
-    code.line("  return reinterpret_cast<unsigned *>(" +
-              std::string(kGroupSlotsParam) + " + (turn & 1u) * " + g +
-              " + kopt_group);");
-    code.line("};");
-    return;
-  }
-  code.line("unsigned kopt_group_target = 0;");
   code.line("auto kopt_group_sync = [&]() {");
   code.line("  kopt_group_barrier(reinterpret_cast<unsigned *>(" +
             std::string(kGroupSlotsParam) +
@@ -376,130 +318,6 @@ static void emitBulkFilledRows(CodeWriter &code, const CodeWriter &caches,
   code.line("}");
 }
 
-/// A group kernel's row body cut at its one group barrier, and the
-/// block's shared arrays the two parts declare (the block totals' scratch,
-/// which the second part reads), to be declared once before both.
-struct GroupBarrierParts {
-  std::string shared, fold, finish;
-};
-
-static llvm::Expected<GroupBarrierParts>
-splitAtGroupBarrier(llvm::StringRef body) {
-  GroupBarrierParts parts;
-  std::string *part = &parts.fold;
-  unsigned barriers = 0;
-  llvm::SmallVector<llvm::StringRef> lines;
-  body.split(lines, '\n');
-  for (llvm::StringRef line : lines) {
-    llvm::StringRef text = line.trim();
-    if (text == "kopt_group_sync();") {
-      ++barriers;
-      part = &parts.finish;
-      continue;
-    }
-    std::string &into = text.starts_with("__shared__ ") ? parts.shared : *part;
-    into += line.str() + "\n";
-  }
-  if (barriers != 1)
-    return llvm::createStringError(
-        "overlapped barriers take one group barrier a row, not %u", barriers);
-  return parts;
-}
-
-/// The row loop of a group kernel with two bulk-filled buffers whose rows
-/// overlap their barriers (SharedRowOptions::overlapBarrier), after its
-/// prologue: `fold` is the body up to the group barrier (each block's
-/// totals into the slots), `finish` the rest (the totals combined, the
-/// outputs written). Both buffers are filled first; the group's first
-/// row is folded and arrived at; then each turn folds the next row from
-/// the other buffer and arrives at its barrier, waits at this row's
-/// (arrived at a turn earlier), finishes this row and fills its buffer with
-/// the row two ahead. Each part runs in its own C scope, `row` naming its
-/// row there.
-static void emitOverlappedRows(CodeWriter &code, const CodeWriter &caches,
-                               const CodeWriter &fills, llvm::StringRef fold,
-                               llvm::StringRef finish,
-                               const TensorEmitter &emitter, int64_t numRows,
-                               int64_t buffer) {
-  std::string rows = std::to_string(numRows) + "LL";
-  std::string bufferBytes = std::to_string(buffer) + "LL";
-  code.line("__shared__ unsigned long long kopt_landed[2];");
-  code.line("if (threadIdx.x == 0) {");
-  code.line("  kopt_mbar_init(&kopt_landed[0]);");
-  code.line("  kopt_mbar_init(&kopt_landed[1]);");
-  code.line("  asm volatile(\"fence.mbarrier_init.release.cluster;\" ::: "
-            "\"memory\");");
-  code.line("}");
-  code.line("__syncthreads();");
-  std::string bytes = std::to_string(emitter.getSharedCacheNames().size()) +
-                      " * (chunkEnd - chunkStart) * 4";
-  auto emitFills = [&](llvm::StringRef row, llvm::StringRef into) {
-    code.line("if (threadIdx.x == 0 && " + row.str() + " < " + rows + ") {");
-    code.indent();
-    code.line("const long long kopt_fill_row = " + row.str() + ";");
-    code.line("unsigned char *const kopt_fill_smem = kopt_buffers + (" +
-              into.str() + ") * " + bufferBytes + ";");
-    code.line("unsigned long long *const kopt_fill_bar = &kopt_landed[" +
-              into.str() + "];");
-    code.line("kopt_mbar_arrive_expect(kopt_fill_bar, " + bytes + ");");
-    code.lines(fills.str());
-    code.dedent();
-    code.line("}");
-  };
-  // Turn t's row is kopt_group + t * kopt_groups, in buffer t & 1, landed
-  // at that buffer's (t / 2)-th phase; its totals in slot set t & 3.
-  auto emitFold = [&](llvm::StringRef turn) {
-    std::string t = "(" + turn.str() + ")";
-    code.line("const long long row = kopt_group + (long long)" + t +
-              " * kopt_groups;");
-    code.line("kopt_parity = " + t + " & 3u;");
-    code.line("unsigned char *const kopt_smem = kopt_buffers + (" + t +
-              " & 1u) * " + bufferBytes + ";");
-    code.lines(caches.str());
-    code.line("kopt_mbar_wait(&kopt_landed[" + t + " & 1u], (" + t +
-              " >> 1) & 1u);");
-    code.lines(fold);
-    code.line("kopt_group_arrive(kopt_group_counter(" + t + "));");
-  };
-  emitFills("(long long)kopt_group", "0");
-  emitFills("(long long)kopt_group + kopt_groups", "1");
-  code.line("if ((long long)kopt_group < " + rows + ") {");
-  code.indent();
-  emitFold("0u");
-  code.dedent();
-  code.line("}");
-  code.line("unsigned kopt_turn = 0;");
-  code.line("for (long long kopt_row = kopt_group; kopt_row < " + rows +
-            "; kopt_row += kopt_groups, ++kopt_turn) {");
-  code.indent();
-  code.line("if (kopt_row + kopt_groups < " + rows + ") {");
-  code.indent();
-  emitFold("kopt_turn + 1u");
-  code.dedent();
-  code.line("}");
-  code.line("{");
-  code.indent();
-  code.line("const long long row = kopt_row;");
-  code.line("kopt_parity = kopt_turn & 3u;");
-  code.line("unsigned char *const kopt_smem = kopt_buffers + (kopt_turn & "
-            "1u) * " +
-            bufferBytes + ";");
-  code.lines(caches.str());
-  code.line("kopt_group_wait(kopt_group_counter(kopt_turn), ((kopt_turn >> "
-            "1) + 1u) * kopt_group_blocks);");
-  code.lines(finish);
-  code.dedent();
-  code.line("}");
-  // The row two ahead overwrites what this row's threads read and wrote:
-  // the copy engine is another proxy, after a fence.
-  code.line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: "
-            "\"memory\");");
-  code.line("__syncthreads();");
-  emitFills("kopt_row + 2LL * kopt_groups", "kopt_turn & 1u");
-  code.dedent();
-  code.line("}");
-}
-
 /// The kernel of generateSharedRowKernel, or with `options.gridGroups`
 /// the group kernel of generateGroupRowKernels, which sets
 /// `groupReductions` to the number of reductions needing slots.
@@ -527,9 +345,6 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
   if (options.registerVectors && (!groups || options.doubleBuffer))
     return llvm::createStringError(
         "register copies take groups of blocks and one buffer");
-  if (options.overlapBarrier && (!groups || !options.doubleBuffer))
-    return llvm::createStringError(
-        "overlapped barriers take groups of blocks and two buffers");
   // A group's blocks are known at launch: each block's range of the row
   // then, which must fit the one slot of shared memory a block has (and
   // its threads' registers, with register copies).
@@ -556,7 +371,7 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     emitter.setSharedCacheRegisters(options.registerVectors, staging);
   if (groups) {
     // The rows are read once: their copies tell L2 to evict them first.
-    emitter.enableGroupReductions(options.overlapBarrier);
+    emitter.enableGroupReductions();
     emitter.setAsyncCopyFunction("kopt_copy_async_stream");
     if (options.prefetchNextRow && !bulkFilled)
       emitter.setSharedCachePrefetch("row + kopt_groups",
@@ -724,8 +539,6 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
   }
   if (groups) {
     code.lines(getGroupHelpers());
-    if (options.overlapBarrier)
-      code.lines(getSplitGroupBarrierHelpers());
     signature.pop_back();
     signature +=
         ", long long *__restrict__ " + std::string(kGroupSlotsParam) + ")";
@@ -760,16 +573,8 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     groupReductions = emitter.getGroupReductionCount();
     if (groupReductions == 0)
       return llvm::createStringError("no row-wide reduction to split");
-    emitGroupPrologue(code, groups, groupReductions, rowLength, range,
-                      options.overlapBarrier);
-    if (options.overlapBarrier) {
-      auto parts = splitAtGroupBarrier(body.str());
-      if (!parts)
-        return parts.takeError();
-      code.lines(parts->shared);
-      emitOverlappedRows(code, caches, fills, parts->fold, parts->finish,
-                         emitter, numRows, buffer);
-    } else if (bulkFilled) {
+    emitGroupPrologue(code, groups, groupReductions, rowLength, range);
+    if (bulkFilled) {
       emitBulkFilledRows(code, caches, fills, staging, body, emitter, numRows,
                          buffer, doubleBuffer ? 2 : 1);
     } else {
@@ -848,13 +653,10 @@ llvm::Expected<GroupRowKernels> mlir::kopt::generateGroupRowKernels(
   if (!rows)
     return rows.takeError();
   unsigned groups = options.gridGroups;
-  unsigned counters = getGroupCounters(groups, options.overlapBarrier);
-  int64_t slotSets = options.overlapBarrier ? 4 : 2;
   GroupRowKernels result;
   result.slots.param = kGroupSlotsParam;
   result.slots.elementType = ElementType::I64;
-  result.slots.shape = {counters +
-                        slotSets * int64_t(reductions) * kGroupGridBlocks};
+  result.slots.shape = {groups + 2 * int64_t(reductions) * kGroupGridBlocks};
 
   // The counters start every launch at zero.
   GeneratedKernel reset;
@@ -863,12 +665,12 @@ llvm::Expected<GroupRowKernels> mlir::kopt::generateGroupRowKernels(
   code.comment(comment.str() + " (group barriers reset)");
   code.line("extern \"C\" __global__ void " + reset.entry +
             "(long long *__restrict__ " + kGroupSlotsParam + ") {");
-  code.line("  if (threadIdx.x < " + std::to_string(counters) + "u) " +
+  code.line("  if (threadIdx.x < " + std::to_string(groups) + "u) " +
             kGroupSlotsParam + "[threadIdx.x] = 0;");
   code.line("}");
   reset.code = code.str();
   reset.grid = {"1", "1", "1"};
-  reset.block = {counters > 32 ? "64" : "32", "1", "1"};
+  reset.block = {"32", "1", "1"};
   reset.args = {kGroupSlotsParam};
   result.kernels = {std::move(reset), std::move(*rows)};
   return result;

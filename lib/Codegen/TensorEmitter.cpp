@@ -1139,10 +1139,6 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
   };
   std::vector<Pending> pending;
   int64_t count = -1;
-  // What the blocks compute before a split barrier stays behind it.
-  bool splitScope = groupReductions && groupBarrierSplit;
-  if (splitScope)
-    pushScope();
   for (const CooperativeReduction &red : reds) {
     Pending p;
     p.generic = red.result.getDefiningOp<linalg::GenericOp>();
@@ -1239,8 +1235,6 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
     }
     out->dedent();
     out->line("}");
-    if (splitScope)
-      popScope();
     out->line("kopt_group_sync();");
     // Reduction i's slots combined by warp i (modulo the block's warps), its
     // loads unrolled so that they are in flight together: one after another

@@ -73,13 +73,6 @@ struct SharedRowOptions {
   /// large for two buffers (a LayerNorm over 4M elements: 127 KB a block).
   /// The range must fit N * 4 * blockSize elements. f32 rows only.
   unsigned registerVectors = 0;
-  /// Groups, with doubleBuffer and one barrier a row: each block folds the
-  /// next row's statistics and arrives at its barrier before it waits at
-  /// this row's and writes this row's outputs, so that a barrier settles
-  /// while the blocks work rather than while they wait: the group's blocks
-  /// keep their counters a row apart, in two (rows alternate) and their
-  /// totals in four sets of slots.
-  bool overlapBarrier = false;
 };
 
 /// The most groups a grid of groups holds.

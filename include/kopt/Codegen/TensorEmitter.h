@@ -172,14 +172,7 @@ public:
   /// kernel defines `kopt_group_slots(k)` (reduction `k`'s slots, one per
   /// block of the group, `long long` each), `kopt_group_blocks`, `chunk`
   /// (the block's place in the group) and `kopt_group_sync()`.
-  /// With `splitBarrier`, the code before the barrier (each block's totals
-  /// into the slots) and after it (combining them) may run in separate C
-  /// scopes, for different rows (SharedRowOptions::overlapBarrier): nothing
-  /// emitted before it is memoised past it.
-  void enableGroupReductions(bool splitBarrier = false) {
-    groupReductions = true;
-    groupBarrierSplit = splitBarrier;
-  }
+  void enableGroupReductions() { groupReductions = true; }
   /// Group reductions emitted so far: each needs its slots.
   unsigned getGroupReductionCount() const { return groupReductionCount; }
   /// Reads through reshapes one dimension group at a time (an expanded
@@ -390,7 +383,6 @@ private:
   std::optional<RowGroupLayout> rowGroup;
   unsigned clusterSize = 1;
   bool groupReductions = false;
-  bool groupBarrierSplit = false;
   unsigned groupReductionCount = 0;
   bool broadcastLeavesRead = false;
   std::string asyncCopyFunction = "kopt_copy_async";
