@@ -11,11 +11,14 @@
 // (127 KB a block) leave the ring room for half a row ahead at most, so it
 // is also measured as `ln_regs`: the block's range of this row in registers
 // (512 threads x 16 float4), of the next row landing in shared memory
-// meanwhile, a whole row in flight.
+// meanwhile, a whole row in flight; its weights read in several ways to
+// see what they cost (ln_regs' W), and as `ln_pipe`, which arrives at the
+// next row's barrier before it waits at this row's (also for GroupNorm).
 //
 // Problems (KernelBench's sizes, fp32): GroupNorm over 8x64x512x512 in 8
 // groups (64 rows of 2M, per-channel weights), LayerNorm over 16 rows of 4M
-// (per-element weights kept in L2), softmax over 512 rows of 393,216. Each
+// (per-element weights, read again every row), softmax over 512 rows of
+// 393,216. Each
 // configuration is checked against an fp64 host reference on three rows
 // and timed (CUDA events, L2 flushed before each run, median of 20) beside
 // a device copy of 512 MB, whose rate is the floor's bandwidth.
