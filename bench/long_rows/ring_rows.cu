@@ -436,6 +436,71 @@ __global__ void __launch_bounds__(T + 32, 1) ring_rows(Params p) {
   }
 }
 
+// The pieces ln_regs and ln_pipe share: a block's range of one row
+// (`len` floats at `begin`) copied into shared memory by thread 0, its
+// float4s copied into a thread's registers, its shifted sums folded and
+// summed over the block, and the affine outputs.
+__device__ __forceinline__ void fill_range(const Params &p, long long row,
+                                           long long begin, long long len,
+                                           unsigned char *smem,
+                                           unsigned long long *bar,
+                                           unsigned long long policy) {
+  if (threadIdx.x != 0 || row >= p.R)
+    return;
+  unsigned bytes = (unsigned)(len * 4);
+  mbar_expect(bar, bytes);
+  if (bytes)
+    bulk_load(smem, p.x + row * p.N + begin, bytes, bar, policy);
+}
+template <int T, int V>
+__device__ __forceinline__ void load_range(float4 (&x)[V], const float4 *buf,
+                                           int n4) {
+#pragma unroll
+  for (int i = 0; i < V; ++i) {
+    int v = threadIdx.x + i * T;
+    x[i] = v < n4 ? buf[v] : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+}
+// Adds x's deviations from c to s1 and their squares to s2.
+__device__ __forceinline__ void add_shifted(float4 x, float c, float &s1,
+                                            float &s2) {
+  float d0 = x.x - c, d1 = x.y - c, d2 = x.z - c, d3 = x.w - c;
+  s1 += (d0 + d1) + (d2 + d3);
+  s2 += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+}
+// The block's sums of (s1, s2), in every lane of warp 0 (the other warps
+// get nothing of use); `red` holds a pair a warp.
+template <int T>
+__device__ __forceinline__ Acc block_sums(float s1, float s2, Acc *red) {
+  const int tid = threadIdx.x;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    s1 += __shfl_xor_sync(~0u, s1, o);
+    s2 += __shfl_xor_sync(~0u, s2, o);
+  }
+  if ((tid & 31) == 0)
+    red[tid >> 5] = {s1, s2};
+  __syncthreads();
+  Acc a{0.f, 0.f};
+  if (tid < 32) {
+    a = tid < T / 32 ? red[tid] : Acc{0.f, 0.f};
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      a.a += __shfl_xor_sync(~0u, a.a, o);
+      a.b += __shfl_xor_sync(~0u, a.b, o);
+    }
+  }
+  return a;
+}
+// (x - mean) * rstd * w + b, `st` holding (mean, rstd).
+__device__ __forceinline__ float4 affine4(float4 x, float2 st, float4 w,
+                                          float4 b) {
+  return make_float4((x.x - st.x) * st.y * w.x + b.x,
+                     (x.y - st.x) * st.y * w.y + b.y,
+                     (x.z - st.x) * st.y * w.z + b.z,
+                     (x.w - st.x) * st.y * w.w + b.w);
+}
+
 // LayerNorm with the block's range of this row in registers and of the next
 // row landing in shared memory meanwhile (one bulk copy, one mbarrier): a
 // whole row is in flight while this row's barrier settles and its outputs
@@ -464,52 +529,23 @@ __global__ void __launch_bounds__(T, 1) ln_regs(Params p) {
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
-  auto fill = [&](long long row) {
-    if (tid != 0 || row >= p.R)
-      return;
-    unsigned bytes = (unsigned)(len * 4);
-    mbar_expect(bar, bytes);
-    if (bytes)
-      bulk_load(smem, p.x + row * p.N + begin, bytes, bar, pol);
-  };
-  fill(0);
+  fill_range(p, 0, begin, len, smem, bar, pol);
   for (long long r = 0; r < p.R; ++r) {
     mbar_wait(bar, (unsigned)(r & 1));
     float4 x[V];
-#pragma unroll
-    for (int i = 0; i < V; ++i) {
-      int v = tid + i * T;
-      x[i] = v < n4 ? buf[v] : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+    load_range<T, V>(x, buf, n4);
     const float c = len > 0 ? reinterpret_cast<const float *>(smem)[0] : 0.f;
     // The next row's copy overwrites what every thread just read.
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
-    fill(r + 1);
+    fill_range(p, r + 1, begin, len, smem, bar, pol);
     float s1 = 0.f, s2 = 0.f;
 #pragma unroll
     for (int i = 0; i < V; ++i)
-      if (tid + i * T < n4) {
-        float d0 = x[i].x - c, d1 = x[i].y - c, d2 = x[i].z - c,
-              d3 = x[i].w - c;
-        s1 += (d0 + d1) + (d2 + d3);
-        s2 += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
-      }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      s1 += __shfl_xor_sync(~0u, s1, o);
-      s2 += __shfl_xor_sync(~0u, s2, o);
-    }
-    if ((tid & 31) == 0)
-      red[tid >> 5] = {s1, s2};
-    __syncthreads();
+      if (tid + i * T < n4)
+        add_shifted(x[i], c, s1, s2);
+    Acc a = block_sums<T>(s1, s2, red);
     if (tid < 32) {
-      Acc a = tid < T / 32 ? red[tid] : Acc{0.f, 0.f};
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        a.a += __shfl_xor_sync(~0u, a.a, o);
-        a.b += __shfl_xor_sync(~0u, a.b, o);
-      }
       if (tid == 0) {
         p.partials[r * P + blk] = block_moments(c, a.a, a.b, len);
         grid_arrive(p.counters + r);
@@ -538,10 +574,7 @@ __global__ void __launch_bounds__(T, 1) ln_regs(Params p) {
           w = __ldg(reinterpret_cast<const float4 *>(p.w + at));
           b = __ldg(reinterpret_cast<const float4 *>(p.b + at));
         }
-        __stcs(out + v, make_float4((x[i].x - st.x) * st.y * w.x + b.x,
-                                    (x[i].y - st.x) * st.y * w.y + b.y,
-                                    (x[i].z - st.x) * st.y * w.z + b.z,
-                                    (x[i].w - st.x) * st.y * w.w + b.w));
+        __stcs(out + v, affine4(x[i], st, w, b));
       }
     }
   }
@@ -589,12 +622,7 @@ __global__ void __launch_bounds__(T, 1) ln_pipe(Params p) {
   }
   __syncthreads();
   auto fill = [&](long long row) {
-    if (tid != 0 || row >= p.R)
-      return;
-    unsigned bytes = (unsigned)(len * 4);
-    mbar_expect(bar, bytes);
-    if (bytes)
-      bulk_load(smem, p.x + row * p.N + begin, bytes, bar, pol);
+    fill_range(p, row, begin, len, smem, bar, pol);
   };
   // Row `row`'s statistics from the buffer: the block's partial published
   // and its arrival at the row's barrier, not waited for.
@@ -604,31 +632,12 @@ __global__ void __launch_bounds__(T, 1) ln_pipe(Params p) {
     float s1 = 0.f, s2 = 0.f;
 #pragma unroll
     for (int i = 0; i < V; ++i)
-      if (tid + i * T < n4) {
-        float4 x = buf[tid + i * T];
-        float d0 = x.x - c, d1 = x.y - c, d2 = x.z - c, d3 = x.w - c;
-        s1 += (d0 + d1) + (d2 + d3);
-        s2 += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
-      }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      s1 += __shfl_xor_sync(~0u, s1, o);
-      s2 += __shfl_xor_sync(~0u, s2, o);
-    }
-    if ((tid & 31) == 0)
-      red[tid >> 5] = {s1, s2};
-    __syncthreads();
-    if (tid < 32) {
-      Acc a = tid < T / 32 ? red[tid] : Acc{0.f, 0.f};
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) {
-        a.a += __shfl_xor_sync(~0u, a.a, o);
-        a.b += __shfl_xor_sync(~0u, a.b, o);
-      }
-      if (tid == 0) {
-        p.partials[row * P + blk] = block_moments(c, a.a, a.b, len);
-        grid_arrive(p.counters + row);
-      }
+      if (tid + i * T < n4)
+        add_shifted(buf[tid + i * T], c, s1, s2);
+    Acc a = block_sums<T>(s1, s2, red);
+    if (tid == 0) {
+      p.partials[row * P + blk] = block_moments(c, a.a, a.b, len);
+      grid_arrive(p.counters + row);
     }
   };
   auto weights = [&](int i) {
@@ -646,11 +655,7 @@ __global__ void __launch_bounds__(T, 1) ln_pipe(Params p) {
   float4 x[V];
   fill(0);
   foldAndArrive(0);
-#pragma unroll
-  for (int i = 0; i < V; ++i) {
-    int v = tid + i * T;
-    x[i] = v < n4 ? buf[v] : make_float4(0.f, 0.f, 0.f, 0.f);
-  }
+  load_range<T, V>(x, buf, n4);
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   fill(1);
@@ -691,10 +696,7 @@ __global__ void __launch_bounds__(T, 1) ln_pipe(Params p) {
           w = slot[0];
           b = slot[1];
         }
-        __stcs(out + v, make_float4((x[i].x - st.x) * st.y * w.x + b.x,
-                                    (x[i].y - st.x) * st.y * w.y + b.y,
-                                    (x[i].z - st.x) * st.y * w.z + b.z,
-                                    (x[i].w - st.x) * st.y * w.w + b.w));
+        __stcs(out + v, affine4(x[i], st, w, b));
       }
       if (i + D < V)
         weights(i + D);
@@ -702,11 +704,7 @@ __global__ void __launch_bounds__(T, 1) ln_pipe(Params p) {
         cp_async_commit();
     }
     if (r + 1 < p.R) {
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        int v = tid + i * T;
-        x[i] = v < n4 ? buf[v] : make_float4(0.f, 0.f, 0.f, 0.f);
-      }
+      load_range<T, V>(x, buf, n4);
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       __syncthreads();
       fill(r + 2);
