@@ -57,31 +57,50 @@ auto absorb = [&](const float4 v) {
 namespace {
 /// A block's share of a row in 16-byte vectors: thread threadIdx.x takes
 /// vectors threadIdx.x + i * threads, i < perThread, in `stages` commit
-/// groups of consecutive i. Emits the loops both softmax kernels run over
-/// the share.
+/// groups of consecutive i. The blocks take equal shares, but for the last
+/// where the row's vectors do not divide among them: it takes what is left
+/// (a cluster of 7 blocks over 393,216 elements). Emits the loops both
+/// softmax kernels run over the share.
 class StagedShare {
 public:
-  /// Fails unless the row splits into whole vectors over `blocks`, the
-  /// block is whole warps (its pair is merged by warps, then by the first
-  /// warp over them) and a block's share fits `maxSharedBytes`.
+  /// Fails unless the row is whole vectors and leaves the last of `blocks`
+  /// some, the block is whole warps (its pair is merged by warps, then by
+  /// the first warp over them) and a block's share fits `maxSharedBytes`.
   static llvm::Expected<StagedShare> create(unsigned blocks, unsigned threads,
                                             int64_t length,
                                             int64_t maxSharedBytes) {
-    if (length % (4 * blocks) != 0)
+    if (length % 4 != 0)
       return llvm::createStringError(
-          "a row of %lld does not split into 16-byte vectors over %u blocks",
+          "a row of %lld is not a whole number of 16-byte vectors",
+          static_cast<long long>(length));
+    int64_t vectors = (length / 4 + blocks - 1) / blocks;
+    int64_t lastVectors = length / 4 - int64_t(blocks - 1) * vectors;
+    if (lastVectors <= 0)
+      return llvm::createStringError(
+          "a row of %lld leaves the last of %u blocks nothing",
           static_cast<long long>(length), blocks);
     if (threads < 32 || threads > 1024 || threads % 32 != 0)
       return llvm::createStringError(
           "blocks of %u threads: whole warps, 1024 threads at most, are "
           "needed",
           threads);
-    int64_t share = length / blocks;
+    int64_t share = 4 * vectors;
     if (share * 4 > maxSharedBytes)
       return llvm::createStringError(
           "a block's %lld bytes of the row exceed its shared memory",
           static_cast<long long>(share * 4));
-    return StagedShare(threads, share);
+    return StagedShare(threads, share, lastVectors);
+  }
+
+  /// Declares the block's vectors (`kopt_vectors`) where the last block's
+  /// differ, `rank` being the block's place in the row.
+  void emitDeclarations(CodeWriter &code, llvm::StringRef rank,
+                        unsigned blocks) const {
+    if (lastVectors != vectors)
+      code.line("const int kopt_vectors = " + rank.str() +
+                " == " + std::to_string(blocks - 1) + "u ? " +
+                std::to_string(lastVectors) + " : " + std::to_string(vectors) +
+                ";");
   }
 
   /// Elements of the row a block holds.
@@ -96,7 +115,9 @@ public:
     code.indent();
     code.line("const int v = threadIdx.x + i * " + std::to_string(threads) +
               ";");
-    if (vectors % threads != 0)
+    if (lastVectors != vectors)
+      code.line("if (v >= kopt_vectors) break;");
+    else if (vectors % threads != 0)
       code.line("if (v >= " + std::to_string(vectors) + ") break;");
     code.lines(statement);
     code.dedent();
@@ -207,15 +228,15 @@ public:
   }
 
 private:
-  StagedShare(unsigned threads, int64_t share)
+  StagedShare(unsigned threads, int64_t share, int64_t lastVectors)
       : threads(threads), share(share), vectors(share / 4),
-        perThread((vectors + threads - 1) / threads),
+        lastVectors(lastVectors), perThread((vectors + threads - 1) / threads),
         stages(std::min<int64_t>(4, perThread)) {}
 
   int64_t stageStart(int64_t stage) const { return stage * perThread / stages; }
 
   unsigned threads;
-  int64_t share, vectors, perThread, stages;
+  int64_t share, vectors, lastVectors, perThread, stages;
 };
 } // namespace
 
@@ -290,6 +311,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
             ") * " + k + ";");
   code.line("const long long offset = (long long)(blockIdx.x % " + b + ") * " +
             std::to_string(share) + "LL;");
+  staged->emitDeclarations(code, "blockIdx.x % " + b + "u", blocks);
   auto rowPointer = [&](llvm::StringRef name, llvm::StringRef row, bool read) {
     std::string type = read ? "const float4" : "float4";
     std::string base = read ? input.str() : output.str();
@@ -363,7 +385,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
     llvm::StringRef output, int64_t rows, int64_t length,
     const ClusterSoftmaxOptions &options, int64_t maxSharedBytes) {
   unsigned blocks = options.clusterSize, threads = options.blockSize;
-  if (!llvm::is_contained({2u, 4u, 8u, 16u}, blocks))
+  if (blocks < 2 || blocks > 16)
     return llvm::createStringError(
         "claiming clusters of %u blocks are not supported", blocks);
   auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
@@ -429,6 +451,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.line("const unsigned rank = blockIdx.x % " + b + "u;");
   code.line("const long long offset = (long long)rank * " +
             std::to_string(share) + "LL;");
+  staged->emitDeclarations(code, "rank", blocks);
   code.line("auto claim = [&]() {");
   code.line("  return (long long)atomicAdd(reinterpret_cast<unsigned long "
             "long *>(" +

@@ -57,9 +57,10 @@ struct ClusterSoftmaxOptions {
 
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of
 /// `length` elements of plan tensor `input` into `output`, a cluster per
-/// row. Fails unless each block's share is a whole number of 16-byte
-/// vectors that fits `maxSharedBytes`, the block whole warps and the rows
-/// a whole number of clusters' turns.
+/// row, each block taking an equal share of 16-byte vectors but the last,
+/// which takes what is left. Fails unless the row is whole vectors and
+/// leaves the last block some, a share fits `maxSharedBytes`, the block is
+/// whole warps and the rows a whole number of clusters' turns.
 llvm::Expected<GeneratedKernel> generateClusterSoftmaxKernel(
     llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
     llvm::StringRef output, int64_t rows, int64_t length,

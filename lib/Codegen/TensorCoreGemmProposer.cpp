@@ -22,6 +22,7 @@
 
 #include "kopt/Codegen/TensorCoreGemm.h"
 
+#include "BuiltinPlans.h"
 #include "TiledTranspose.h"
 
 #include "kopt/Codegen/LibraryCalls.h"
@@ -31,15 +32,6 @@
 
 using namespace mlir;
 using namespace mlir::kopt;
-
-/// The values `group` returns, in order, without repeats and arguments.
-static SmallVector<Value> getReturnedValues(func::FuncOp group) {
-  SmallVector<Value> values;
-  for (Value value : group.getBody().front().getTerminator()->getOperands())
-    if (!llvm::is_contained(values, value) && !isa<BlockArgument>(value))
-      values.push_back(value);
-  return values;
-}
 
 /// The plan tensor holding `value`, written by a pointwise kernel first
 /// when no step has written it yet.
@@ -141,7 +133,7 @@ void mlir::kopt::proposeTensorCoreGemms(Proposal &proposal, func::FuncOp group,
     return;
   // A contraction group is the product and its elementwise epilogue: every
   // output has the product's elements (reshaped, perhaps).
-  SmallVector<Value> outputs = getReturnedValues(group);
+  SmallVector<Value> outputs = builtins::returnedValues(group);
   auto productType = cast<RankedTensorType>(form->result.getType());
   if (outputs.empty() || llvm::any_of(outputs, [&](Value value) {
         return cast<RankedTensorType>(value.getType()).getNumElements() !=
@@ -221,7 +213,7 @@ void mlir::kopt::proposeTensorCoreConvs(Proposal &proposal, func::FuncOp group,
   // Fused whole when every output has the convolution's elements; a group
   // that pools them gets the kernel before its pooling kernels instead
   // (BuiltinProposer.cpp).
-  SmallVector<Value> outputs = getReturnedValues(group);
+  SmallVector<Value> outputs = builtins::returnedValues(group);
   auto convType = cast<RankedTensorType>(anchor->getResult(0).getType());
   if (outputs.empty() || llvm::any_of(outputs, [&](Value value) {
         return cast<RankedTensorType>(value.getType()).getNumElements() !=

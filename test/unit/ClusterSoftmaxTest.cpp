@@ -84,9 +84,11 @@ TEST(ClusterSoftmax, RefusesShapesItCannotTake) {
   EXPECT_EQ(errorOf(4, 393216, options),
             "clusters of 3 blocks are not supported");
   options.clusterSize = 8;
-  EXPECT_EQ(errorOf(4, 393220, options),
-            "a row of 393220 does not split into 16-byte vectors over 8 "
-            "blocks");
+  EXPECT_EQ(errorOf(4, 393218, options),
+            "a row of 393218 is not a whole number of 16-byte vectors");
+  // 9 vectors over 8 blocks: 2 a block leave the last none.
+  EXPECT_EQ(errorOf(4, 36, options),
+            "a row of 36 leaves the last of 8 blocks nothing");
   EXPECT_EQ(errorOf(4, 8 * 51208, options),
             "a block's 204832 bytes of the row exceed its shared memory");
   options.blockSize = 1056;
@@ -150,6 +152,36 @@ TEST(ClusterSoftmax, ClaimingClustersAreCooperativeWithACounter) {
   EXPECT_NE(kept.find("e.x *= factor3;"), std::string::npos);
 }
 
+TEST(ClusterSoftmax, LastBlockTakesWhatIsLeft) {
+  // 98,304 vectors over 7 blocks: 14,044 each, the last 14,040.
+  ClusterSoftmaxOptions options;
+  options.clusterSize = 7;
+  options.blockSize = 512;
+  options.keepExponentials = true;
+  auto kernels = generateClaimingSoftmaxKernels(
+      "k", "softmax", "in0", "out0", 512, 393216, options, 224 * 1024);
+  ASSERT_TRUE(static_cast<bool>(kernels))
+      << llvm::toString(kernels.takeError());
+  const GeneratedKernel &rows = kernels->kernels[1];
+  EXPECT_EQ(rows.grid[0], "3584");
+  EXPECT_EQ(rows.cluster, 7u);
+  EXPECT_EQ(rows.sharedBytes, 14044 * 16);
+  EXPECT_NE(rows.code.find("const long long offset = (long long)rank * "
+                           "56176LL;"),
+            std::string::npos);
+  EXPECT_NE(rows.code.find("const int kopt_vectors = rank == 6u ? 14040 : "
+                           "14044;"),
+            std::string::npos);
+  EXPECT_NE(rows.code.find("if (v >= kopt_vectors) break;"), std::string::npos);
+  // Equal shares need no count of their own.
+  options.clusterSize = 8;
+  kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
+                                           393216, options, kShared);
+  ASSERT_TRUE(static_cast<bool>(kernels))
+      << llvm::toString(kernels.takeError());
+  EXPECT_EQ(kernels->kernels[1].code.find("kopt_vectors"), std::string::npos);
+}
+
 TEST(ClusterSoftmax, ClaimingRefusesShapesItCannotTake) {
   ClusterSoftmaxOptions options;
   auto errorOfClaiming = [&](int64_t length) -> std::string {
@@ -160,10 +192,12 @@ TEST(ClusterSoftmax, ClaimingRefusesShapesItCannotTake) {
   options.clusterSize = 1;
   EXPECT_EQ(errorOfClaiming(40000),
             "claiming clusters of 1 blocks are not supported");
+  options.clusterSize = 17;
+  EXPECT_EQ(errorOfClaiming(393216),
+            "claiming clusters of 17 blocks are not supported");
   options.clusterSize = 8;
-  EXPECT_EQ(errorOfClaiming(393220),
-            "a row of 393220 does not split into 16-byte vectors over 8 "
-            "blocks");
+  EXPECT_EQ(errorOfClaiming(393218),
+            "a row of 393218 is not a whole number of 16-byte vectors");
   EXPECT_EQ(errorOfClaiming(8 * 51208),
             "a block's 204832 bytes of the row exceed its shared memory");
   options.blockSize = 48;
