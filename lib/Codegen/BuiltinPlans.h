@@ -23,11 +23,16 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::kopt::builtins {
 
 /// The values the task returns, in order, without repeats and arguments.
 SmallVector<Value> returnedValues(func::FuncOp func);
+
+/// The kernel outputs of returnedValues(func), in order.
+std::vector<KernelOutput> returnedOutputs(PlanBuilder &builder,
+                                          func::FuncOp func);
 
 /// The comment a fused kernel of `func` carries: its ops, in order.
 std::string describeGroup(func::FuncOp func);

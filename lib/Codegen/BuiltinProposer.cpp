@@ -267,6 +267,14 @@ SmallVector<Value> builtins::returnedValues(func::FuncOp func) {
   return values;
 }
 
+std::vector<KernelOutput> builtins::returnedOutputs(PlanBuilder &builder,
+                                                    func::FuncOp func) {
+  std::vector<KernelOutput> outputs;
+  for (Value value : returnedValues(func))
+    outputs.push_back(builder.outputFor(value));
+  return outputs;
+}
+
 std::string builtins::describeGroup(func::FuncOp func) {
   std::string text = "fused:";
   for (Operation &op : func.getBody().front().without_terminator())

@@ -92,9 +92,7 @@ static void proposeTiledRows(Proposal &proposal, func::FuncOp group,
   std::string comment = describeGroup(group);
   for (const TiledRowVariant &variant : getTiledRowVariants(space)) {
     PlanBuilder builder(task, group, "builtin", variantName(variant.name, tag));
-    std::vector<KernelOutput> outputs;
-    for (Value value : returnedValues(group))
-      outputs.push_back(builder.outputFor(value));
+    std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
     std::vector<PartialBuffer> partials;
     llvm::Expected<std::vector<GeneratedKernel>> kernels =
         std::vector<GeneratedKernel>();
@@ -156,9 +154,7 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
                                             "_bs" + std::to_string(threads) +
                                             (async ? "_async" : ""),
                                         tag));
-        std::vector<KernelOutput> outputs;
-        for (Value value : returnedValues(group))
-          outputs.push_back(builder.outputFor(value));
+        std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
         SharedRowOptions options;
         options.blockSize = threads;
         options.clusterSize = blocks;
@@ -232,9 +228,7 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
                         variantName("group" + std::to_string(groups) + form +
                                         "_bs" + std::to_string(threads),
                                     tag));
-    std::vector<KernelOutput> outputs;
-    for (Value value : returnedValues(group))
-      outputs.push_back(builder.outputFor(value));
+    std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
     SharedRowOptions options;
     options.blockSize = threads;
     options.sharedBytes = kSharedRowBytes;
@@ -409,9 +403,7 @@ static void proposeBlockRows(Proposal &proposal, func::FuncOp group,
                         variantName("rows_bs" + std::to_string(threads) +
                                         (cached ? "_reg" : ""),
                                     tag));
-    std::vector<KernelOutput> outputs;
-    for (Value value : returnedValues(group))
-      outputs.push_back(builder.outputFor(value));
+    std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
     auto kernel =
         generateRowKernel(group.getContext(), builder.entryName("rows"),
                           comment, outputs, builder.leafFn(), rows, length,
@@ -525,9 +517,7 @@ static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
                                           std::to_string(batch) + "_bs" +
                                           std::to_string(threads),
                                       tag));
-      std::vector<KernelOutput> outputs;
-      for (Value value : returnedValues(group))
-        outputs.push_back(builder.outputFor(value));
+      std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
       std::vector<PartialBuffer> partials;
       SplitRowBatching batching;
       batching.rows = batch;
@@ -574,9 +564,7 @@ static void proposeSplitRows(Proposal &proposal, func::FuncOp group,
                         variantName("split" + std::to_string(chunks) + "_bs" +
                                         std::to_string(threads),
                                     tag));
-    std::vector<KernelOutput> outputs;
-    for (Value value : returnedValues(group))
-      outputs.push_back(builder.outputFor(value));
+    std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
     std::vector<PartialBuffer> partials;
     auto kernels = generateSplitRowKernels(
         group.getContext(), builder.entryName("split"), comment, outputs,
@@ -648,9 +636,7 @@ static void proposePipelinedSplitRows(Proposal &proposal, func::FuncOp group,
                                         std::to_string(lag) + "_bs" +
                                         std::to_string(kThreads),
                                     tag));
-    std::vector<KernelOutput> outputs;
-    for (Value value : returnedValues(group))
-      outputs.push_back(builder.outputFor(value));
+    std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
     std::vector<PartialBuffer> partials;
     auto kernels = generatePipelinedSplitRowKernels(
         group.getContext(), builder.entryName("pipe"), comment, outputs,
