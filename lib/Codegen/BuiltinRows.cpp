@@ -277,14 +277,18 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
       !isBeyondBlockRegisters(softmax->length))
     return;
   int64_t length = softmax->length;
-  auto shareBytes = [&](unsigned blocks) { return length / blocks * 4; };
+  if (length % 4 != 0)
+    return;
+  // Equal shares of 16-byte vectors, the last block taking what the others
+  // leave where they do not divide the row.
+  auto shareBytes = [&](unsigned blocks) {
+    return (length / 4 + blocks - 1) / blocks * 16;
+  };
   std::vector<unsigned> clusters;
   for (unsigned blocks : {1u, 2u, 4u, 8u})
-    if (length % (4 * blocks) == 0 && shareBytes(blocks) <= kSharedRowBytes &&
-        clusters.size() < 2)
+    if (shareBytes(blocks) <= kSharedRowBytes && clusters.size() < 2)
       clusters.push_back(blocks);
-  if (length % 64 == 0 && shareBytes(16) <= kHalfSmBytes &&
-      shareBytes(8) > kHalfSmBytes)
+  if (shareBytes(16) <= kHalfSmBytes && shareBytes(8) > kHalfSmBytes)
     clusters.push_back(16);
   // Rows a cluster takes in turn, the block sizes each is tried with, and
   // whether the exponentials are kept (`_ex`, ClusterSoftmaxOptions).
@@ -350,7 +354,7 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   };
   std::vector<Claim> claims;
   for (unsigned blocks = 2; blocks < clusters.front(); ++blocks)
-    if ((length / 4 + blocks - 1) / blocks * 16 <= kLargestSharedRowBytes)
+    if (shareBytes(blocks) <= kLargestSharedRowBytes)
       claims.push_back({blocks, true});
   claims.push_back({clusters.front(), false});
   claims.push_back({clusters.front(), true});

@@ -2,16 +2,17 @@
 // See LICENSE for license information.
 // SPDX-License-Identifier: Apache-2.0 WITH LLVM-exception
 //
-// torch.softmax over 64 rows of 122,896 (claim-softmax.mlir's graph at
-// another size): the smallest cluster whose equal shares hold the row is 4
-// blocks, and clusters of 3 hold it too, their last block taking a shorter
-// share (10,240 vectors against 10,242): resident clusters of 3 and of 4
-// claim rows (ClusterSoftmax.h, generateClaimingSoftmaxKernels).
+// torch.softmax over 64 rows of 122,900 (claim-softmax.mlir's graph at
+// another size): 30,725 16-byte vectors, which no cluster's blocks divide,
+// so the last block of each takes a shorter share. Clusters of 4 and 8
+// blocks take a row each, and resident clusters of 4, and of 3 (10,242
+// vectors a block, 10,241 for the last), claim rows
+// (ClusterSoftmax.h).
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> (d0)>
 #map2 = affine_map<(d0, d1) -> (d0, 0)>
 module {
-  func.func @claim_softmax_uneven(%arg0: tensor<64x122896xf32>) -> tensor<64x122896xf32> {
+  func.func @claim_softmax_uneven(%arg0: tensor<64x122900xf32>) -> tensor<64x122900xf32> {
     %c0_i64 = arith.constant 0 : i64
     %cst = arith.constant 0xFF800000 : f32
     %cst_0 = arith.constant 0.000000e+00 : f32
@@ -19,7 +20,7 @@ module {
     %1 = linalg.fill ins(%c0_i64 : i64) outs(%0 : tensor<64xi64>) -> tensor<64xi64>
     %2 = tensor.empty() : tensor<64xf32>
     %3 = linalg.fill ins(%cst : f32) outs(%2 : tensor<64xf32>) -> tensor<64xf32>
-    %4:2 = linalg.generic {indexing_maps = [#map, #map1, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<64x122896xf32>) outs(%3, %1 : tensor<64xf32>, tensor<64xi64>) {
+    %4:2 = linalg.generic {indexing_maps = [#map, #map1, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : tensor<64x122900xf32>) outs(%3, %1 : tensor<64xf32>, tensor<64xi64>) {
     ^bb0(%in: f32, %out: f32, %out_1: i64):
       %12 = linalg.index 1 : index
       %13 = arith.index_cast %12 : index to i64
@@ -29,29 +30,29 @@ module {
       linalg.yield %14, %16 : f32, i64
     } -> (tensor<64xf32>, tensor<64xi64>)
     %expanded = tensor.expand_shape %4#0 [[0, 1]] output_shape [64, 1] : tensor<64xf32> into tensor<64x1xf32>
-    %5 = tensor.empty() : tensor<64x122896xf32>
-    %6 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %expanded : tensor<64x122896xf32>, tensor<64x1xf32>) outs(%5 : tensor<64x122896xf32>) {
+    %5 = tensor.empty() : tensor<64x122900xf32>
+    %6 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %expanded : tensor<64x122900xf32>, tensor<64x1xf32>) outs(%5 : tensor<64x122900xf32>) {
     ^bb0(%in: f32, %in_1: f32, %out: f32):
       %12 = arith.subf %in, %in_1 : f32
       linalg.yield %12 : f32
-    } -> tensor<64x122896xf32>
-    %7 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%6 : tensor<64x122896xf32>) outs(%5 : tensor<64x122896xf32>) {
+    } -> tensor<64x122900xf32>
+    %7 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]} ins(%6 : tensor<64x122900xf32>) outs(%5 : tensor<64x122900xf32>) {
     ^bb0(%in: f32, %out: f32):
       %12 = math.exp %in : f32
       linalg.yield %12 : f32
-    } -> tensor<64x122896xf32>
+    } -> tensor<64x122900xf32>
     %8 = tensor.empty() : tensor<64x1xf32>
     %9 = linalg.fill ins(%cst_0 : f32) outs(%8 : tensor<64x1xf32>) -> tensor<64x1xf32>
-    %10 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%7 : tensor<64x122896xf32>) outs(%9 : tensor<64x1xf32>) {
+    %10 = linalg.generic {indexing_maps = [#map, #map2], iterator_types = ["parallel", "reduction"]} ins(%7 : tensor<64x122900xf32>) outs(%9 : tensor<64x1xf32>) {
     ^bb0(%in: f32, %out: f32):
       %12 = arith.addf %in, %out : f32
       linalg.yield %12 : f32
     } -> tensor<64x1xf32>
-    %11 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%7, %10 : tensor<64x122896xf32>, tensor<64x1xf32>) outs(%5 : tensor<64x122896xf32>) {
+    %11 = linalg.generic {indexing_maps = [#map, #map2, #map], iterator_types = ["parallel", "parallel"]} ins(%7, %10 : tensor<64x122900xf32>, tensor<64x1xf32>) outs(%5 : tensor<64x122900xf32>) {
     ^bb0(%in: f32, %in_1: f32, %out: f32):
       %12 = arith.divf %in, %in_1 : f32
       linalg.yield %12 : f32
-    } -> tensor<64x122896xf32>
-    return %11 : tensor<64x122896xf32>
+    } -> tensor<64x122900xf32>
+    return %11 : tensor<64x122900xf32>
   }
 }
