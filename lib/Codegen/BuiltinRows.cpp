@@ -175,8 +175,15 @@ static void proposeSharedRows(Proposal &proposal, func::FuncOp group,
       }
 }
 
-/// How a group kernel's blocks hold their ranges (SharedRowOptions).
-enum class GroupBuffers { One, Two, Registers };
+/// How a group kernel's blocks hold their ranges (SharedRowOptions): in
+/// one buffer, two, one and the registers, or in one buffer of half an
+/// SM's shared memory, two blocks of different groups sharing each SM.
+enum class GroupBuffers { One, Two, Registers, Half };
+
+/// The buffer of a `_h` group kernel's block, two an SM: half an SM's
+/// shared memory less room for the static shared memory of reductions
+/// (each 32 values a block), so that the device does hold two.
+constexpr int64_t kHalfSmGroupBytes = 104 * 1024;
 
 /// Threads and 16-byte register groups of each of a `_rg` group kernel's
 /// threads: 128 KB of a block's range, half the registers of a thread
@@ -197,7 +204,12 @@ constexpr unsigned kRegisterRowVectors = 16;
 /// holds a block's range; `group<G>_rg_bs512` with one buffer copied into
 /// registers before the next row's range lands in it
 /// (SharedRowOptions::registerVectors), where half the shared memory does
-/// not hold a block's range and the registers do.
+/// not hold a block's range and the registers do; `group<G>_h_bs512`,
+/// blocks of 512 threads and half an SM's shared memory, two an SM, so
+/// that each SM holds blocks of two groups and one group's reads go on
+/// while the other's blocks wait at their barrier (the device holding
+/// twice kAssumedSms blocks; a GroupNorm over rows of 2M: 3 groups of 88
+/// blocks of 95 KB).
 static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
                              const KernelTask &task, int64_t rows,
                              int64_t length, llvm::StringRef tag,
@@ -205,16 +217,19 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
   if (length * 4 <= kSharedRowBytes || length % 4 != 0)
     return;
   std::vector<unsigned> counts;
+  const bool half = buffers == GroupBuffers::Half;
   for (unsigned groups : {16u, 12u, 11u, 8u, 6u, 4u, 3u, 2u, 1u}) {
-    int64_t blocks = kAssumedSms / groups;
+    int64_t blocks = (half ? 2 : 1) * kAssumedSms / groups;
     int64_t bytes = ((length + blocks - 1) / blocks + 3) / 4 * 4 * 4;
     bool fits = bytes <= kSharedRowBytes;
     if (buffers == GroupBuffers::Two)
       fits = bytes <= kSharedRowBytes / 2;
+    if (half)
+      fits = bytes <= kHalfSmGroupBytes;
     if (buffers == GroupBuffers::Registers)
       fits = fits && bytes > kSharedRowBytes / 2 &&
              bytes <= int64_t(kRegisterRowThreads) * kRegisterRowVectors * 16;
-    if (groups <= rows && fits && counts.size() < 3)
+    if (groups <= rows && fits && counts.size() < (half ? 2u : 3u))
       counts.push_back(groups);
   }
   std::string comment = describeGroup(group);
@@ -222,8 +237,9 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
     bool registers = buffers == GroupBuffers::Registers;
     const char *form = buffers == GroupBuffers::Two ? "_db"
                        : registers                  ? "_rg"
+                       : half                       ? "_h"
                                                     : "";
-    unsigned threads = registers ? kRegisterRowThreads : 1024;
+    unsigned threads = registers ? kRegisterRowThreads : half ? 512 : 1024;
     PlanBuilder builder(task, group, "builtin",
                         variantName("group" + std::to_string(groups) + form +
                                         "_bs" + std::to_string(threads),
@@ -231,7 +247,8 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
     std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
     SharedRowOptions options;
     options.blockSize = threads;
-    options.sharedBytes = kSharedRowBytes;
+    options.sharedBytes = half ? kHalfSmGroupBytes : kSharedRowBytes;
+    options.minBlocksPerSM = half ? 2 : 0;
     options.asyncCopies = true;
     options.vectorStores = true;
     options.gridGroups = groups;
@@ -464,6 +481,8 @@ void builtins::proposeRows(Proposal &proposal, func::FuncOp group,
                      GroupBuffers::Registers);
     proposeGroupRows(proposal, group, task, rows, length, tag,
                      GroupBuffers::One);
+    proposeGroupRows(proposal, group, task, rows, length, tag,
+                     GroupBuffers::Half);
     proposePipelinedSplitRows(proposal, group, task, rows, length, tag);
     proposeSplitRows(proposal, group, task, rows, length, tag);
     return;
@@ -474,7 +493,7 @@ void builtins::proposeRows(Proposal &proposal, func::FuncOp group,
   // (--max-candidates): on the H200 a GroupNorm over 64 rows of 2M lost its
   // best plan (split16_w_bs256, 408 us) behind sixteen others and tuned to
   // group3_w_bs1024 (472 us).
-  Proposal families[5];
+  Proposal families[6];
   proposeSharedRows(families[0], group, task, rows, length, tag);
   proposePipelinedSplitRows(families[1], group, task, rows, length, tag);
   proposeSplitRows(families[2], group, task, rows, length, tag);
@@ -484,6 +503,8 @@ void builtins::proposeRows(Proposal &proposal, func::FuncOp group,
                    GroupBuffers::Registers);
   proposeGroupRows(families[4], group, task, rows, length, tag,
                    GroupBuffers::One);
+  proposeGroupRows(families[5], group, task, rows, length, tag,
+                   GroupBuffers::Half);
   appendInTurn(proposal, families);
   proposeBlockRows(proposal, group, task, rows, length, tag);
   if (space)
