@@ -359,9 +359,9 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   if (clusters.empty() || clusters.front() < 2 || softmax->rows < 64)
     return;
   // Each with the exponentials taken twice (as the row lands and as it is
-  // written) and once, kept in shared memory (`_ex`); smaller clusters,
-  // down to the smallest whose shares fit a block's largest shared memory,
-  // with them kept only. Clusters of a GPC's SMs: the H200 holds 15 of 8
+  // written) and once, kept in shared memory (`_ex`); the two next smaller
+  // clusters whose shares fit a block's largest shared memory, with them
+  // kept only. Clusters of a GPC's SMs: the H200 holds 15 of 8
   // (120 of its 132 SMs), so 512 rows take 35 turns of which the last
   // keeps 2 clusters busy; another size may hold more SMs or divide the
   // rows better (the last block of a cluster of 7 takes a shorter share).
@@ -370,9 +370,12 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
     bool keep;
   };
   std::vector<Claim> claims;
-  for (unsigned blocks = 2; blocks < clusters.front(); ++blocks)
+  // At most the two next smaller: where 16 is the smallest equal cluster,
+  // every size from 9 to 15 might fit.
+  for (unsigned blocks = clusters.front() - 1; blocks >= 2 && claims.size() < 2;
+       --blocks)
     if (shareBytes(blocks) <= kLargestSharedRowBytes)
-      claims.push_back({blocks, true});
+      claims.insert(claims.begin(), {blocks, true});
   claims.push_back({clusters.front(), false});
   claims.push_back({clusters.front(), true});
   for (auto [blocks, keep] : claims) {
