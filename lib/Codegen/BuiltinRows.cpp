@@ -277,8 +277,7 @@ static void proposeGroupRows(Proposal &proposal, func::FuncOp group,
 /// an SM; each also taking 4 consecutive rows in turn where there are rows
 /// enough (on the H200, 2 rows a cluster were never faster than 1 or 4) or
 /// keeping the exponentials (`softmax_c<C>_ex_bs512`); and resident
-/// clusters claiming rows (`softmax_c<C>_claim[_ex|_ex2]_bs512`) or taking
-/// them in a stride (`softmax_c<C>_stride_ex2_bs512`).
+/// clusters claiming rows (`softmax_c<C>_claim[_ex]_bs512`).
 void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
                                      const KernelTask &task) {
   SmallVector<Operation *> ops;
@@ -360,59 +359,47 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   if (clusters.empty() || clusters.front() < 2 || softmax->rows < 64)
     return;
   // Each with the exponentials taken twice (as the row lands and as it is
-  // written) and once, kept in shared memory (`_ex`), or once by exp2f
-  // (`_ex2`), with the rows claimed or in a stride of the resident
-  // clusters (`_stride_ex2`: no counter to zero first, no atomic a row);
-  // the two next smaller clusters whose shares fit a block's largest shared
-  // memory, with them kept only. Clusters of a GPC's SMs: the H200 holds 15
-  // of 8 (120 of its 132 SMs), so 512 rows take 35 turns of which the last
+  // written) and once, kept in shared memory (`_ex`); the two next smaller
+  // clusters whose shares fit a block's largest shared memory, with them
+  // kept only. Clusters of a GPC's SMs: the H200 holds 15 of 8
+  // (120 of its 132 SMs), so 512 rows take 35 turns of which the last
   // keeps 2 clusters busy; another size may hold more SMs or divide the
   // rows better (the last block of a cluster of 7 takes a shorter share).
-  struct Resident {
+  struct Claim {
     unsigned blocks;
-    bool keep, exp2, stride;
+    bool keep;
   };
-  std::vector<Resident> residents;
+  std::vector<Claim> claims;
   // At most the two next smaller: where 16 is the smallest equal cluster,
   // every size from 9 to 15 might fit.
-  for (unsigned blocks = clusters.front() - 1;
-       blocks >= 2 && residents.size() < 2; --blocks)
+  for (unsigned blocks = clusters.front() - 1; blocks >= 2 && claims.size() < 2;
+       --blocks)
     if (shareBytes(blocks) <= kLargestSharedRowBytes)
-      residents.insert(residents.begin(), {blocks, true, false, false});
-  for (Resident resident : {Resident{clusters.front(), false, false, false},
-                            Resident{clusters.front(), true, false, false},
-                            Resident{clusters.front(), true, true, false},
-                            Resident{clusters.front(), true, true, true}})
-    residents.push_back(resident);
-  for (auto [blocks, keep, exp2, stride] : residents) {
+      claims.insert(claims.begin(), {blocks, true});
+  claims.push_back({clusters.front(), false});
+  claims.push_back({clusters.front(), true});
+  for (auto [blocks, keep] : claims) {
     PlanBuilder builder(task, group, "builtin",
-                        "softmax_c" + std::to_string(blocks) +
-                            (stride ? "_stride" : "_claim") +
-                            (exp2   ? "_ex2"
-                             : keep ? "_ex"
-                                    : "") +
-                            "_bs512");
+                        "softmax_c" + std::to_string(blocks) + "_claim" +
+                            (keep ? "_ex" : "") + "_bs512");
     ClusterSoftmaxOptions options;
     options.clusterSize = blocks;
     options.blockSize = 512;
     options.keepExponentials = keep;
-    options.exp2Exponentials = exp2;
-    options.strideRows = stride;
     std::string input = builder.findBuffer(softmax->contiguousInput);
     if (input.empty())
       return;
     KernelOutput output = builder.outputFor(softmax->result);
-    auto kernels = generateResidentSoftmaxKernels(
+    auto kernels = generateClaimingSoftmaxKernels(
         builder.entryName("softmax"), comment, input, output.param,
         softmax->rows, length, options, kLargestSharedRowBytes);
     if (!kernels) {
       addPlan(proposal, builder, task, group, kernels.takeError());
       continue;
     }
-    if (kernels->counter)
-      builder.declareTemporary({kernels->counter->param,
-                                kernels->counter->elementType,
-                                kernels->counter->shape});
+    builder.declareTemporary({kernels->counter.param,
+                              kernels->counter.elementType,
+                              kernels->counter.shape});
     for (const GeneratedKernel &kernel : kernels->kernels)
       builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());

@@ -136,11 +136,11 @@ public:
   /// The row's statistics m and s declared and folded from the share as
   /// each stage lands: with `keep`, by emitKeepingFolds, else by the online
   /// normaliser a vector at a time (emitFolds).
-  void emitStatistics(CodeWriter &code, bool keep, bool exp2) const {
+  void emitStatistics(CodeWriter &code, bool keep) const {
     if (keep) {
       code.comment("Each stage's exponentials taken once, as it lands, and "
                    "kept in place of its elements.");
-      emitKeepingFolds(code, exp2);
+      emitKeepingFolds(code);
       return;
     }
     code.lines(kNormaliser);
@@ -163,8 +163,7 @@ public:
   /// written back over the stage; the stage's m kept (kopt_stage_max) for
   /// emitOutputs with `kept`. A stage whose running maximum is -inf is all
   /// -inf: its exponentials are taken at 0, so that they are 0, not NaN.
-  /// With `exp2`, as exp2f((x - shift) * log2(e)).
-  void emitKeepingFolds(CodeWriter &code, bool exp2) const {
+  void emitKeepingFolds(CodeWriter &code) const {
     code.line("float m = -KOPT_INF_F, s = 0.0f;");
     code.line("float kopt_stage_max[" + std::to_string(stages) + "];");
     for (int64_t stage = 0; stage < stages; ++stage) {
@@ -182,18 +181,14 @@ public:
       code.line("m = grown;");
       code.line("kopt_stage_max[" + std::to_string(stage) + "] = grown;");
       code.line("const float shift = grown == -KOPT_INF_F ? 0.0f : grown;");
-      std::string exponentials;
-      for (char lane : {'x', 'y', 'z', 'w'}) {
-        std::string difference = std::string("e.") + lane + " - shift";
-        exponentials += std::string("e.") + lane + " = " +
-                        (exp2 ? "exp2f((" + difference + ") * 1.44269504f)"
-                              : "expf(" + difference + ")") +
-                        ";\n";
-      }
       forStage(code, stage,
-               "float4 e = kept[v];\n" + exponentials +
-                   "s += (e.x + e.y) + (e.z + e.w);\n"
-                   "kept[v] = e;");
+               "float4 e = kept[v];\n"
+               "e.x = expf(e.x - shift);\n"
+               "e.y = expf(e.y - shift);\n"
+               "e.z = expf(e.z - shift);\n"
+               "e.w = expf(e.w - shift);\n"
+               "s += (e.x + e.y) + (e.z + e.w);\n"
+               "kept[v] = e;");
       code.dedent();
       code.line("}");
     }
@@ -339,8 +334,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
                "from, as they are written.");
   code.line(rowPointer("next", "firstRow + j + 1", true));
   code.line("const bool more = j + 1 < " + k + ";");
-  staged->emitStatistics(code, options.keepExponentials,
-                         options.exp2Exponentials);
+  staged->emitStatistics(code, options.keepExponentials);
   code.lines(getBlockPairMerge());
   if (blocks > 1) {
     code.comment("The previous row's pair read by every block before it is "
@@ -385,35 +379,32 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
 /// The counter's plan tensor.
 static constexpr llvm::StringLiteral kRowsTakenParam = "rowstaken";
 
-llvm::Expected<ResidentSoftmaxKernels>
-mlir::kopt::generateResidentSoftmaxKernels(
+llvm::Expected<ClaimingSoftmaxKernels>
+mlir::kopt::generateClaimingSoftmaxKernels(
     llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
     llvm::StringRef output, int64_t rows, int64_t length,
     const ClusterSoftmaxOptions &options, int64_t maxSharedBytes) {
   unsigned blocks = options.clusterSize, threads = options.blockSize;
   if (blocks < 2 || blocks > 16)
     return llvm::createStringError(
-        "resident clusters of %u blocks are not supported", blocks);
+        "claiming clusters of %u blocks are not supported", blocks);
   auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
   if (!staged)
     return staged.takeError();
   int64_t share = staged->getShare();
   std::string t = std::to_string(threads);
 
-  ResidentSoftmaxKernels result;
-  bool claim = !options.strideRows;
-  if (claim) {
-    PartialBuffer counter;
-    counter.param = kRowsTakenParam.str();
-    counter.elementType = ElementType::I64;
-    counter.shape = {1};
-    result.counter = counter;
+  ClaimingSoftmaxKernels result;
+  result.counter.param = kRowsTakenParam.str();
+  result.counter.elementType = ElementType::I64;
+  result.counter.shape = {1};
 
-    GeneratedKernel reset;
-    reset.entry = (entry + "_reset").str();
-    reset.grid = {"1", "1", "1"};
-    reset.block = {"32", "1", "1"};
-    reset.args = {kRowsTakenParam.str()};
+  GeneratedKernel reset;
+  reset.entry = (entry + "_reset").str();
+  reset.grid = {"1", "1", "1"};
+  reset.block = {"32", "1", "1"};
+  reset.args = {kRowsTakenParam.str()};
+  {
     CodeWriter code;
     code.comment(comment.str() + " (rows claimed reset)");
     code.line("extern \"C\" __global__ void " + reset.entry +
@@ -421,15 +412,12 @@ mlir::kopt::generateResidentSoftmaxKernels(
     code.line("  if (threadIdx.x == 0) " + kRowsTakenParam.str() + "[0] = 0;");
     code.line("}");
     reset.code = code.str();
-    result.kernels.push_back(std::move(reset));
   }
 
   GeneratedKernel kernel;
   kernel.entry = entry.str();
   kernel.sharedBytes = share * 4;
-  kernel.args = {input.str(), output.str()};
-  if (claim)
-    kernel.args.push_back(kRowsTakenParam.str());
+  kernel.args = {input.str(), output.str(), kRowsTakenParam.str()};
   kernel.block = {t, "1", "1"};
   std::string attributes =
       "__launch_bounds__(" + t +
@@ -451,7 +439,7 @@ mlir::kopt::generateResidentSoftmaxKernels(
   code.line("extern \"C\" __global__ void " + attributes + " " + entry.str() +
             "(const float *__restrict__ " + input.str() +
             ", float *__restrict__ " + output.str() +
-            (claim ? ", long long *__restrict__ " + taken : "") + ") {");
+            ", long long *__restrict__ " + taken + ") {");
   code.indent();
   // Launched without its cluster, the kernel would read other blocks'
   // shared memory that does not exist: it stops instead.
@@ -459,31 +447,22 @@ mlir::kopt::generateResidentSoftmaxKernels(
   code.line("extern __shared__ __align__(16) unsigned char kopt_smem[];");
   code.line("float4 *const kept = reinterpret_cast<float4 *>(kopt_smem);");
   code.line("__shared__ float kopt_pair[2];");
-  if (claim)
-    code.line("__shared__ long long kopt_claimed;");
+  code.line("__shared__ long long kopt_claimed;");
   code.line("const unsigned rank = blockIdx.x % " + b + "u;");
   code.line("const long long offset = (long long)rank * " +
             std::to_string(share) + "LL;");
   staged->emitDeclarations(code, "rank", blocks);
-  if (claim) {
-    code.line("auto claim = [&]() {");
-    code.line("  return (long long)atomicAdd(reinterpret_cast<unsigned long "
-              "long *>(" +
-              taken + "), 1ULL);");
-    code.line("};");
-    code.comment("The cluster's first row, claimed by its first block. "
-                 "Every barrier.cluster arrive is paired with one wait, "
-                 "before the block next overwrites what the others read.");
-    code.line("if (rank == 0 && threadIdx.x == 0) kopt_claimed = claim();");
-    code.line("kopt_cluster_sync();");
-    code.line("long long row = kopt_cluster_load(&kopt_claimed, 0u);");
-  } else {
-    code.comment("Rows c, c + C, ... of the C clusters the grid holds. "
-                 "Every barrier.cluster arrive is paired with one wait, "
-                 "before the block next overwrites what the others read.");
-    code.line("const long long stride = gridDim.x / " + b + "u;");
-    code.line("long long row = blockIdx.x / " + b + "u;");
-  }
+  code.line("auto claim = [&]() {");
+  code.line("  return (long long)atomicAdd(reinterpret_cast<unsigned long "
+            "long *>(" +
+            taken + "), 1ULL);");
+  code.line("};");
+  code.comment("The cluster's first row, claimed by its first block. Every "
+               "barrier.cluster arrive is paired with one wait, before the "
+               "block next overwrites what the others read.");
+  code.line("if (rank == 0 && threadIdx.x == 0) kopt_claimed = claim();");
+  code.line("kopt_cluster_sync();");
+  code.line("long long row = kopt_cluster_load(&kopt_claimed, 0u);");
   code.line("asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
             "\"memory\");");
   code.line("if (row < " + n + ") {");
@@ -496,29 +475,22 @@ mlir::kopt::generateResidentSoftmaxKernels(
   code.line("#pragma unroll 1");
   code.line("while (row < " + n + ") {");
   code.indent();
-  if (claim) {
-    code.comment("The next row claimed now, so that its copies can be "
-                 "issued as this row is written.");
-    code.line("long long next = 0;");
-    code.line("if (rank == 0 && threadIdx.x == 0) next = claim();");
-  } else {
-    code.line("const long long next = row + stride;");
-  }
-  staged->emitStatistics(code, options.keepExponentials,
-                         options.exp2Exponentials);
+  code.comment("The next row claimed now, so that its copies can be issued "
+               "as this row is written.");
+  code.line("long long next = 0;");
+  code.line("if (rank == 0 && threadIdx.x == 0) next = claim();");
+  staged->emitStatistics(code, options.keepExponentials);
   code.lines(getBlockPairMerge());
   code.line("asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: "
             "\"memory\");");
   code.line("if (threadIdx.x == 0) {");
   code.line("  kopt_pair[0] = m;");
   code.line("  kopt_pair[1] = s;");
-  if (claim)
-    code.line("  if (rank == 0) kopt_claimed = next;");
+  code.line("  if (rank == 0) kopt_claimed = next;");
   code.line("}");
   code.line("kopt_cluster_sync();");
   emitClusterPairMerge(code, blocks);
-  if (claim)
-    code.line("next = kopt_cluster_load(&kopt_claimed, 0u);");
+  code.line("next = kopt_cluster_load(&kopt_claimed, 0u);");
   code.line("asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
             "\"memory\");");
   code.line("const float inverse = 1.0f / s;");
@@ -537,6 +509,6 @@ mlir::kopt::generateResidentSoftmaxKernels(
   code.dedent();
   code.line("}");
   kernel.code = code.str();
-  result.kernels.push_back(std::move(kernel));
+  result.kernels = {std::move(reset), std::move(kernel)};
   return result;
 }

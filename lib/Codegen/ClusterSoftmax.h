@@ -32,8 +32,6 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
-#include <optional>
-
 namespace mlir::kopt {
 
 /// How the rows are shared out.
@@ -55,19 +53,6 @@ struct ClusterSoftmaxOptions {
   /// instructions set part of the H200's pace, and the claiming kernel ran
   /// 2.6% faster there, bench/results/2026-12-05-h200-kept-exponentials.md).
   bool keepExponentials = false;
-  /// With keepExponentials, each exponential taken as exp2f((x - m) *
-  /// log2(e)): a subtraction, a product and the SFU's ex2, where expf's
-  /// range reduction takes about nine instructions. The subtraction comes
-  /// first, so that a large maximum (inputs around 1000) loses nothing to
-  /// a rounded m * log2(e); the product's rounding adds about |x - m|
-  /// units in the last place of e^(x-m), which matters only far below the
-  /// row's largest outputs.
-  bool exp2Exponentials = false;
-  /// For the resident form (generateResidentSoftmaxKernels): each cluster
-  /// takes rows c, c + C, c + 2C, ... of the C resident clusters, rather
-  /// than claiming them from a counter, so that no kernel zeroes a counter
-  /// first and no atomic is taken a row.
-  bool strideRows = false;
 };
 
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of
@@ -82,26 +67,24 @@ llvm::Expected<GeneratedKernel> generateClusterSoftmaxKernel(
     const ClusterSoftmaxOptions &options, int64_t maxSharedBytes);
 
 /// A softmax whose clusters stay resident and claim rows one at a time from
-/// a counter in global memory (or take every C-th row, `strideRows`),
-/// rather than a cluster per row launched in turn: a cluster claims its
-/// next row while it folds this one and copies
+/// a counter in global memory, rather than a cluster per row launched in
+/// turn: a cluster claims its next row while it folds this one and copies
 /// it into shared memory as it writes this row's outputs (asking L2 for the
 /// claimed row at once, `cp.async.bulk.prefetch.L2`, took 526 us against
 /// 458 on the H200, bench/results/2026-12-04-h200-claiming-softmax.md, and
 /// is not done). The grid is what the device holds at once (a
 /// cooperative launch with clusters set at launch, cut by the runtime); a
 /// cluster that finds no row left exits.
-struct ResidentSoftmaxKernels {
-  /// A one-block kernel zeroing the counter, then the softmax; the softmax
-  /// alone with `strideRows`.
+struct ClaimingSoftmaxKernels {
+  /// A one-block kernel zeroing the counter, then the softmax.
   std::vector<GeneratedKernel> kernels;
-  /// The counter, one `long long`; none with `strideRows`.
-  std::optional<PartialBuffer> counter;
+  /// The counter: one `long long`.
+  PartialBuffer counter;
 };
 
-/// The resident form of generateClusterSoftmaxKernel (the same `options`
+/// The claiming form of generateClusterSoftmaxKernel (the same `options`
 /// but `rowsPerCluster`), for clusters of 2 to 16 blocks.
-llvm::Expected<ResidentSoftmaxKernels> generateResidentSoftmaxKernels(
+llvm::Expected<ClaimingSoftmaxKernels> generateClaimingSoftmaxKernels(
     llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
     llvm::StringRef output, int64_t rows, int64_t length,
     const ClusterSoftmaxOptions &options, int64_t maxSharedBytes);

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// generateClusterSoftmaxKernel's and generateResidentSoftmaxKernels' launch
+// generateClusterSoftmaxKernel's and generateClaimingSoftmaxKernels' launch
 // shapes, and a clear error for each shape they cannot take. That the kernels
 // compile and compute the softmax is test/Tools/kopt-plan/row-forms.test's and
 // row-forms-run.test's job.
@@ -110,14 +110,13 @@ TEST(ClusterSoftmax, ClaimingClustersAreCooperativeWithACounter) {
   ClusterSoftmaxOptions options;
   options.clusterSize = 8;
   options.blockSize = 512;
-  auto kernels = generateResidentSoftmaxKernels("k", "softmax", "in0", "out0",
+  auto kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0",
                                                 512, 393216, options, kShared);
   ASSERT_TRUE(static_cast<bool>(kernels))
       << llvm::toString(kernels.takeError());
-  ASSERT_TRUE(kernels->counter.has_value());
-  EXPECT_EQ(kernels->counter->param, "rowstaken");
-  EXPECT_EQ(kernels->counter->elementType, ElementType::I64);
-  EXPECT_EQ(kernels->counter->shape, (std::vector<int64_t>{1}));
+  EXPECT_EQ(kernels->counter.param, "rowstaken");
+  EXPECT_EQ(kernels->counter.elementType, ElementType::I64);
+  EXPECT_EQ(kernels->counter.shape, (std::vector<int64_t>{1}));
   ASSERT_EQ(kernels->kernels.size(), 2u);
   const GeneratedKernel &reset = kernels->kernels[0];
   EXPECT_EQ(reset.entry, "k_reset");
@@ -138,7 +137,7 @@ TEST(ClusterSoftmax, ClaimingClustersAreCooperativeWithACounter) {
   EXPECT_NE(rows.code.find("e.x = expf(e.x - m) * inverse;"),
             std::string::npos);
   options.keepExponentials = true;
-  kernels = generateResidentSoftmaxKernels("k", "softmax", "in0", "out0", 512,
+  kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
                                            393216, options, kShared);
   ASSERT_TRUE(static_cast<bool>(kernels))
       << llvm::toString(kernels.takeError());
@@ -159,7 +158,7 @@ TEST(ClusterSoftmax, LastBlockTakesWhatIsLeft) {
   options.clusterSize = 7;
   options.blockSize = 512;
   options.keepExponentials = true;
-  auto kernels = generateResidentSoftmaxKernels(
+  auto kernels = generateClaimingSoftmaxKernels(
       "k", "softmax", "in0", "out0", 512, 393216, options, 224 * 1024);
   ASSERT_TRUE(static_cast<bool>(kernels))
       << llvm::toString(kernels.takeError());
@@ -176,72 +175,26 @@ TEST(ClusterSoftmax, LastBlockTakesWhatIsLeft) {
   EXPECT_NE(rows.code.find("if (v >= kopt_vectors) break;"), std::string::npos);
   // Equal shares need no count of their own.
   options.clusterSize = 8;
-  kernels = generateResidentSoftmaxKernels("k", "softmax", "in0", "out0", 512,
+  kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
                                            393216, options, kShared);
   ASSERT_TRUE(static_cast<bool>(kernels))
       << llvm::toString(kernels.takeError());
   EXPECT_EQ(kernels->kernels[1].code.find("kopt_vectors"), std::string::npos);
 }
 
-TEST(ClusterSoftmax, StridedClustersNeedNoCounter) {
-  ClusterSoftmaxOptions options;
-  options.clusterSize = 8;
-  options.blockSize = 512;
-  options.keepExponentials = true;
-  options.exp2Exponentials = true;
-  options.strideRows = true;
-  auto kernels = generateResidentSoftmaxKernels("k", "softmax", "in0", "out0",
-                                                512, 393216, options, kShared);
-  ASSERT_TRUE(static_cast<bool>(kernels))
-      << llvm::toString(kernels.takeError());
-  // No counter and no kernel zeroing it: the softmax alone.
-  EXPECT_FALSE(kernels->counter.has_value());
-  ASSERT_EQ(kernels->kernels.size(), 1u);
-  const GeneratedKernel &rows = kernels->kernels[0];
-  EXPECT_EQ(rows.entry, "k");
-  EXPECT_EQ(rows.args, (std::vector<std::string>{"in0", "out0"}));
-  EXPECT_TRUE(rows.cooperative);
-  EXPECT_EQ(rows.grid[0], "4096");
-  EXPECT_EQ(rows.code.find("atomicAdd"), std::string::npos);
-  EXPECT_EQ(rows.code.find("kopt_claimed"), std::string::npos);
-  EXPECT_NE(rows.code.find("const long long stride = gridDim.x / 8u;"),
-            std::string::npos);
-  EXPECT_NE(rows.code.find("long long row = blockIdx.x / 8u;"),
-            std::string::npos);
-  EXPECT_NE(rows.code.find("const long long next = row + stride;"),
-            std::string::npos);
-  // The exponentials by exp2f, the difference taken first.
-  EXPECT_NE(rows.code.find("e.x = exp2f((e.x - shift) * 1.44269504f);"),
-            std::string::npos);
-  EXPECT_EQ(rows.code.find("e.x = expf("), std::string::npos);
-  // The barrier's arrivals and waits pair up in the kernel (the helpers
-  // before it aside): one arrival before the loop and one in it, one wait
-  // in it and one after it.
-  size_t body = rows.code.find("__global__");
-  auto count = [&](llvm::StringRef what) {
-    size_t found = 0;
-    for (size_t at = rows.code.find(what.str(), body); at != std::string::npos;
-         at = rows.code.find(what.str(), at + 1))
-      ++found;
-    return found;
-  };
-  EXPECT_EQ(count("barrier.cluster.arrive.release.aligned;\" :::"), 2u);
-  EXPECT_EQ(count("barrier.cluster.wait.acquire.aligned;\" :::"), 2u);
-}
-
 TEST(ClusterSoftmax, ClaimingRefusesShapesItCannotTake) {
   ClusterSoftmaxOptions options;
   auto errorOfClaiming = [&](int64_t length) -> std::string {
-    auto kernels = generateResidentSoftmaxKernels(
+    auto kernels = generateClaimingSoftmaxKernels(
         "k", "softmax", "in0", "out0", 512, length, options, kShared);
     return kernels ? "" : llvm::toString(kernels.takeError());
   };
   options.clusterSize = 1;
   EXPECT_EQ(errorOfClaiming(40000),
-            "resident clusters of 1 blocks are not supported");
+            "claiming clusters of 1 blocks are not supported");
   options.clusterSize = 17;
   EXPECT_EQ(errorOfClaiming(393216),
-            "resident clusters of 17 blocks are not supported");
+            "claiming clusters of 17 blocks are not supported");
   options.clusterSize = 8;
   EXPECT_EQ(errorOfClaiming(393218),
             "a row of 393218 is not a whole number of 16-byte vectors");
