@@ -365,6 +365,9 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   // (120 of its 132 SMs), so 512 rows take 35 turns of which the last
   // keeps 2 clusters busy; another size may hold more SMs or divide the
   // rows better (the last block of a cluster of 7 takes a shorter share).
+  // For rows of 393,216 none does on the H200: it holds 15 clusters of 7
+  // too, and they took 541 us against 451
+  // (bench/results/2026-12-06-h200-long-row-forms.md).
   struct Claim {
     unsigned blocks;
     bool keep;
