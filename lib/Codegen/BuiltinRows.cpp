@@ -368,12 +368,9 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   // For rows of 393,216 none does on the H200: it holds 15 clusters of 7
   // too, and they took 541 us against 451
   // (bench/results/2026-12-06-h200-long-row-forms.md).
-  // The equal cluster's kept form also with its stages landing by bulk
-  // copies (`_bulk`).
   struct Claim {
     unsigned blocks;
     bool keep;
-    bool bulk = false;
   };
   std::vector<Claim> claims;
   // At most the two next smaller: where 16 is the smallest equal cluster,
@@ -384,17 +381,14 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
       claims.insert(claims.begin(), {blocks, true});
   claims.push_back({clusters.front(), false});
   claims.push_back({clusters.front(), true});
-  claims.push_back({clusters.front(), true, true});
-  for (auto [blocks, keep, bulk] : claims) {
+  for (auto [blocks, keep] : claims) {
     PlanBuilder builder(task, group, "builtin",
                         "softmax_c" + std::to_string(blocks) + "_claim" +
-                            (keep ? "_ex" : "") + (bulk ? "_bulk" : "") +
-                            "_bs512");
+                            (keep ? "_ex" : "") + "_bs512");
     ClusterSoftmaxOptions options;
     options.clusterSize = blocks;
     options.blockSize = 512;
     options.keepExponentials = keep;
-    options.bulkCopies = bulk;
     std::string input = builder.findBuffer(softmax->contiguousInput);
     if (input.empty())
       return;

@@ -39,52 +39,6 @@ template <int N> __device__ __forceinline__ void kopt_copy_wait_newest() {
 #endif
 )cuda";
 
-/// Bulk copies (sm_90) of a stage of the share from global to shared
-/// memory, each completing on the stage's mbarrier (one arrival a phase:
-/// the thread that announces the bytes), and the wait for a phase.
-static constexpr llvm::StringLiteral kBulkCopyHelpers = R"cuda(
-#ifndef KOPT_BULK_COPY_HELPERS
-#define KOPT_BULK_COPY_HELPERS
-__device__ __forceinline__ void kopt_bulk_init(unsigned long long *bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;"
-               :: "r"((unsigned)__cvta_generic_to_shared(bar)) : "memory");
-}
-__device__ __forceinline__ void kopt_bulk_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-// `bytes` (a multiple of 16; none completes the phase at once) copied from
-// `global` to `shared`, completing on `bar`'s current phase.
-__device__ __forceinline__ void kopt_bulk_copy(void *shared, const void *global,
-                                               unsigned bytes,
-                                               unsigned long long *bar) {
-  const unsigned at = (unsigned)__cvta_generic_to_shared(bar);
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
-               :: "r"(at), "r"(bytes) : "memory");
-  if (bytes != 0)
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx"
-                 "::bytes [%0], [%1], %2, [%3];"
-                 :: "r"((unsigned)__cvta_generic_to_shared(shared)),
-                    "l"(global), "r"(bytes), "r"(at) : "memory");
-}
-// Until `bar`'s phase of this parity completes; stops the kernel after 2 s.
-__device__ __forceinline__ void kopt_bulk_wait(unsigned long long *bar,
-                                               unsigned parity) {
-  const unsigned at = (unsigned)__cvta_generic_to_shared(bar);
-  unsigned long long started = 0;
-  for (;;) {
-    unsigned done;
-    asm volatile("{\n\t.reg .pred p;\n\t"
-                 "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
-                 "selp.u32 %0, 1, 0, p;\n\t}"
-                 : "=r"(done) : "r"(at), "r"(parity) : "memory");
-    if (done)
-      return;
-    kopt_trap_when_late(started);
-  }
-}
-#endif
-)cuda";
-
 /// The online normaliser of OnlineSoftmax.h, a 16-byte vector at a time
 /// (one rescale a vector).
 static constexpr llvm::StringLiteral kNormaliser = R"cuda(
@@ -114,8 +68,7 @@ public:
   /// the first warp over them) and a block's share fits `maxSharedBytes`.
   static llvm::Expected<StagedShare> create(unsigned blocks, unsigned threads,
                                             int64_t length,
-                                            int64_t maxSharedBytes,
-                                            bool bulk = false) {
+                                            int64_t maxSharedBytes) {
     if (length % 4 != 0)
       return llvm::createStringError(
           "a row of %lld is not a whole number of 16-byte vectors",
@@ -136,7 +89,7 @@ public:
       return llvm::createStringError(
           "a block's %lld bytes of the row exceed its shared memory",
           static_cast<long long>(share * 4));
-    return StagedShare(threads, share, lastVectors, bulk);
+    return StagedShare(threads, share, lastVectors);
   }
 
   /// Declares the block's vectors (`kopt_vectors`) where the last block's
@@ -148,22 +101,6 @@ public:
                 " == " + std::to_string(blocks - 1) + "u ? " +
                 std::to_string(lastVectors) + " : " + std::to_string(vectors) +
                 ";");
-  }
-
-  /// With bulk copies, a stage's mbarriers declared and initialised (by
-  /// thread 0, before the block's first barrier) and the parity of the
-  /// phase the stages' copies complete (kopt_parity, flipped a row).
-  void emitBulkDeclarations(CodeWriter &code) const {
-    if (!bulk)
-      return;
-    code.line("__shared__ __align__(8) unsigned long long kopt_landed[" +
-              std::to_string(stages) + "];");
-    code.line("if (threadIdx.x == 0) {");
-    code.line("  for (int k = 0; k < " + std::to_string(stages) +
-              "; ++k) kopt_bulk_init(&kopt_landed[k]);");
-    code.line("  kopt_bulk_init_fence();");
-    code.line("}");
-    code.line("unsigned kopt_parity = 0;");
   }
 
   /// Elements of the row a block holds.
@@ -189,13 +126,6 @@ public:
 
   /// Every copy of the share from `from` issued, a commit group a stage.
   void emitCopies(CodeWriter &code, llvm::StringRef from) const {
-    if (bulk) {
-      code.line("if (threadIdx.x == 0) {");
-      for (int64_t stage = 0; stage < stages; ++stage)
-        emitBulkCopy(code, from, stage);
-      code.line("}");
-      return;
-    }
     for (int64_t stage = 0; stage < stages; ++stage) {
       forStage(code, stage,
                "kopt_copy_vector_async(kept + v, " + from.str() + " + v);");
@@ -222,7 +152,8 @@ public:
   /// Each stage folded into the normaliser as soon as it lands.
   void emitFolds(CodeWriter &code) const {
     for (int64_t stage = 0; stage < stages; ++stage) {
-      emitStageWait(code, stage);
+      code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
+                ">();");
       forStage(code, stage, "absorb(kept[v]);");
     }
   }
@@ -236,7 +167,8 @@ public:
     code.line("float m = -KOPT_INF_F, s = 0.0f;");
     code.line("float kopt_stage_max[" + std::to_string(stages) + "];");
     for (int64_t stage = 0; stage < stages; ++stage) {
-      emitStageWait(code, stage);
+      code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
+                ">();");
       code.line("{");
       code.indent();
       code.line("float top = -KOPT_INF_F;");
@@ -284,15 +216,6 @@ public:
                  "e.y = expf(e.y - m) * inverse;\n"
                  "e.z = expf(e.z - m) * inverse;\n"
                  "e.w = expf(e.w - m) * inverse;\n";
-      if (bulk) {
-        forStage(code, stage, "float4 e = kept[v];\n" + scaled + "y[v] = e;");
-        code.comment("Every thread done with the stage before the next "
-                     "row's copy overwrites it.");
-        code.line("__syncthreads();");
-        code.line("if (more && threadIdx.x == 0)");
-        emitBulkCopy(code, next, stage);
-        continue;
-      }
       forStage(code, stage,
                "float4 e = kept[v];\n" + scaled +
                    "y[v] = e;\n"
@@ -305,49 +228,15 @@ public:
   }
 
 private:
-  StagedShare(unsigned threads, int64_t share, int64_t lastVectors, bool bulk)
+  StagedShare(unsigned threads, int64_t share, int64_t lastVectors)
       : threads(threads), share(share), vectors(share / 4),
         lastVectors(lastVectors), perThread((vectors + threads - 1) / threads),
-        stages(std::min<int64_t>(4, perThread)), bulk(bulk) {}
+        stages(std::min<int64_t>(4, perThread)) {}
 
   int64_t stageStart(int64_t stage) const { return stage * perThread / stages; }
 
-  /// The bytes of `stage` the block holds, a C++ expression: its vectors
-  /// are a contiguous range, cut where the last block's share ends.
-  std::string stageBytes(int64_t stage) const {
-    int64_t begin = stageStart(stage) * threads,
-            end = std::min(stageStart(stage + 1) * threads, vectors);
-    if (lastVectors == vectors)
-      return std::to_string(std::max<int64_t>(0, end - begin) * 16) + "u";
-    return "(unsigned)(max(0, min(" + std::to_string(end) +
-           ", kopt_vectors) - " + std::to_string(begin) + ") * 16)";
-  }
-
-  /// Thread 0's bulk copy of `stage` from `from`.
-  void emitBulkCopy(CodeWriter &code, llvm::StringRef from,
-                    int64_t stage) const {
-    std::string begin = std::to_string(stageStart(stage) * threads);
-    code.line("  kopt_bulk_copy(kept + " + begin + ", " + from.str() + " + " +
-              begin + ", " + stageBytes(stage) + ", &kopt_landed[" +
-              std::to_string(stage) + "]);");
-  }
-
-  /// Until this thread may read `stage`: its own copies landed, or the
-  /// stage's bulk copy.
-  void emitStageWait(CodeWriter &code, int64_t stage) const {
-    if (bulk)
-      code.line("kopt_bulk_wait(&kopt_landed[" + std::to_string(stage) +
-                "], kopt_parity);");
-    else
-      code.line("kopt_copy_wait_newest<" + std::to_string(stages - 1 - stage) +
-                ">();");
-  }
-
   unsigned threads;
   int64_t share, vectors, lastVectors, perThread, stages;
-  /// Stages land by one bulk copy each (thread 0's), not by every
-  /// thread's 16-byte copies.
-  bool bulk;
 };
 } // namespace
 
@@ -499,8 +388,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   if (blocks < 2 || blocks > 16)
     return llvm::createStringError(
         "claiming clusters of %u blocks are not supported", blocks);
-  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes,
-                                    options.bulkCopies);
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
   if (!staged)
     return staged.takeError();
   int64_t share = staged->getShare();
@@ -546,10 +434,6 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.comment(comment);
   code.lines(getClusterHelpers());
   code.lines(kStagedCopyHelpers);
-  if (options.bulkCopies) {
-    code.lines(getDeadlineHelper());
-    code.lines(kBulkCopyHelpers);
-  }
   std::string b = std::to_string(blocks), n = std::to_string(rows) + "LL";
   std::string l = std::to_string(length) + "LL", taken = kRowsTakenParam.str();
   code.line("extern \"C\" __global__ void " + attributes + " " + entry.str() +
@@ -568,7 +452,6 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.line("const long long offset = (long long)rank * " +
             std::to_string(share) + "LL;");
   staged->emitDeclarations(code, "rank", blocks);
-  staged->emitBulkDeclarations(code);
   code.line("auto claim = [&]() {");
   code.line("  return (long long)atomicAdd(reinterpret_cast<unsigned long "
             "long *>(" +
@@ -618,8 +501,6 @@ mlir::kopt::generateClaimingSoftmaxKernels(
             "float4 *>(" +
             input.str() + " + (more ? next : 0LL) * " + l + " + offset);");
   staged->emitOutputs(code, "following", options.keepExponentials);
-  if (options.bulkCopies)
-    code.line("kopt_parity ^= 1u;");
   code.line("row = next;");
   code.dedent();
   code.line("}");

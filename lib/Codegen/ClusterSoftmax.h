@@ -53,11 +53,6 @@ struct ClusterSoftmaxOptions {
   /// instructions set part of the H200's pace, and the claiming kernel ran
   /// 2.6% faster there, bench/results/2026-12-05-h200-kept-exponentials.md).
   bool keepExponentials = false;
-  /// The claiming kernel's stages land by one bulk copy each (sm_90's
-  /// `cp.async.bulk`, issued by the block's first thread and completing on
-  /// the stage's mbarrier), not by every thread's 16-byte copies: fewer
-  /// instructions and requests an SM for the same bytes (`_bulk`).
-  bool bulkCopies = false;
 };
 
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of

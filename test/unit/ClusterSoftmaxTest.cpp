@@ -182,48 +182,6 @@ TEST(ClusterSoftmax, LastBlockTakesWhatIsLeft) {
   EXPECT_EQ(kernels->kernels[1].code.find("kopt_vectors"), std::string::npos);
 }
 
-TEST(ClusterSoftmax, BulkCopiesLandAStageEach) {
-  // 12,288 vectors a block of 8, 4 stages of 3,072 (49,152 bytes): one
-  // bulk copy a stage by thread 0, each completing on its own mbarrier,
-  // which every thread waits on at the row's parity.
-  ClusterSoftmaxOptions options;
-  options.clusterSize = 8;
-  options.blockSize = 512;
-  options.keepExponentials = true;
-  options.bulkCopies = true;
-  auto kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0",
-                                                512, 393216, options, kShared);
-  ASSERT_TRUE(static_cast<bool>(kernels))
-      << llvm::toString(kernels.takeError());
-  const std::string &code = kernels->kernels[1].code;
-  EXPECT_NE(code.find("__shared__ __align__(8) unsigned long long "
-                      "kopt_landed[4];"),
-            std::string::npos);
-  EXPECT_NE(code.find("kopt_bulk_copy(kept + 9216, x + 9216, 49152u, "
-                      "&kopt_landed[3]);"),
-            std::string::npos);
-  EXPECT_NE(code.find("kopt_bulk_copy(kept + 3072, following + 3072, 49152u, "
-                      "&kopt_landed[1]);"),
-            std::string::npos);
-  EXPECT_NE(code.find("kopt_bulk_wait(&kopt_landed[2], kopt_parity);"),
-            std::string::npos);
-  EXPECT_NE(code.find("kopt_parity ^= 1u;"), std::string::npos);
-  // No thread's own 16-byte copies remain.
-  EXPECT_EQ(code.find("kopt_copy_vector_async(kept"), std::string::npos);
-  EXPECT_EQ(code.find("kopt_copy_wait_newest<"), std::string::npos);
-
-  // Uneven shares: the last block's stages cut where its share ends (a
-  // stage past it copies nothing and completes at once).
-  options.clusterSize = 7;
-  kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
-                                           393216, options, 224 * 1024);
-  ASSERT_TRUE(static_cast<bool>(kernels))
-      << llvm::toString(kernels.takeError());
-  EXPECT_NE(kernels->kernels[1].code.find(
-                "(unsigned)(max(0, min(14044, kopt_vectors) - 10752) * 16)"),
-            std::string::npos);
-}
-
 TEST(ClusterSoftmax, ClaimingRefusesShapesItCannotTake) {
   ClusterSoftmaxOptions options;
   auto errorOfClaiming = [&](int64_t length) -> std::string {
