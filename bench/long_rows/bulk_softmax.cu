@@ -18,9 +18,17 @@
 //     of it each completing on an mbarrier, the outputs written either from
 //     registers (`stores`) or scaled in place and sent by bulk stores
 //     (`bulk stores`), the next row's stage copied in as soon as the
-//     stage is written. The floor is the bytes read and written once at the
-//     device-to-device copy's bandwidth; the error is the largest relative
-//     error against an fp64 host softmax over three rows.
+//     stage is written;
+//   - the same with the SMs no cluster fits on put to work (`lone SMs`):
+//     a one-block-an-SM kernel on a second stream, beside the clusters,
+//     whose blocks each take whole rows from the back of the same counter
+//     (the clusters take them from the front) while more than a reserve
+//     are left, and read a row twice, asking L2 to keep it the first
+//     time. The line gives the rows they took.
+// The floor is the bytes read and written once at the device-to-device
+// copy's bandwidth; the error is the largest relative error against an
+// fp64 host softmax over three rows (the last taken by a lone SM, where
+// they run).
 // Timing: CUDA events, median of 30 runs, a 512 MB write before each run
 // to flush L2; the counter's zeroing is inside the timed region, as the
 // generated plan's reset kernel is.
@@ -185,6 +193,35 @@ __device__ __forceinline__ void merge(float &m, float &s, float m2, float s2) {
   m = top;
 }
 
+// Rows are claimed from both ends of one 64-bit counter: clusters add 1
+// (the low half counts rows taken from the front), lone SMs add 1 << 32
+// (the high half counts rows taken from the back), so that no row is
+// taken twice. A cluster's claim past the rows left returns ROWS.
+__device__ __forceinline__ long long claimFront(unsigned long long *taken) {
+  const unsigned long long seen = atomicAdd(taken, 1ULL);
+  const long long front = (long long)(seen & 0xffffffffULL),
+                  back = (long long)(seen >> 32);
+  return front + back < ROWS ? front : ROWS;
+}
+
+// A lone SM takes a row from the back only while more than `reserve`
+// rows are left, so that it does not finish long after the clusters.
+__device__ __forceinline__ long long claimBack(unsigned long long *taken,
+                                               int reserve) {
+  unsigned long long seen = *(volatile unsigned long long *)taken;
+  for (;;) {
+    const long long front = (long long)(seen & 0xffffffffULL),
+                    back = (long long)(seen >> 32);
+    if (ROWS - front - back <= reserve)
+      return -1;
+    const unsigned long long was =
+        atomicCAS(taken, seen, seen + (1ULL << 32));
+    if (was == seen)
+      return ROWS - 1 - back;
+    seen = was;
+  }
+}
+
 template <int S, bool BULK_STORES>
 __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T, 1)
     softmaxBulk(const float *__restrict__ x, float *__restrict__ y,
@@ -215,7 +252,7 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T, 1)
   };
 
   if (rank == 0 && tid == 0)
-    claimed = (long long)atomicAdd(taken, 1ULL);
+    claimed = claimFront(taken);
   cluster.sync();
   long long row = *cluster.map_shared_rank(&claimed, 0);
   clusterArrive();
@@ -226,7 +263,7 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T, 1)
   while (row < ROWS) {
     long long next = 0;
     if (rank == 0 && tid == 0)
-      next = (long long)atomicAdd(taken, 1ULL);
+      next = claimFront(taken);
     // Each stage's exponentials taken once as it lands and kept in place.
     float m = -INFINITY, s = 0.0f, stageMax[S];
 #pragma unroll
@@ -343,6 +380,108 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T, 1)
     waitStoresDone();
 }
 
+// A whole row on one SM, for the SMs no cluster of 8 fits on: the row's
+// statistics in a first pass whose loads ask L2 to keep the row
+// (evict_last), the outputs in a second that reads it again from L2.
+constexpr int LONE_T = 1024;
+
+__device__ __forceinline__ unsigned long long l2Policy(bool keep) {
+  unsigned long long p;
+  if (keep)
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;"
+                 : "=l"(p));
+  else
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
+                 : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ float4 loadHinted(const float4 *at,
+                                             unsigned long long policy) {
+  float4 v;
+  asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], "
+               "%5;"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "l"(at), "l"(policy));
+  return v;
+}
+
+__global__ void __launch_bounds__(LONE_T, 1)
+    softmaxLone(const float *__restrict__ x, float *__restrict__ y,
+                unsigned long long *__restrict__ taken, int reserve) {
+  extern __shared__ __align__(16) unsigned char held[]; // keeps the SM alone
+  __shared__ float warpM[LONE_T / 32], warpS[LONE_T / 32], rowM, rowS;
+  __shared__ long long claimed;
+  (void)held;
+  constexpr int V = LEN / 4, U = 4;
+  const unsigned long long keep = l2Policy(true), stream = l2Policy(false);
+  for (;;) {
+    if (threadIdx.x == 0)
+      claimed = claimBack(taken, reserve);
+    __syncthreads();
+    const long long row = claimed;
+    if (row < 0)
+      return;
+    const float4 *in = reinterpret_cast<const float4 *>(x + row * LEN);
+    float4 *out = reinterpret_cast<float4 *>(y + row * LEN);
+    float m = -INFINITY, s = 0.0f;
+    for (int base = threadIdx.x; base < V; base += U * LONE_T) {
+      float4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + u * LONE_T < V)
+          v[u] = loadHinted(in + base + u * LONE_T, keep);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + u * LONE_T < V) {
+          const float top =
+              fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w));
+          const float grown = fmaxf(m, top);
+          s = (grown == m ? s : s * expf(m - grown)) +
+              ((expf(v[u].x - grown) + expf(v[u].y - grown)) +
+               (expf(v[u].z - grown) + expf(v[u].w - grown)));
+          m = grown;
+        }
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d /= 2)
+      merge(m, s, __shfl_xor_sync(~0u, m, d), __shfl_xor_sync(~0u, s, d));
+    if (threadIdx.x % 32 == 0) {
+      warpM[threadIdx.x / 32] = m;
+      warpS[threadIdx.x / 32] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x < 32) {
+      m = warpM[threadIdx.x];
+      s = warpS[threadIdx.x];
+#pragma unroll
+      for (int d = 16; d > 0; d /= 2)
+        merge(m, s, __shfl_xor_sync(~0u, m, d), __shfl_xor_sync(~0u, s, d));
+      if (threadIdx.x == 0) {
+        rowM = m;
+        rowS = s;
+      }
+    }
+    __syncthreads();
+    const float top = rowM, inverse = 1.0f / rowS;
+    for (int base = threadIdx.x; base < V; base += U * LONE_T) {
+      float4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + u * LONE_T < V)
+          v[u] = loadHinted(in + base + u * LONE_T, stream);
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + u * LONE_T < V)
+          __stcs(out + base + u * LONE_T,
+                 make_float4(expf(v[u].x - top) * inverse,
+                             expf(v[u].y - top) * inverse,
+                             expf(v[u].z - top) * inverse,
+                             expf(v[u].w - top) * inverse));
+    }
+    __syncthreads(); // `claimed` read by every thread before it changes
+  }
+}
+
 // ---- Driver ------------------------------------------------------------------
 
 __global__ void fill(float *x, long long n) {
@@ -413,9 +552,14 @@ static double softmaxError(const float *x, const float *y) {
   return worst;
 }
 
+// With `reserve` >= 0, a one-block-an-SM kernel runs beside the clusters
+// on a second stream (forked from and joined to the timed one by events),
+// a block for each SM the clusters leave, taking rows from the back while
+// more than `reserve` are left.
 template <int S, bool BULK_STORES>
 static void runSoftmax(const char *name, float *x, float *y,
-                       unsigned long long *taken, Timer &timer, double copyBw) {
+                       unsigned long long *taken, Timer &timer, double copyBw,
+                       int reserve = -1) {
   auto kernel = softmaxBulk<S, BULK_STORES>;
   const int smem = SHARE * 4;
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -434,16 +578,44 @@ static void runSoftmax(const char *name, float *x, float *y,
   int clusters = 0;
   CK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
   const int grid = clusters * C;
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int lone = reserve >= 0 ? sms - grid : 0;
   CK(cudaMemset(y, 0, (long long)ROWS * LEN * 4));
+  const int loneSmem = 200 * 1024;
+  CK(cudaFuncSetAttribute(softmaxLone,
+                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          loneSmem));
+  static cudaStream_t side = nullptr;
+  static cudaEvent_t fork, join;
+  if (!side) {
+    CK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  }
   const double ms = timer.time([&] {
     CK(cudaMemsetAsync(taken, 0, 8));
+    if (lone > 0)
+      CK(cudaEventRecord(fork, 0));
     kernel<<<grid, T, smem>>>(x, y, taken);
+    if (lone > 0) {
+      CK(cudaStreamWaitEvent(side, fork, 0));
+      softmaxLone<<<lone, LONE_T, loneSmem, side>>>(x, y, taken, reserve);
+      CK(cudaEventRecord(join, side));
+      CK(cudaStreamWaitEvent(0, join, 0));
+    }
   });
+  unsigned long long counts = 0;
+  CK(cudaMemcpy(&counts, taken, 8, cudaMemcpyDeviceToHost));
   const double err = softmaxError(x, y);
   const double floor = 2.0 * ROWS * LEN * 4 / copyBw * 1e3;
   printf("softmax %-32s S=%d %2d clusters %8.1f us  %5.1f%% of copy  "
-         "rel err %.1e\n",
+         "rel err %.1e",
          name, S, clusters, ms * 1e3, floor / ms * 100, err);
+  if (lone > 0)
+    printf("  (%d lone SMs, reserve %d: %llu rows from the back)", lone,
+           reserve, counts >> 32);
+  printf("\n");
 }
 
 int main() {
@@ -521,6 +693,13 @@ int main() {
   runSoftmax<4, true>("bulk loads, bulk stores", x, y, taken, timer, copyBw);
   runSoftmax<8, true>("bulk loads, bulk stores", x, y, taken, timer, copyBw);
   runSoftmax<4, false>("bulk loads, stores (again)", x, y, taken, timer,
+                       copyBw);
+  // The SMs no cluster fits on, put to work: the device's SMs less the
+  // clusters' (12 on the H200 and H100).
+  for (int reserve : {60, 120, 200})
+    runSoftmax<8, false>("bulk loads, stores, lone SMs", x, y, taken, timer,
+                         copyBw, reserve);
+  runSoftmax<8, false>("bulk loads, stores (again)", x, y, taken, timer,
                        copyBw);
   return 0;
 }
