@@ -44,16 +44,9 @@
 #include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
-namespace cg = cooperative_groups;
+#include "probe.cuh"
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+namespace cg = cooperative_groups;
 
 constexpr int ROWS = 512, LEN = 393216, C = 8, T = 512;
 constexpr int SHARE = LEN / C; // floats a block holds
@@ -71,9 +64,8 @@ __device__ __forceinline__ void barrierInitFence() {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 // The expected bytes announced and the copy issued, completing on `bar`.
-__device__ __forceinline__ void loadBulk(void *to, const void *from,
-                                         unsigned bytes,
-                                         unsigned long long *bar) {
+__device__ __forceinline__ void
+loadBulk(void *to, const void *from, unsigned bytes, unsigned long long *bar) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
                    smemAddress(bar)),
                "r"(bytes)
@@ -96,14 +88,15 @@ __device__ __forceinline__ void waitBarrier(unsigned long long *bar,
 }
 __device__ __forceinline__ void storeBulk(void *to, const void *from,
                                           unsigned bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::
-                   "l"(to),
-               "r"(smemAddress(from)), "r"(bytes)
-               : "memory");
+  asm volatile(
+      "cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(to),
+      "r"(smemAddress(from)), "r"(bytes)
+      : "memory");
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
 // Until all but the newest N bulk stores have read their shared memory.
-template <int N> __device__ __forceinline__ void waitStoresRead() {
+template <int N>
+__device__ __forceinline__ void waitStoresRead() {
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void waitStoresDone() {
@@ -134,8 +127,8 @@ __global__ void __launch_bounds__(1024, 1)
     copyVectorsWide(const float4 *__restrict__ from, float4 *__restrict__ to,
                     long long n4) {
   const long long step = (long long)gridDim.x * blockDim.x;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-       i < n4; i += 4 * step) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4;
+       i += 4 * step) {
     float4 v[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u)
@@ -189,7 +182,8 @@ __device__ __forceinline__ void merge(float &m, float &s, float m2, float s2) {
   const float top = fmaxf(m, m2);
   if (top == -INFINITY)
     return;
-  s = (m == top ? s : s * expf(m - top)) + (m2 == top ? s2 : s2 * expf(m2 - top));
+  s = (m == top ? s : s * expf(m - top)) +
+      (m2 == top ? s2 : s2 * expf(m2 - top));
   m = top;
 }
 
@@ -214,8 +208,7 @@ __device__ __forceinline__ long long claimBack(unsigned long long *taken,
                     back = (long long)(seen >> 32);
     if (ROWS - front - back <= reserve)
       return -1;
-    const unsigned long long was =
-        atomicCAS(taken, seen, seen + (1ULL << 32));
+    const unsigned long long was = atomicCAS(taken, seen, seen + (1ULL << 32));
     if (was == seen)
       return ROWS - 1 - back;
     seen = was;
@@ -330,40 +323,33 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T, 1)
 #pragma unroll
     for (int k = 0; k < S; ++k) {
       const float factor = expf(stageMax[k] - rm) * inverse;
-      if (!BULK_STORES) {
+      // The stage scaled: stored from registers, or in place for a bulk
+      // store.
 #pragma unroll
-        for (int i = 0; i < PER; ++i) {
-          const int v = k * SV + tid + i * T;
-          float4 e = kept[v];
-          e.x *= factor;
-          e.y *= factor;
-          e.z *= factor;
-          e.w *= factor;
+      for (int i = 0; i < PER; ++i) {
+        const int v = k * SV + tid + i * T;
+        float4 e = kept[v];
+        e.x *= factor;
+        e.y *= factor;
+        e.z *= factor;
+        e.w *= factor;
+        if (BULK_STORES)
+          kept[v] = e;
+        else
           __stcs(out + v, e);
-        }
-        __syncthreads();
+      }
+      if (BULK_STORES)
+        fenceToBulk();
+      __syncthreads();
+      if (!BULK_STORES) {
         if (tid == 0 && more)
           issue(next, k);
-      } else {
-#pragma unroll
-        for (int i = 0; i < PER; ++i) {
-          const int v = k * SV + tid + i * T;
-          float4 e = kept[v];
-          e.x *= factor;
-          e.y *= factor;
-          e.z *= factor;
-          e.w *= factor;
-          kept[v] = e;
-        }
-        fenceToBulk();
-        __syncthreads();
-        if (tid == 0) {
-          storeBulk(out + k * SV, kept + k * SV, STAGE_BYTES);
-          if (k > 0) {
-            waitStoresRead<1>();
-            if (more)
-              issue(next, k - 1);
-          }
+      } else if (tid == 0) {
+        storeBulk(out + k * SV, kept + k * SV, STAGE_BYTES);
+        if (k > 0) {
+          waitStoresRead<1>();
+          if (more)
+            issue(next, k - 1);
         }
       }
     }
@@ -384,26 +370,6 @@ __global__ void __cluster_dims__(C, 1, 1) __launch_bounds__(T, 1)
 // statistics in a first pass whose loads ask L2 to keep the row
 // (evict_last), the outputs in a second that reads it again from L2.
 constexpr int LONE_T = 1024;
-
-__device__ __forceinline__ unsigned long long l2Policy(bool keep) {
-  unsigned long long p;
-  if (keep)
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;"
-                 : "=l"(p));
-  else
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
-                 : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ float4 loadHinted(const float4 *at,
-                                             unsigned long long policy) {
-  float4 v;
-  asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], "
-               "%5;"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "l"(at), "l"(policy));
-  return v;
-}
 
 __global__ void __launch_bounds__(LONE_T, 1)
     softmaxLone(const float *__restrict__ x, float *__restrict__ y,
@@ -433,8 +399,7 @@ __global__ void __launch_bounds__(LONE_T, 1)
 #pragma unroll
       for (int u = 0; u < U; ++u)
         if (base + u * LONE_T < V) {
-          const float top =
-              fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w));
+          const float top = fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w));
           const float grown = fmaxf(m, top);
           s = (grown == m ? s : s * expf(m - grown)) +
               ((expf(v[u].x - grown) + expf(v[u].y - grown)) +
@@ -482,7 +447,8 @@ __global__ void __launch_bounds__(LONE_T, 1)
   }
 }
 
-// ---- Driver ------------------------------------------------------------------
+// ---- Driver
+// ------------------------------------------------------------------
 
 __global__ void fill(float *x, long long n) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
@@ -495,11 +461,6 @@ __global__ void fill(float *x, long long n) {
   }
 }
 
-static double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 struct Timer {
   char *flush;
   long long flushBytes = 512LL << 20;
@@ -510,7 +471,8 @@ struct Timer {
     CK(cudaEventCreate(&e1));
   }
   // Median ms of `runs` runs of f, L2 flushed before each.
-  template <class F> double time(F f, int runs = 30) {
+  template <class F>
+  double time(F f, int runs = 30) {
     std::vector<float> ms;
     for (int r = 0; r < runs + 2; ++r) {
       CK(cudaMemsetAsync(flush, r, flushBytes));
@@ -583,9 +545,8 @@ static void runSoftmax(const char *name, float *x, float *y,
   const int lone = reserve >= 0 ? sms - grid : 0;
   CK(cudaMemset(y, 0, (long long)ROWS * LEN * 4));
   const int loneSmem = 200 * 1024;
-  CK(cudaFuncSetAttribute(softmaxLone,
-                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          loneSmem));
+  CK(cudaFuncSetAttribute(
+      softmaxLone, cudaFuncAttributeMaxDynamicSharedMemorySize, loneSmem));
   static cudaStream_t side = nullptr;
   static cudaEvent_t fork, join;
   if (!side) {
@@ -642,9 +603,8 @@ int main() {
            memcpyMs / ms * 100);
   };
   report("vectors, 4 blocks of 512 an SM", timer.time([&] {
-           copyVectors<<<sms * 4, 512>>>((const float4 *)a, (float4 *)b,
-                                         bytes / 16);
-         }));
+    copyVectors<<<sms * 4, 512>>>((const float4 *)a, (float4 *)b, bytes / 16);
+  }));
   const int held = 150 * 1024; // one block an SM
   CK(cudaFuncSetAttribute(copyVectorsWide,
                           cudaFuncAttributeMaxDynamicSharedMemorySize, held));
@@ -652,9 +612,9 @@ int main() {
     char name[64];
     snprintf(name, sizeof name, "vectors x4, %d SMs", n);
     report(name, timer.time([&] {
-             copyVectorsWide<<<n, 1024, held>>>((const float4 *)a, (float4 *)b,
-                                                bytes / 16);
-           }));
+      copyVectorsWide<<<n, 1024, held>>>((const float4 *)a, (float4 *)b,
+                                         bytes / 16);
+    }));
   }
   const int ring = SLOTS * CHUNK;
   CK(cudaFuncSetAttribute(copyBulk, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -663,9 +623,8 @@ int main() {
     char name[64];
     snprintf(name, sizeof name, "bulk, %d x %u KB slots, %d SMs", SLOTS,
              CHUNK / 1024, n);
-    report(name, timer.time([&] {
-             copyBulk<<<n, 32, ring>>>(a, b, bytes / CHUNK);
-           }));
+    report(name,
+           timer.time([&] { copyBulk<<<n, 32, ring>>>(a, b, bytes / CHUNK); }));
   }
   {
     std::vector<char> ha(1 << 20), hb(1 << 20);

@@ -34,14 +34,7 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#include "probe.cuh"
 
 enum { LN = 0, GN = 1, SM = 2 };
 
@@ -718,11 +711,6 @@ __global__ void copy_kernel(const float4 *__restrict__ a,
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x)
     __stcs(b + i, __ldcs(a + i));
-}
-
-static float median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 template <int MODE, int B, int L, int T, int VPT, bool REGS = false,

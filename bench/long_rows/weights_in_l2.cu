@@ -36,38 +36,10 @@
 
 #include <cuda_runtime.h>
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    cudaError_t e = (x);                                                       \
-    if (e != cudaSuccess) {                                                    \
-      printf("%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e));         \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
+#include "probe.cuh"
 
 // How the weights are read.
 enum Read { PLAIN = 0, EVICT_LAST = 1, NONE = 2 };
-
-__device__ __forceinline__ unsigned long long policy(bool last) {
-  unsigned long long p;
-  if (last)
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;"
-                 : "=l"(p));
-  else
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;"
-                 : "=l"(p));
-  return p;
-}
-
-__device__ __forceinline__ float4 load(const float4 *at,
-                                       unsigned long long pol) {
-  float4 v;
-  asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], "
-               "%5;"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "l"(at), "l"(pol));
-  return v;
-}
 
 // U float4 a thread in flight; a block's range is `range` float4 of every
 // row, `window` float4 of weights.
@@ -75,8 +47,8 @@ template <int READ, int U>
 __global__ void __launch_bounds__(256)
     affine_rows(const float4 *x, float4 *y, const float4 *w, const float4 *b,
                 int rows, long long n4, long long range, long long window) {
-  const unsigned long long streaming = policy(false);
-  const unsigned long long kept = policy(true);
+  const unsigned long long streaming = l2Policy(false);
+  const unsigned long long kept = l2Policy(true);
   const long long begin = blockIdx.x * range;
   const long long end = min(n4, begin + range);
   for (int r = 0; r < rows; ++r) {
@@ -89,14 +61,14 @@ __global__ void __launch_bounds__(256)
         long long v = v0 + 256LL * u;
         if (v >= end)
           continue;
-        xv[u] = load(xr + v, streaming);
+        xv[u] = loadHinted(xr + v, streaming);
         long long at = v % window;
         if constexpr (READ == PLAIN) {
           wv[u] = __ldg(w + at);
           bv[u] = __ldg(b + at);
         } else if constexpr (READ == EVICT_LAST) {
-          wv[u] = load(w + at, kept);
-          bv[u] = load(b + at, kept);
+          wv[u] = loadHinted(w + at, kept);
+          bv[u] = loadHinted(b + at, kept);
         } else {
           wv[u] = make_float4(1.f, 1.f, 1.f, 1.f);
           bv[u] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -119,11 +91,6 @@ __global__ void copy_kernel(const float4 *from, float4 *to, long long n4) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n4;
        i += (long long)gridDim.x * blockDim.x)
     to[i] = from[i];
-}
-
-static double median(std::vector<float> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 struct Device {
