@@ -1,21 +1,29 @@
-// GroupNorm over few long rows in waves through L2: a persistent grid, each
-// block owning the same column range of every row; at step s a block reads
-// its range of row s from DRAM (asking L2 to keep it) and folds its
-// statistics, then normalizes its range of row s - LAG, read again from L2
-// where step s - LAG left it, and writes it with streaming stores. A row's
-// statistics are the sum of all blocks' partials, published with a release
-// count; the wait for them comes after the next row's loads are issued, so
-// DRAM reads stay in flight while it settles. DRAM then carries each row
-// once in and once out, as a copy does; the question is how close to a
-// copy's rate the steps' waits let it come.
+// GroupNorm over few long rows, each row read once from DRAM and written
+// once, through L2: a persistent grid, each block owning the same column
+// range of every row. Three forms:
 //
-// Beside it, the same traffic without the wait (statistics not used: the
-// form's ceiling) and a device-to-device copy, the floor's bandwidth.
+// - loads (`waves`): in lockstep, step s loads the block's range of row s
+//   (asking L2 to keep it), normalizes row s - LAG read again from L2 and
+//   written with streaming stores, then folds row s's statistics and
+//   publishes them; the wait for row s - LAG's statistics comes after row
+//   s's loads are issued.
+// - ring (`wavesRing`): the same with the next rows' ranges landing in
+//   shared memory by cp.async while a step works.
+// - split (`wavesSplit`): reader and writer warps of each block at their
+//   own pace, the readers leading by at most AHEAD rows; a row's
+//   statistics reach the writers by a last-block flag, by double atomics
+//   (not bitwise reproducible) or by every block's writers gathering all
+//   partials in one fixed order. The last became the generator's
+//   `wave_a<A>` forms (lib/Codegen/WaveSplitRows.cpp).
+//
+// Beside them, the traffic without the statistics' waits (the form's
+// ceiling) and a device-to-device copy, the floor's bandwidth.
 //
 // Problem (KernelBench's size, fp32): GroupNorm over 8x64x512x512 in 8
 // groups, 64 rows of 2M, per-channel weights. Checked against an fp64 host
 // reference on three rows; timed with CUDA events, L2 flushed before each
-// run, median of 20.
+// run, median of 20. `./waves TEXT` runs the forms whose name holds TEXT;
+// WAVES_REPS sets the runs timed.
 //
 // Build: nvcc -O3 -arch=sm_90 -std=c++17 -o waves waves.cu
 // Run:   ./waves
@@ -678,6 +686,12 @@ int main(int argc, char **argv) {
 
   // <threads, float4 a thread a row, lag, evict_last on the first read,
   // blocks an SM>
+  runLoads<512, 8, 1, 1>("loads, lag 1, keep", true, m, hx, hw, hb);
+  runLoads<512, 8, 1, 1>("loads, lag 1, keep, no statistics", false, m, hx, hw,
+                         hb);
+  runRing<512, 8, 1, 1, false>("ring 1 ahead, lag 1, L2", true, m, hx, hw, hb);
+  runRing<512, 8, 1, 1, true>("ring 1 ahead, lag 1, shared", true, m, hx, hw,
+                              hb);
   runSplit<8, 16, 8, 8, 1>("split 8+16, ahead 1, last block", true, m, hx, hw,
                            hb);
   runSplit<8, 16, 8, 8, 1, kAtomics>("split 8+16, ahead 1, atomics", true, m,
@@ -686,13 +700,9 @@ int main(int argc, char **argv) {
                                     hw, hb);
   runSplit<8, 8, 8, 8, 1, kGather>("split 8+8, ahead 1, gather", true, m, hx,
                                    hw, hb);
-  runSplit<4, 8, 8, 8, 1, kGather>("split 4+8, ahead 1, gather", true, m, hx,
-                                   hw, hb);
   runSplit<8, 16, 8, 4, 1, kGather>("split 8+16 VW4, ahead 1, gather", true, m,
                                     hx, hw, hb);
   runSplit<8, 16, 8, 8, 2, kGather>("split 8+16, ahead 2, gather", true, m, hx,
                                     hw, hb);
-  runSplit<8, 16, 8, 8, 1, kGather>("split 8+16, ahead 1, gather (again)", true,
-                                    m, hx, hw, hb);
   return 0;
 }

@@ -66,6 +66,9 @@ static void proposeBatchedSplitRows(Proposal &proposal, func::FuncOp group,
 static void proposePipelinedSplitRows(Proposal &proposal, func::FuncOp group,
                                       const KernelTask &task, int64_t rows,
                                       int64_t length, llvm::StringRef tag);
+static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
+                                 const KernelTask &task, int64_t rows,
+                                 int64_t length, llvm::StringRef tag);
 
 /// Variant `name` of the family `tag` names (none when empty): the tag after
 /// the name's first part, `rows_bs256` of family `w` is `rows_w_bs256`.
@@ -490,6 +493,7 @@ void builtins::proposeRows(Proposal &proposal, func::FuncOp group,
     proposeGroupRows(proposal, group, task, rows, length, tag,
                      GroupBuffers::Half);
     proposePipelinedSplitRows(proposal, group, task, rows, length, tag);
+    proposeWaveSplitRows(proposal, group, task, rows, length, tag);
     proposeSplitRows(proposal, group, task, rows, length, tag);
     return;
   }
@@ -499,17 +503,18 @@ void builtins::proposeRows(Proposal &proposal, func::FuncOp group,
   // (--max-candidates): on the H200 a GroupNorm over 64 rows of 2M lost its
   // best plan (split16_w_bs256, 408 us) behind sixteen others and tuned to
   // group3_w_bs1024 (472 us).
-  Proposal families[6];
-  proposeSharedRows(families[0], group, task, rows, length, tag);
-  proposePipelinedSplitRows(families[1], group, task, rows, length, tag);
-  proposeSplitRows(families[2], group, task, rows, length, tag);
-  proposeGroupRows(families[3], group, task, rows, length, tag,
-                   GroupBuffers::Two);
-  proposeGroupRows(families[3], group, task, rows, length, tag,
-                   GroupBuffers::Registers);
+  Proposal families[7];
+  proposeWaveSplitRows(families[0], group, task, rows, length, tag);
+  proposeSharedRows(families[1], group, task, rows, length, tag);
+  proposePipelinedSplitRows(families[2], group, task, rows, length, tag);
+  proposeSplitRows(families[3], group, task, rows, length, tag);
   proposeGroupRows(families[4], group, task, rows, length, tag,
-                   GroupBuffers::One);
+                   GroupBuffers::Two);
+  proposeGroupRows(families[4], group, task, rows, length, tag,
+                   GroupBuffers::Registers);
   proposeGroupRows(families[5], group, task, rows, length, tag,
+                   GroupBuffers::One);
+  proposeGroupRows(families[6], group, task, rows, length, tag,
                    GroupBuffers::Half);
   appendInTurn(proposal, families);
   proposeBlockRows(proposal, group, task, rows, length, tag);
@@ -728,4 +733,64 @@ void builtins::proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
       plans.push_back(std::move(twinPlan));
   proposal.plans = std::move(plans);
   llvm::append_range(proposal.remarks, twins.remarks);
+}
+
+/// Few long rows whose reductions take one pass (a GroupNorm's or
+/// LayerNorm's moments) read once from DRAM and written once, by a
+/// persistent block an SM whose reader warps stream its chunk of row after
+/// row while its writer warps write the chunk of a row whose partials
+/// every block has counted, reading it again from L2
+/// (generateWaveSplitRowKernels). Variants `wave_a<A>[_r<R>]_bs<B>`: the
+/// readers leading by A rows, where A + 1 rows fit kWaveL2Bytes, with 512
+/// readers or R. On an H100 the same form as a probe took 416 us for a
+/// GroupNorm over 64 rows of 2M, 86% of the copy rate, against 475 for the
+/// best generated form (bench/long_rows/waves.cu,
+/// bench/results/2026-12-06-h100-waves.md).
+static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
+                                 const KernelTask &task, int64_t rows,
+                                 int64_t length, llvm::StringRef tag) {
+  // The rows the readers lead by stay in L2 (50 MB on the H100, 60 on the
+  // H200) beside the outputs on their way out: on the H100 a lead of 3
+  // rows of 8 MB read a row in two again from DRAM.
+  constexpr int64_t kWaveL2Bytes = 32 << 20;
+  constexpr int64_t kLeastChunk = 4096;
+  if (!isFewLongRows(rows, length) || rows < 2 ||
+      (length + kAssumedSms - 1) / kAssumedSms < kLeastChunk)
+    return;
+  struct Form {
+    int64_t ahead;
+    unsigned readers;
+  };
+  std::string comment = describeGroup(group);
+  for (auto [ahead, readers] : {Form{1, 512}, Form{2, 512}, Form{1, 256}}) {
+    if ((ahead + 1) * length * 4 > kWaveL2Bytes)
+      continue;
+    WaveSplitRowOptions options;
+    options.ahead = ahead;
+    options.readers = readers;
+    options.writers = 512;
+    options.chunks = kAssumedSms;
+    PlanBuilder builder(
+        task, group, "builtin",
+        variantName("wave_a" + std::to_string(ahead) +
+                        (readers != 512 ? "_r" + std::to_string(readers) : "") +
+                        "_bs" + std::to_string(readers + options.writers),
+                    tag));
+    std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
+    std::vector<PartialBuffer> partials;
+    auto kernels = generateWaveSplitRowKernels(
+        group.getContext(), builder.entryName("wave"), comment, outputs,
+        builder.leafFn(), rows, length, options,
+        [](unsigned k) { return "rowpart" + std::to_string(k); }, partials);
+    if (!kernels) {
+      // Reductions of more than one pass: no wave form at all.
+      llvm::consumeError(kernels.takeError());
+      return;
+    }
+    declarePartials(builder, partials);
+    declarePartials(builder, {kernels->counts});
+    for (const GeneratedKernel &kernel : kernels->kernels)
+      builder.addKernel(kernel, comment);
+    addPlan(proposal, builder, task, group, llvm::Error::success());
+  }
 }

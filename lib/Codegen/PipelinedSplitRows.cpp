@@ -18,9 +18,8 @@ using namespace mlir::kopt;
 /// The counters' plan temporary.
 static constexpr llvm::StringLiteral kCountersParam = "pipeslots";
 
-/// Reads of the partials past L1, which holds no other block's stores, and
-/// the wait for a row's earlier pass.
-static constexpr llvm::StringLiteral kPipelineHelpers = R"cuda(
+llvm::StringRef mlir::kopt::getPipelineHelpers() {
+  return R"cuda(
 #ifndef KOPT_PIPELINE_HELPERS
 #define KOPT_PIPELINE_HELPERS
 template <typename T> struct KoptCoherentRead {
@@ -45,6 +44,7 @@ __device__ __forceinline__ void kopt_wait_count(const long long *counter,
 }
 #endif
 )cuda";
+}
 
 llvm::Expected<PipelinedSplitRowKernels>
 mlir::kopt::generatePipelinedSplitRowKernels(
@@ -118,7 +118,7 @@ mlir::kopt::generatePipelinedSplitRowKernels(
   CodeWriter code;
   code.lines(getLoadKeepHelper());
   code.lines(getDeadlineHelper());
-  code.lines(kPipelineHelpers);
+  code.lines(getPipelineHelpers());
   code.comment(comment.str() + " (split rows, passes pipelined)");
   code.line(signature + " {");
   code.indent();

@@ -140,6 +140,7 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
   emitter.setDimExtent(1, rowLength);
   emitter.enableCooperativeReductions(1, blockSize);
   emitter.setRowRange("chunkStart", "chunkEnd");
+  emitter.setRowRangeUnroll(options.unroll);
   if (!options.loadFunction.empty())
     emitter.setLoadFunction(options.loadFunction);
   if (!options.broadcastLoadFunction.empty())

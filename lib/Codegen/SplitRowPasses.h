@@ -54,6 +54,12 @@ planSplitRows(MLIRContext *context, llvm::ArrayRef<KernelOutput> outputs,
 /// source may each include it.
 llvm::StringRef getLoadKeepHelper();
 
+/// What defines `KoptCoherentRead<T>` (reads past L1, which holds no other
+/// block's stores) and `kopt_wait_count(counter, target)` (an acquire
+/// spin on a `long long` count, trapping after 2 s), guarded so that
+/// several kernels of one source may each include it.
+llvm::StringRef getPipelineHelpers();
+
 /// How a pass reads and writes.
 struct SplitPassOptions {
   /// The load function of the leaves (TensorEmitter::setLoadFunction);
@@ -66,6 +72,9 @@ struct SplitPassOptions {
   bool combineTogether = false;
   /// f32 outputs stored as streaming (`__stcs`).
   bool streamStores = false;
+  /// The times the loops over a chunk are unrolled (loads in flight a
+  /// thread).
+  unsigned unroll = 4;
   /// The C name a pass reads partial buffer `name` through; `name` itself
   /// when unset.
   std::function<std::string(llvm::StringRef name)> partialReader;

@@ -165,7 +165,7 @@ void TensorEmitter::openRowLoop(int64_t count) {
     return;
   }
   if (rowRange) {
-    out->line("#pragma unroll 4");
+    out->line("#pragma unroll " + std::to_string(rowRangeUnroll));
     out->line("for (long long " + name + " = " + rowRange->first + " + " +
               lane + "; " + name + " < " + rowRange->second + "; " + name +
               " += " + threads + ") {");

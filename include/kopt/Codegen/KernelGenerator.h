@@ -139,6 +139,37 @@ llvm::Expected<PipelinedSplitRowKernels> generatePipelinedSplitRowKernels(
     int64_t lag, const std::function<std::string(unsigned)> &partialName,
     std::vector<PartialBuffer> &partials);
 
+/// Split rows whose reductions take one pass, as one persistent kernel
+/// (after a kernel zeroing its counts) of `chunks` blocks, each block's
+/// chunk the same in every row. In each block the first `readers` threads
+/// read their chunk of row after row (asking L2 to keep it), fold its
+/// partials and count the chunk done (a release); the other `writers`
+/// threads wait until a row's count reaches every chunk (an acquire),
+/// combine the row's partials (the same order in every block) and write
+/// the chunk's outputs, reading it again from L2. Nothing but the readers'
+/// lead of at most `ahead` rows ties the two groups, so DRAM reads go on
+/// while a row's partials settle. A cooperative launch of `chunks` blocks:
+/// a device that cannot hold them all at once gets a kernel that stops.
+struct WaveSplitRowOptions {
+  unsigned readers = 512;
+  unsigned writers = 512;
+  int64_t chunks = 132;
+  int64_t ahead = 1;
+  /// The times the readers' and writers' loops are unrolled.
+  unsigned readUnroll = 16;
+  unsigned writeUnroll = 8;
+};
+struct WaveSplitRowKernels {
+  std::vector<GeneratedKernel> kernels;
+  PartialBuffer counts;
+};
+llvm::Expected<WaveSplitRowKernels> generateWaveSplitRowKernels(
+    MLIRContext *context, llvm::StringRef entry, llvm::StringRef comment,
+    llvm::ArrayRef<KernelOutput> outputs, const TensorEmitter::LeafFn &leafOf,
+    int64_t numRows, int64_t rowLength, const WaveSplitRowOptions &options,
+    const std::function<std::string(unsigned)> &partialName,
+    std::vector<PartialBuffer> &partials);
+
 /// The kernel's declaration up to its body: `extern "C"`, launch bounds of
 /// `blockSize` threads, the leaves as const inputs, then the outputs.
 /// Appends the parameter names to `args`.

@@ -153,6 +153,10 @@ public:
     rowRange = {start.str(), end.str()};
   }
 
+  /// Split rows: the times a row loop over the range is unrolled, so that
+  /// each thread has that many loads in flight (4 by default).
+  void setRowRangeUnroll(unsigned times) { rowRangeUnroll = times; }
+
   /// Several rows per block: row loops start at the thread's position in
   /// its row and stride by the row's threads, and cooperative reductions
   /// combine over the row's threads only (emitRowGroupReduction). The
@@ -387,6 +391,7 @@ private:
   bool broadcastLeavesRead = false;
   std::string asyncCopyFunction = "kopt_copy_async";
   std::optional<std::pair<std::string, std::string>> rowRange;
+  unsigned rowRangeUnroll = 4;
   std::optional<int64_t> cacheLength;
   unsigned cacheBudget = 0;
   unsigned cacheUsed = 0;
