@@ -504,10 +504,10 @@ void builtins::proposeRows(Proposal &proposal, func::FuncOp group,
   // best plan (split16_w_bs256, 408 us) behind sixteen others and tuned to
   // group3_w_bs1024 (472 us).
   Proposal families[7];
-  proposeWaveSplitRows(families[0], group, task, rows, length, tag);
-  proposeSharedRows(families[1], group, task, rows, length, tag);
-  proposePipelinedSplitRows(families[2], group, task, rows, length, tag);
-  proposeSplitRows(families[3], group, task, rows, length, tag);
+  proposeSharedRows(families[0], group, task, rows, length, tag);
+  proposePipelinedSplitRows(families[1], group, task, rows, length, tag);
+  proposeSplitRows(families[2], group, task, rows, length, tag);
+  proposeWaveSplitRows(families[3], group, task, rows, length, tag);
   proposeGroupRows(families[4], group, task, rows, length, tag,
                    GroupBuffers::Two);
   proposeGroupRows(families[4], group, task, rows, length, tag,
@@ -740,18 +740,22 @@ void builtins::proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
 /// persistent block an SM whose reader warps stream its chunk of row after
 /// row while its writer warps write the chunk of a row whose partials
 /// every block has counted, reading it again from L2
-/// (generateWaveSplitRowKernels). Variants `wave_a<A>[_r<R>]_bs<B>`: the
-/// readers leading by A rows, where A + 1 rows fit kWaveL2Bytes, with 512
-/// readers or R. On an H100 the same form as a probe took 416 us for a
-/// GroupNorm over 64 rows of 2M, 86% of the copy rate, against 475 for the
-/// best generated form (bench/long_rows/waves.cu,
-/// bench/results/2026-12-06-h100-waves.md).
+/// (generateWaveSplitRowKernels). Variants `wave_a<A>[_r<R>]_bs1024`: the
+/// readers leading by A rows, where A + 1 rows and the operands every row
+/// reads again fit kWaveL2Bytes (not a LayerNorm over rows of 4M with its
+/// 32 MB of weights), 512 readers and 512 writers, or R and 1024 - R. On
+/// an H100 a GroupNorm over 64 rows of 2M took 525-546 us, the two-pass
+/// split 546-556 and the best group form 474-482; the probe this form
+/// came from (bench/long_rows/waves.cu), 416, with half the instructions
+/// (bench/results/2026-12-06-h100-waves.md).
 static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
                                  const KernelTask &task, int64_t rows,
                                  int64_t length, llvm::StringRef tag) {
   // The rows the readers lead by stay in L2 (50 MB on the H100, 60 on the
   // H200) beside the outputs on their way out: on the H100 a lead of 3
-  // rows of 8 MB read a row in two again from DRAM.
+  // rows of 8 MB read nearly every row again from DRAM, and a LayerNorm
+  // over rows of 16 MB with 32 MB of weights read 1.07 GB from DRAM for
+  // its 0.3 GB of input and weights.
   constexpr int64_t kWaveL2Bytes = 32 << 20;
   constexpr int64_t kLeastChunk = 4096;
   if (!isFewLongRows(rows, length) || rows < 2 ||
@@ -759,22 +763,22 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
     return;
   struct Form {
     int64_t ahead;
-    unsigned readers;
+    unsigned readers, writers;
   };
   std::string comment = describeGroup(group);
-  for (auto [ahead, readers] : {Form{1, 512}, Form{2, 512}, Form{1, 256}}) {
-    if ((ahead + 1) * length * 4 > kWaveL2Bytes)
-      continue;
+  for (auto [ahead, readers, writers] :
+       {Form{1, 512, 512}, Form{2, 512, 512}, Form{1, 640, 384}}) {
     WaveSplitRowOptions options;
     options.ahead = ahead;
     options.readers = readers;
-    options.writers = 512;
+    options.writers = writers;
     options.chunks = kAssumedSms;
+    options.l2Budget = kWaveL2Bytes;
     PlanBuilder builder(
         task, group, "builtin",
         variantName("wave_a" + std::to_string(ahead) +
                         (readers != 512 ? "_r" + std::to_string(readers) : "") +
-                        "_bs" + std::to_string(readers + options.writers),
+                        "_bs" + std::to_string(readers + writers),
                     tag));
     std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
     std::vector<PartialBuffer> partials;
@@ -783,9 +787,10 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
         builder.leafFn(), rows, length, options,
         [](unsigned k) { return "rowpart" + std::to_string(k); }, partials);
     if (!kernels) {
-      // Reductions of more than one pass: no wave form at all.
+      // Reductions of more than one pass, or more in L2 than it holds:
+      // not this form.
       llvm::consumeError(kernels.takeError());
-      return;
+      continue;
     }
     declarePartials(builder, partials);
     declarePartials(builder, {kernels->counts});

@@ -141,6 +141,10 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
   emitter.enableCooperativeReductions(1, blockSize);
   emitter.setRowRange("chunkStart", "chunkEnd");
   emitter.setRowRangeUnroll(options.unroll);
+  const bool wide = options.wide && rowLength % 4 == 0;
+  if (wide)
+    emitter.setWideRowLoops(options.vectorLoadFunction,
+                            options.broadcastVectorLoadFunction);
   if (!options.loadFunction.empty())
     emitter.setLoadFunction(options.loadFunction);
   if (!options.broadcastLoadFunction.empty())
@@ -176,12 +180,31 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
           return error;
         continue;
       }
+      std::string rowStart = "row * " + std::to_string(rowLength) + "LL";
+      if (wide && output.elementType == ElementType::F32) {
+        std::string first = emitter.openWideRowLoop(rowLength, 4);
+        std::string vector = body.fresh("kopt_out");
+        body.line("KoptVec<float, 4> " + vector + ";");
+        std::string lane = emitter.openLaneLoop(rowLength, first, 4);
+        auto value = emitter.valueAt(output.value, index);
+        if (!value)
+          return value.takeError();
+        body.line(vector + ".v[" + lane + "] = " + *value + ";");
+        emitter.closeRowLoop();
+        std::string at = output.param + " + " + rowStart + " + " + first;
+        std::string as = "*reinterpret_cast<const float4 *>(&" + vector + ")";
+        body.line(
+            options.streamStores
+                ? "__stcs(reinterpret_cast<float4 *>(" + at + "), " + as + ");"
+                : "*reinterpret_cast<float4 *>(" + at + ") = " + as + ";");
+        emitter.closeWideRowLoop();
+        continue;
+      }
       emitter.openRowLoop(rowLength);
       auto value = emitter.valueAt(output.value, index);
       if (!value)
         return value.takeError();
-      std::string at =
-          output.param + "[row * " + std::to_string(rowLength) + "LL + c]";
+      std::string at = output.param + "[" + rowStart + " + c]";
       std::string converted = convertFromCompute(output.elementType, *value);
       body.line(options.streamStores && output.elementType == ElementType::F32
                     ? "__stcs(&" + at + ", " + converted + ");"

@@ -75,6 +75,12 @@ struct SplitPassOptions {
   /// The times the loops over a chunk are unrolled (loads in flight a
   /// thread).
   unsigned unroll = 4;
+  /// Chunks start and end on multiples of 4 elements: loop over 16-byte
+  /// groups, f32 leaves read as 16-byte vectors through these functions
+  /// (TensorEmitter::setWideRowLoops) and f32 outputs stored as 16-byte
+  /// vectors, where the row's length is a multiple of 4.
+  bool wide = false;
+  std::string vectorLoadFunction, broadcastVectorLoadFunction;
   /// The C name a pass reads partial buffer `name` through; `name` itself
   /// when unset.
   std::function<std::string(llvm::StringRef name)> partialReader;

@@ -212,9 +212,32 @@ std::string TensorEmitter::openWideRowLoop(int64_t count, unsigned width) {
               " * 4;");
     return first;
   }
-  out->line("for (long long " + group + " = " + rowLane() + "; " + group +
-            " < (" + end + " - " + start + ") / " + w + "; " + group +
-            " += " + std::to_string(rowStride()) + ") {");
+  if (wideRowLoops) {
+    // Batches of U groups a thread, each group's loads under its own bound
+    // check in a fully unrolled loop, so that all of a batch's are in
+    // flight together: a loop unrolled U times over fewer than U
+    // iterations a thread would run its remainder one load at a time.
+    unsigned batch = std::max(1u, rowRangeUnroll / width);
+    std::string base = out->fresh("kopt_wb"), u = out->fresh("kopt_u");
+    std::string groups = "(" + end + " - " + start + ") / " + w;
+    std::string stride = std::to_string(rowStride());
+    out->line("for (long long " + base + " = " + rowLane() + "; " + base +
+              " < " + groups + "; " + base + " += " + stride + "LL * " +
+              std::to_string(batch) + ") {");
+    out->indent();
+    out->line("#pragma unroll");
+    out->line("for (int " + u + " = 0; " + u + " < " + std::to_string(batch) +
+              "; ++" + u + ") {");
+    out->indent();
+    out->line("const long long " + group + " = " + base + " + " + u + " * " +
+              stride + "LL;");
+    out->line("if (" + group + " < " + groups + ") {");
+    wideBatchOpen = true;
+  } else {
+    out->line("for (long long " + group + " = " + rowLane() + "; " + group +
+              " < (" + end + " - " + start + ") / " + w + "; " + group +
+              " += " + std::to_string(rowStride()) + ") {");
+  }
   out->indent();
   out->line("const long long " + first + " = " + start + " + " + group + " * " +
             w + ";");
@@ -234,6 +257,9 @@ std::string TensorEmitter::openLaneLoop(int64_t count, llvm::StringRef first,
   if (shared && !registerGroup.empty()) {
     registerElement = registerGroup + " * 4 + " + k;
     out->line("(void)" + name + ";");
+  } else if (wideRowLoops) {
+    // Bodies reading only 16-byte vectors leave it unused.
+    out->line("(void)" + name + ";");
   }
   rowLoops.push_back(shared ? RowLoop::SharedCache : RowLoop::Plain);
   scopes.emplace_back();
@@ -251,6 +277,13 @@ void TensorEmitter::closeWideRowLoop() {
     registerGroup.clear();
     out->dedent();
     out->line("}");
+  }
+  if (wideBatchOpen) {
+    wideBatchOpen = false;
+    for (int i = 0; i < 2; ++i) {
+      out->dedent();
+      out->line("}");
+    }
   }
   out->dedent();
   out->line("}");
@@ -622,23 +655,62 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
   if (std::optional<std::string> lane = readLaneVector(leaf, linear))
     return *lane;
   std::string name = out->fresh("x");
-  std::string load = leaf.param + "[" + print(linear) + "]";
+  std::string at = printLaneInvariant(linear).value_or(print(linear));
+  std::string load = leaf.param + "[" + at + "]";
   const std::string &function =
       !broadcastLoadFunction.empty() && !linear.isFunctionOfDim(0)
           ? broadcastLoadFunction
           : loadFunction;
   if (!function.empty() && leaf.elementType == ElementType::F32)
-    load = function + "(" + leaf.param + " + " + print(linear) + ")";
+    load = function + "(" + leaf.param + " + " + at + ")";
   out->line("const " + computeType + " " + name + " = " +
             convertToCompute(leaf.elementType, load) + ";");
   return name;
 }
 
+std::optional<std::string>
+TensorEmitter::printLaneInvariant(AffineExpr linear) {
+  if (!wideRowLoops || laneLoopFirst.empty() || loopDepth != laneLoopDepth ||
+      !linear.isFunctionOfDim(*threadDim))
+    return std::nullopt;
+  // c = 4 * G + K, the group's first element and the lane K in [0, 4):
+  // with the dimensions' ranges, an index such as a channel's,
+  // c floordiv 131072 = G floordiv 32768, may not depend on K, and then
+  // the four lanes read one element, at G = first / 4 (a multiple of 4).
+  unsigned n = dimNames.size();
+  AffineExpr group = getAffineDimExpr(n, context);
+  AffineExpr lane = getAffineDimExpr(n + 1, context);
+  SmallVector<AffineExpr> replacements;
+  for (unsigned dim = 0; dim < n; ++dim)
+    replacements.push_back(dim == *threadDim ? group * 4 + lane
+                                             : getAffineDimExpr(dim, context));
+  replacements.push_back(group);
+  replacements.push_back(lane);
+  std::vector<int64_t> extents = dimExtents;
+  extents.resize(n + 2, 0);
+  if (*threadDim < dimExtents.size() && dimExtents[*threadDim] > 0)
+    extents[n] = (dimExtents[*threadDim] + 3) / 4;
+  extents[n + 1] = 4;
+  AffineExpr index = simplifyAffineExpr(
+      simplifyWithDimExtents(
+          simplifyAffineExpr(linear.replaceDimsAndSymbols(replacements, {}),
+                             n + 2, 0),
+          extents),
+      n + 2, 0);
+  if (index.isFunctionOfDim(n + 1))
+    return std::nullopt;
+  dimNames.push_back("(" + laneLoopFirst + " >> 2)");
+  dimNames.push_back("0");
+  std::string printed = print(index);
+  dimNames.resize(n);
+  return printed;
+}
+
 std::optional<std::string> TensorEmitter::readLaneVector(const LeafTensor &leaf,
                                                          AffineExpr linear) {
+  const bool hinted = !loadFunction.empty() || !broadcastLoadFunction.empty();
   if (laneLoopFirst.empty() || loopDepth != laneLoopDepth ||
-      leaf.elementType != ElementType::F32 || !loadFunction.empty() ||
-      !broadcastLoadFunction.empty())
+      leaf.elementType != ElementType::F32 || (hinted && !wideRowLoops))
     return std::nullopt;
   // The leaf at c + rest, rest a multiple of 4 not depending on c: the lane
   // loop's four elements are one aligned 16-byte vector at first + rest.
@@ -651,9 +723,17 @@ std::optional<std::string> TensorEmitter::readLaneVector(const LeafTensor &leaf,
     return std::nullopt;
   // The same load in each unrolled lane: the compiler keeps one.
   std::string name = out->fresh("xv");
-  out->line("const KoptVec<float, 4> " + name +
-            " = *reinterpret_cast<const KoptVec<float, 4> *>(" + leaf.param +
-            " + " + laneLoopFirst + " + (" + print(rest) + "));");
+  std::string at =
+      leaf.param + " + " + laneLoopFirst + " + (" + print(rest) + ")";
+  const std::string &function = linear.isFunctionOfDim(0)
+                                    ? vectorLoadFunction
+                                    : broadcastVectorLoadFunction;
+  if (wideRowLoops && !function.empty())
+    out->line("const KoptVec<float, 4> " + name + " = " + function + "(" + at +
+              ");");
+  else
+    out->line("const KoptVec<float, 4> " + name +
+              " = *reinterpret_cast<const KoptVec<float, 4> *>(" + at + ");");
   return name + ".v[" + laneLoopLane + "]";
 }
 
@@ -863,6 +943,12 @@ static std::optional<ReductionCombiner> matchCombiner(linalg::GenericOp op) {
         type.isInteger(32) || type.isInteger(64)))
     return std::nullopt;
   return c;
+}
+
+std::optional<ReductionCombiner>
+mlir::kopt::getReductionCombiner(Operation *op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  return generic ? matchCombiner(generic) : std::nullopt;
 }
 
 bool mlir::kopt::hasAssociativeCombiner(Operation *op) {
@@ -1184,7 +1270,11 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
   // kernel's thread dimension (so that its reads match the row's outputs'
   // and share their register caches), accumulating every reduction: each
   // element is read once for all of them.
-  openRowLoop(count);
+  const bool wide = wideRowLoops && rowRange && count % 4 == 0;
+  if (wide)
+    openLaneLoop(count, openWideRowLoop(count, 4), 4);
+  else
+    openRowLoop(count);
   for (Pending &p : pending) {
     SmallVector<AffineExpr> coords =
         delinearize(getAffineDimExpr(*threadDim, context), p.sizes);
@@ -1215,6 +1305,8 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
     out->line(p.acc + " = " + (*yielded)[0] + ";");
   }
   closeRowLoop();
+  if (wide)
+    closeWideRowLoop();
 
   if (groupReductions) {
     if (llvm::any_of(partialStores,
@@ -1284,6 +1376,33 @@ TensorEmitter::emitCooperatives(llvm::ArrayRef<CooperativeReduction> reds,
     return llvm::Error::success();
   }
 
+  if (!partialStores.empty() && !rowGroup && clusterSize == 1) {
+    // Only the block's partials, stored by thread 0: every reduction's
+    // warp totals behind one barrier, then warp 0 combines and stores each
+    // (the block's other threads need none of them).
+    unsigned warps = (blockSize + 31) / 32;
+    std::vector<std::string> shared;
+    for (Pending &p : pending) {
+      shared.push_back(out->fresh("kopt_red"));
+      out->line("__shared__ " + p.type + " " + shared.back() + "[32];");
+      out->line(warpAllReduce(p.combiner, p.acc));
+      out->line("if ((threadIdx.x & 31) == 0) " + shared.back() +
+                "[threadIdx.x >> 5] = " + p.acc + ";");
+    }
+    out->line("__syncthreads();");
+    out->line("if (threadIdx.x < 32) {");
+    out->indent();
+    for (auto [i, p] : llvm::enumerate(pending)) {
+      out->line(p.acc + " = threadIdx.x < " + std::to_string(warps) + " ? " +
+                shared[i] + "[threadIdx.x] : " + p.combiner.identity + ";");
+      out->line(warpAllReduce(p.combiner, p.acc));
+      out->line("if (threadIdx.x == 0) " + partialStores[i] + " = " + p.acc +
+                ";");
+    }
+    out->dedent();
+    out->line("}");
+    return llvm::Error::success();
+  }
   for (auto [i, red] : llvm::enumerate(reds)) {
     Pending &p = pending[i];
     llvm::StringRef partialStore =

@@ -18,6 +18,35 @@ using namespace mlir::kopt;
 /// The counts' plan temporary.
 static constexpr llvm::StringLiteral kCountsParam = "waverows";
 
+/// A row's combined partial for a pass written to combine one partial a
+/// row (the writers' totals, combined once for the whole block).
+static constexpr llvm::StringLiteral kWaveHelpers = R"cuda(
+#ifndef KOPT_WAVE_HELPERS
+#define KOPT_WAVE_HELPERS
+template <typename T> struct KoptRowTotal {
+  T value;
+  __device__ __forceinline__ T operator[](long long) const { return value; }
+};
+// 16-byte loads: one whose lines L2 keeps before others (evict_last), one
+// reading them for the last time (streaming). Not volatile, so that the
+// same load in each of a group's four lanes is made once.
+__device__ __forceinline__ KoptVec<float, 4> kopt_load_keep4(const float *p) {
+  KoptVec<float, 4> v;
+  asm("{\n\t.reg .b64 policy;\n\t"
+      "createpolicy.fractional.L2::evict_last.b64 policy, 1.0;\n\t"
+      "ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], policy;\n\t}"
+      : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ KoptVec<float, 4> kopt_load_last4(const float *p) {
+  KoptVec<float, 4> v;
+  asm("ld.global.cs.v4.f32 {%0, %1, %2, %3}, [%4];"
+      : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p));
+  return v;
+}
+#endif
+)cuda";
+
 /// Emits `body`, a pass written for a block of `threads` threads, where
 /// only `threads` threads of a larger block run it: inside it `threadIdx`
 /// names the thread's index in its group (`kopt_group_thread`, which the
@@ -59,47 +88,85 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     return llvm::createStringError(
         "a wave split reads a row once: its reductions must take one pass");
   partials = plan->partials;
-  auto reader = [](llvm::StringRef name) { return "kopt_cg_" + name.str(); };
 
   SplitPassOptions passOptions;
-  passOptions.combineTogether = true;
   passOptions.streamStores = true;
-  passOptions.partialReader = reader;
   // The readers' loads ask L2 to keep the row for the writers, which read
   // it for the last time (streaming) and keep the operands every row reads
   // again (LayerNorm's weights).
   passOptions.loadFunction = "kopt_load_keep";
   passOptions.unroll = options.readUnroll;
+  // 16-byte groups where the chunks are whole groups (chunkLength below).
+  passOptions.wide = rowLength % 4 == 0;
+  passOptions.vectorLoadFunction = "kopt_load_keep4";
+  passOptions.broadcastVectorLoadFunction = "kopt_load_keep4";
   auto read = emitSplitPass(context, *plan, 0, outputs, leafOf, numRows,
                             rowLength, readers, chunks, passOptions);
   if (!read)
     return read.takeError();
+  // The writers' pass reads each reduction's total for the row, which
+  // the kernel combines once for the block before it (one partial a row).
+  auto total = [](llvm::StringRef name) { return "kopt_total_" + name.str(); };
   passOptions.loadFunction = "__ldcs";
   passOptions.broadcastLoadFunction = "kopt_load_keep";
   passOptions.unroll = options.writeUnroll;
+  passOptions.vectorLoadFunction = "kopt_load_last4";
+  passOptions.combineTogether = false;
+  passOptions.partialReader = total;
   auto write = emitSplitPass(context, *plan, 1, outputs, leafOf, numRows,
-                             rowLength, writers, chunks, passOptions);
+                             rowLength, writers, 1, passOptions);
   if (!write)
     return write.takeError();
+  std::vector<ReductionCombiner> combiners;
+  for (auto [reduction, partial] :
+       llvm::zip(plan->reductions, plan->partials)) {
+    std::optional<ReductionCombiner> combiner =
+        getReductionCombiner(reduction.result.getDefiningOp());
+    if (!combiner || (partial.elementType != ElementType::F32 &&
+                      partial.elementType != ElementType::F64))
+      return llvm::createStringError(
+          "a wave split combines f32 and f64 partials only");
+    combiners.push_back(*combiner);
+  }
   std::vector<LeafTensor> leaves;
   for (const SplitPass *pass : {&*read, &*write})
     for (const LeafTensor &leaf : pass->leaves)
-      if (!llvm::StringRef(leaf.param).starts_with("kopt_cg_") &&
+      if (!llvm::StringRef(leaf.param).starts_with("kopt_total_") &&
           llvm::none_of(leaves, [&](const LeafTensor &known) {
             return known.param == leaf.param;
           }))
         leaves.push_back(leaf);
+  if (options.l2Budget > 0) {
+    // The rows in L2 at once (the one written and those read ahead, f32 or
+    // wider), and every operand that is not a row (all of it, read again
+    // each row).
+    int64_t bytes = (options.ahead + 1) * rowLength * 4;
+    for (const LeafTensor &leaf : leaves) {
+      int64_t elements = 1;
+      for (int64_t extent : leaf.shape)
+        elements *= extent;
+      if (elements != numRows * rowLength)
+        bytes += elements * getElementBytes(leaf.elementType);
+    }
+    if (bytes > options.l2Budget)
+      return llvm::createStringError(
+          "a wave split's rows in flight and operands read every row (%lld "
+          "bytes) do not fit its L2 budget",
+          static_cast<long long>(bytes));
+  }
 
   std::string r = std::to_string(readers), w = std::to_string(writers);
   std::string rows = std::to_string(numRows) + "LL";
   std::string s = std::to_string(chunks);
   std::string counts = kCountsParam.str();
   int64_t chunkLength = (rowLength + chunks - 1) / chunks;
+  if (passOptions.wide)
+    chunkLength = (chunkLength + 3) / 4 * 4;
 
   GeneratedKernel kernel;
   kernel.entry = entry.str();
-  std::string signature = printKernelSignature(
-      kernel.entry, readers + writers, leaves, outputs, kernel.args);
+  std::string signature = printKernelSignature(kernel.entry, readers + writers,
+                                               leaves, outputs, kernel.args);
   signature.pop_back();
   for (const PartialBuffer &partial : partials) {
     signature += ", " + getCudaStorageType(partial.elementType).str() +
@@ -113,6 +180,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.lines(getLoadKeepHelper());
   code.lines(getDeadlineHelper());
   code.lines(getPipelineHelpers());
+  code.lines(kWaveHelpers);
   code.comment(comment.str() + " (split rows, read and written in waves)");
   code.line(signature + " {");
   code.indent();
@@ -126,12 +194,6 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.line("const long long chunkEnd = min(chunkStart + " +
             std::to_string(chunkLength) + "LL, " + std::to_string(rowLength) +
             "LL);");
-  for (const PartialBuffer &partial : partials) {
-    std::string type = getCudaStorageType(partial.elementType).str();
-    code.line("const KoptCoherentRead<" + type + "> " + reader(partial.param) +
-              "{" + partial.param + "};");
-    code.line("(void)" + reader(partial.param) + ";");
-  }
   code.comment("Rows the writers have finished: the readers lead them by " +
                std::to_string(options.ahead) +
                " at most, so that L2 still holds a row when it is written.");
@@ -163,12 +225,53 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.indent();
   code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x - " + r +
             "u, 0u, 0u);");
+  code.line("const unsigned kopt_warp = (threadIdx.x - " + r +
+            "u) >> 5, kopt_lane = threadIdx.x & 31u;");
+  std::vector<std::string> types;
+  for (auto [k, partial] : llvm::enumerate(partials)) {
+    types.push_back(getCudaStorageType(partial.elementType).str());
+    code.line("__shared__ " + types.back() + " kopt_sum" + std::to_string(k) +
+              ";");
+  }
   code.line("for (long long row = 0; row < " + rows + "; ++row) {");
   code.indent();
   code.comment("Every chunk of the row counted (an acquire).");
   code.line("if (threadIdx.x == " + r + "u) kopt_wait_count(" + counts +
             " + row, " + s + "LL);");
   code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+  code.comment("Each reduction's partials combined by a warp, every lane's "
+               "loads in flight together, in one fixed order: every block "
+               "gets the same totals, in every run.");
+  unsigned warps = writers / 32;
+  std::string perLane = std::to_string((chunks + 31) / 32);
+  for (auto [k, partial] : llvm::enumerate(partials)) {
+    const ReductionCombiner &combiner = combiners[k];
+    std::string sum = "kopt_sum" + std::to_string(k);
+    code.line("if (kopt_warp == " + std::to_string(k % warps) + "u) {");
+    code.indent();
+    code.line(types[k] + " kopt_acc = " + combiner.identity + ";");
+    code.line("#pragma unroll");
+    code.line("for (unsigned kopt_u = 0; kopt_u < " + perLane +
+              "u; ++kopt_u) {");
+    code.line("  const unsigned q = kopt_lane + 32u * kopt_u;");
+    code.line("  const " + types[k] + " v = __ldcg(" + partial.param +
+              " + row * " + s + "LL + min(q, " + std::to_string(chunks - 1) +
+              "u));");
+    code.line("  kopt_acc = q < " + s + "u ? " +
+              combiner.combine("kopt_acc", "v") + " : kopt_acc;");
+    code.line("}");
+    code.line("for (int o = 16; o > 0; o >>= 1) kopt_acc = " +
+              combiner.combine("kopt_acc",
+                               "__shfl_xor_sync(0xffffffffu, kopt_acc, o)") +
+              ";");
+    code.line("if (kopt_lane == 0) " + sum + " = kopt_acc;");
+    code.dedent();
+    code.line("}");
+  }
+  code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+  for (auto [k, partial] : llvm::enumerate(partials))
+    code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
+              "{kopt_sum" + std::to_string(k) + "};");
   emitGroupPass(code, write->body, 2, writers);
   code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
   code.line("if (threadIdx.x == " + r + "u) kopt_written = row + 1;");

@@ -156,8 +156,13 @@ struct WaveSplitRowOptions {
   int64_t chunks = 132;
   int64_t ahead = 1;
   /// The times the readers' and writers' loops are unrolled.
-  unsigned readUnroll = 16;
-  unsigned writeUnroll = 8;
+  unsigned readUnroll = 32;
+  unsigned writeUnroll = 16;
+  /// With B > 0, the bytes of L2 the rows the readers lead by and the
+  /// operands every row reads again (LayerNorm's weights) may take: more,
+  /// and the kernel is not generated, since the writers would read the rows
+  /// again from DRAM.
+  int64_t l2Budget = 0;
 };
 struct WaveSplitRowKernels {
   std::vector<GeneratedKernel> kernels;

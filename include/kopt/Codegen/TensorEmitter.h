@@ -60,6 +60,10 @@ struct CooperativeReduction {
 /// threads (add, mul, min, max).
 bool hasAssociativeCombiner(Operation *op);
 
+/// How such a reduction combines two partial results; none where
+/// hasAssociativeCombiner is false.
+std::optional<ReductionCombiner> getReductionCombiner(Operation *op);
+
 class TensorEmitter {
 public:
   /// Returns the leaf for `value` if the kernel reads it from memory.
@@ -156,6 +160,20 @@ public:
   /// Split rows: the times a row loop over the range is unrolled, so that
   /// each thread has that many loads in flight (4 by default).
   void setRowRangeUnroll(unsigned times) { rowRangeUnroll = times; }
+
+  /// Split rows whose range starts and ends on multiples of 4 elements:
+  /// the cooperative reductions loop over 16-byte groups of the range, four
+  /// elements a thread at a time, each f32 leaf read at the element plus a
+  /// multiple of 4 loaded once for the four as a 16-byte vector
+  /// (`KoptVec<float, 4>`), through `rowFunction` where the leaf's index
+  /// depends on the row and `broadcastFunction` where it does not (C
+  /// functions of a `const float *` returning the vector).
+  void setWideRowLoops(llvm::StringRef rowFunction,
+                       llvm::StringRef broadcastFunction) {
+    wideRowLoops = true;
+    vectorLoadFunction = rowFunction.str();
+    broadcastVectorLoadFunction = broadcastFunction.str();
+  }
 
   /// Several rows per block: row loops start at the thread's position in
   /// its row and stride by the row's threads, and cooperative reductions
@@ -314,6 +332,10 @@ private:
   /// Inside openLaneLoop's loop of 4, an f32 leaf read at the row's
   /// element plus a multiple of 4: its four lanes as one 16-byte load, the
   /// lane's element of it returned; nothing otherwise.
+  /// Inside a wide row loop's lane loop, `linear` printed for the group's
+  /// first element where the four lanes read the same element (a
+  /// channel's weight), so that they make one load; none otherwise.
+  std::optional<std::string> printLaneInvariant(AffineExpr linear);
   std::optional<std::string> readLaneVector(const LeafTensor &leaf,
                                             AffineExpr linear);
   llvm::Expected<std::string> loadLeaf(const LeafTensor &leaf,
@@ -392,6 +414,8 @@ private:
   std::string asyncCopyFunction = "kopt_copy_async";
   std::optional<std::pair<std::string, std::string>> rowRange;
   unsigned rowRangeUnroll = 4;
+  bool wideRowLoops = false, wideBatchOpen = false;
+  std::string vectorLoadFunction, broadcastVectorLoadFunction;
   std::optional<int64_t> cacheLength;
   unsigned cacheBudget = 0;
   unsigned cacheUsed = 0;
