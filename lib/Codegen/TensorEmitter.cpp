@@ -217,20 +217,27 @@ std::string TensorEmitter::openWideRowLoop(int64_t count, unsigned width) {
     // check in a fully unrolled loop, so that all of a batch's are in
     // flight together: a loop unrolled U times over fewer than U
     // iterations a thread would run its remainder one load at a time.
+    // The group indices in 32 bits where a row's groups fit them: fewer
+    // instructions a group than 64-bit ones.
     unsigned batch = std::max(1u, rowRangeUnroll / width);
     std::string base = out->fresh("kopt_wb"), u = out->fresh("kopt_u");
-    std::string groups = "(" + end + " - " + start + ") / " + w;
+    std::string groups = out->fresh("kopt_groups");
     std::string stride = std::to_string(rowStride());
-    out->line("for (long long " + base + " = " + rowLane() + "; " + base +
-              " < " + groups + "; " + base + " += " + stride + "LL * " +
+    bool narrow =
+        count / width < (int64_t(1) << 31) - int64_t(rowStride()) * (batch + 1);
+    std::string index = narrow ? "int" : "long long";
+    out->line("const " + index + " " + groups + " = (" + index + ")((" + end +
+              " - " + start + ") / " + w + ");");
+    out->line("for (" + index + " " + base + " = " + rowLane() + "; " + base +
+              " < " + groups + "; " + base + " += " + stride + " * " +
               std::to_string(batch) + ") {");
     out->indent();
     out->line("#pragma unroll");
     out->line("for (int " + u + " = 0; " + u + " < " + std::to_string(batch) +
               "; ++" + u + ") {");
     out->indent();
-    out->line("const long long " + group + " = " + base + " + " + u + " * " +
-              stride + "LL;");
+    out->line("const " + index + " " + group + " = " + base + " + " + u +
+              " * " + stride + ";");
     out->line("if (" + group + " < " + groups + ") {");
     wideBatchOpen = true;
   } else {
@@ -240,7 +247,7 @@ std::string TensorEmitter::openWideRowLoop(int64_t count, unsigned width) {
   }
   out->indent();
   out->line("const long long " + first + " = " + start + " + " + group + " * " +
-            w + ";");
+            w + "LL;");
   return first;
 }
 
