@@ -184,16 +184,23 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.comment(comment.str() + " (split rows, read and written in waves)");
   code.line(signature + " {");
   code.indent();
-  code.comment("A chunk a block, the same in every row: a grid the device "
-               "could not hold whole (cut at launch) would leave chunks "
-               "undone.");
-  code.line("if (gridDim.x != " + s + "u) __trap();");
-  code.line("const long long chunk = blockIdx.x;");
-  code.line("const long long chunkStart = chunk * " +
-            std::to_string(chunkLength) + "LL;");
-  code.line("const long long chunkEnd = min(chunkStart + " +
-            std::to_string(chunkLength) + "LL, " + std::to_string(rowLength) +
-            "LL);");
+  // A chunk a block on a device that holds the whole grid at once (132
+  // SMs); where the cooperative launch cuts it (fewer SMs, a MIG slice)
+  // each block takes every gridDim.x-th chunk, so that none is left undone.
+  auto openChunkLoop = [&] {
+    code.line("for (long long chunk = blockIdx.x; chunk < " + s +
+              "LL; chunk += gridDim.x) {");
+    code.indent();
+    code.line("const long long chunkStart = chunk * " +
+              std::to_string(chunkLength) + "LL;");
+    code.line("const long long chunkEnd = min(chunkStart + " +
+              std::to_string(chunkLength) + "LL, " + std::to_string(rowLength) +
+              "LL);");
+  };
+  auto closeChunkLoop = [&] {
+    code.dedent();
+    code.line("}");
+  };
   code.comment("Rows the writers have finished: the readers lead them by " +
                std::to_string(options.ahead) +
                " at most, so that L2 still holds a row when it is written.");
@@ -210,6 +217,9 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.line("  while (row - kopt_written > " + std::to_string(options.ahead) +
             "LL) kopt_trap_when_late(started);");
   code.line("}");
+  openChunkLoop();
+  code.comment("Every reader past the row's throttle, and past the last "
+               "chunk's reductions, whose shared memory this one reuses.");
   code.line("asm volatile(\"bar.sync 1, " + r + ";\" ::: \"memory\");");
   emitGroupPass(code, read->body, 1, readers);
   code.comment("The chunk's partials stored (by this thread): counted done, "
@@ -218,6 +228,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.line("  asm volatile(\"red.release.gpu.global.add.u64 [%0], 1;\" :: "
             "\"l\"(" +
             counts + " + row) : \"memory\");");
+  closeChunkLoop();
   code.dedent();
   code.line("}");
   code.dedent();
@@ -272,7 +283,9 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   for (auto [k, partial] : llvm::enumerate(partials))
     code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
               "{kopt_sum" + std::to_string(k) + "};");
+  openChunkLoop();
   emitGroupPass(code, write->body, 2, writers);
+  closeChunkLoop();
   code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
   code.line("if (threadIdx.x == " + r + "u) kopt_written = row + 1;");
   code.dedent();

@@ -148,8 +148,9 @@ llvm::Expected<PipelinedSplitRowKernels> generatePipelinedSplitRowKernels(
 /// combine the row's partials (the same order in every block) and write
 /// the chunk's outputs, reading it again from L2. Nothing but the readers'
 /// lead of at most `ahead` rows ties the two groups, so DRAM reads go on
-/// while a row's partials settle. A cooperative launch of `chunks` blocks:
-/// a device that cannot hold them all at once gets a kernel that stops.
+/// while a row's partials settle. A cooperative launch of `chunks` blocks;
+/// where the device holds fewer at once, each block takes every
+/// gridDim.x-th chunk.
 struct WaveSplitRowOptions {
   unsigned readers = 512;
   unsigned writers = 512;
