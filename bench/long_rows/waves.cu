@@ -105,6 +105,20 @@ __device__ __forceinline__ void rowStatistics(const Params &p, int b,
   }
 }
 
+// Element group i of a row whose first channel is `firstChannel`,
+// normalized and scaled by its channel's weights.
+__device__ __forceinline__ float4 affine(const Params &p, int firstChannel,
+                                         long long i, float mean, float rstd,
+                                         float4 v) {
+  int c = firstChannel + int(i) / int(p.channel4);
+  float scale = p.w[c] * rstd, shift = p.b[c] - mean * scale;
+  v.x = v.x * scale + shift;
+  v.y = v.y * scale + shift;
+  v.z = v.z * scale + shift;
+  v.w = v.w * scale + shift;
+  return v;
+}
+
 // Normalizes the block's range of row b, read from `from` (L2 or the
 // block's shared memory, indexed from the range's start), and writes it
 // with streaming stores. KEEP == 2 hands the L2 lines back to the normal
@@ -128,14 +142,7 @@ normalize(const Params &p, int b, const float4 *from, bool fromGlobal,
   for (int v = 0; v < V; ++v) {
     long long i = begin + threadIdx.x + v * THREADS;
     if (i < end) {
-      int c = firstChannel + int(i) / int(p.channel4);
-      float scale = p.w[c] * rstd, shift = p.b[c] - mean * scale;
-      float4 o = vb[v];
-      o.x = o.x * scale + shift;
-      o.y = o.y * scale + shift;
-      o.z = o.z * scale + shift;
-      o.w = o.w * scale + shift;
-      __stcs(out + i, o);
+      __stcs(out + i, affine(p, firstChannel, i, mean, rstd, vb[v]));
       if (KEEP == 2 && fromGlobal && (i & 7) == 0)
         asm volatile("applypriority.global.L2::evict_normal [%0], 128;" ::"l"(
                          from + i - begin)
@@ -457,14 +464,7 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
       for (int k = 0; k < VW; ++k) {
         long long i = i0 + k * kWriterThreads;
         if (i < end) {
-          int c = firstChannel + int(i) / int(p.channel4);
-          float scale = p.w[c] * rstd, shift = p.b[c] - mean * scale;
-          float4 o = v[k];
-          o.x = o.x * scale + shift;
-          o.y = o.y * scale + shift;
-          o.z = o.z * scale + shift;
-          o.w = o.w * scale + shift;
-          __stcs(out + i, o);
+          __stcs(out + i, affine(p, firstChannel, i, mean, rstd, v[k]));
         }
       }
     }

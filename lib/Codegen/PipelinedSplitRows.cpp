@@ -179,21 +179,9 @@ mlir::kopt::generatePipelinedSplitRowKernels(
   kernel.grid = {std::to_string(tickets), "1", "1"};
   kernel.block = {std::to_string(blockSize), "1", "1"};
 
-  GeneratedKernel reset;
-  reset.entry = (entry + "_reset").str();
-  {
-    CodeWriter code;
-    code.comment(comment.str() + " (pipeline counters reset)");
-    code.line("extern \"C\" __global__ void " + reset.entry +
-              "(long long *__restrict__ " + counters + ") {");
-    code.line("  for (int i = threadIdx.x; i < " + std::to_string(counts) +
-              "; i += 256) " + counters + "[i] = 0;");
-    code.line("}");
-    reset.code = code.str();
-  }
-  reset.grid = {"1", "1", "1"};
-  reset.block = {"256", "1", "1"};
-  reset.args = {counters};
+  GeneratedKernel reset = generateCountsReset(
+      (entry + "_reset").str(), comment.str() + " (pipeline counters reset)",
+      counters, counts);
 
   PipelinedSplitRowKernels result;
   result.kernels = {std::move(reset), std::move(kernel)};

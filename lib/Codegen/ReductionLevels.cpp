@@ -109,3 +109,26 @@ llvm::Error mlir::kopt::emitPerRowStore(TensorEmitter &emitter,
   body.line("}");
   return llvm::Error::success();
 }
+
+llvm::Error mlir::kopt::emitWideRowStore(
+    TensorEmitter &emitter, CodeWriter &body, const KernelOutput &output,
+    llvm::ArrayRef<AffineExpr> index, int64_t rowLength,
+    llvm::StringRef rowStart, bool stream) {
+  std::string first = emitter.openWideRowLoop(rowLength, 4);
+  std::string vector = body.fresh("kopt_out");
+  body.line("KoptVec<float, 4> " + vector + ";");
+  std::string lane = emitter.openLaneLoop(rowLength, first, 4);
+  auto value = emitter.valueAt(output.value, index);
+  if (!value)
+    return value.takeError();
+  body.line(vector + ".v[" + lane + "] = " + *value + ";");
+  emitter.closeRowLoop();
+  std::string at = output.param + " + " + rowStart.str() + " + " + first;
+  body.line(stream
+                ? "__stcs(reinterpret_cast<float4 *>(" + at +
+                      "), *reinterpret_cast<const float4 *>(&" + vector + "));"
+                : "*reinterpret_cast<KoptVec<float, 4> *>(" + at +
+                      ") = " + vector + ";");
+  emitter.closeWideRowLoop();
+  return llvm::Error::success();
+}

@@ -46,6 +46,18 @@ llvm::Error emitPerRowStore(TensorEmitter &emitter, CodeWriter &body,
                             llvm::ArrayRef<AffineExpr> index,
                             llvm::StringRef condition);
 
+/// Emits the stores of f32 output `output` over the row, a 16-byte group a
+/// thread at a time (TensorEmitter::openWideRowLoop): the four values
+/// computed by the lane loop, then one 16-byte store at `rowStart` (a C
+/// expression) plus the group's first element, as a streaming store
+/// (`__stcs`) where `stream` holds. The row's range starts and ends on
+/// multiples of 4 elements.
+llvm::Error emitWideRowStore(TensorEmitter &emitter, CodeWriter &body,
+                             const KernelOutput &output,
+                             llvm::ArrayRef<AffineExpr> index,
+                             int64_t rowLength, llvm::StringRef rowStart,
+                             bool stream);
+
 } // namespace mlir::kopt
 
 #endif // KOPT_LIB_CODEGEN_REDUCTIONLEVELS_H

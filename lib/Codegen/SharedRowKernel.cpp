@@ -458,24 +458,11 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     std::string rowStart = "row * " + std::to_string(rowLength) + "LL";
     if (options.vectorStores && output.elementType == ElementType::F32 &&
         rowLength % 4 == 0) {
-      // Every block's range starts and ends on a multiple of 4 elements.
-      std::string first = emitter.openWideRowLoop(rowLength, 4);
-      std::string vector = body.fresh("kopt_out");
-      body.line("KoptVec<float, 4> " + vector + ";");
-      std::string lane = emitter.openLaneLoop(rowLength, first, 4);
-      auto value = emitter.valueAt(output.value, index);
-      if (!value)
-        return value.takeError();
-      body.line(vector + ".v[" + lane + "] = " + *value + ";");
-      emitter.closeRowLoop();
-      std::string at = output.param + " + " + rowStart + " + " + first;
-      // Groups stream their outputs past L2's kept lines (__stcs).
-      body.line(groups ? "__stcs(reinterpret_cast<float4 *>(" + at +
-                             "), *reinterpret_cast<const float4 *>(&" + vector +
-                             "));"
-                       : "*reinterpret_cast<KoptVec<float, 4> *>(" + at +
-                             ") = " + vector + ";");
-      emitter.closeWideRowLoop();
+      // Every block's range starts and ends on a multiple of 4 elements;
+      // groups stream their outputs past L2's kept lines (__stcs).
+      if (llvm::Error error = emitWideRowStore(emitter, body, output, index,
+                                               rowLength, rowStart, groups))
+        return error;
       continue;
     }
     emitter.openRowLoop(rowLength);

@@ -182,22 +182,10 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
       }
       std::string rowStart = "row * " + std::to_string(rowLength) + "LL";
       if (wide && output.elementType == ElementType::F32) {
-        std::string first = emitter.openWideRowLoop(rowLength, 4);
-        std::string vector = body.fresh("kopt_out");
-        body.line("KoptVec<float, 4> " + vector + ";");
-        std::string lane = emitter.openLaneLoop(rowLength, first, 4);
-        auto value = emitter.valueAt(output.value, index);
-        if (!value)
-          return value.takeError();
-        body.line(vector + ".v[" + lane + "] = " + *value + ";");
-        emitter.closeRowLoop();
-        std::string at = output.param + " + " + rowStart + " + " + first;
-        std::string as = "*reinterpret_cast<const float4 *>(&" + vector + ")";
-        body.line(
-            options.streamStores
-                ? "__stcs(reinterpret_cast<float4 *>(" + at + "), " + as + ");"
-                : "*reinterpret_cast<float4 *>(" + at + ") = " + as + ";");
-        emitter.closeWideRowLoop();
+        if (llvm::Error error =
+                emitWideRowStore(emitter, body, output, index, rowLength,
+                                 rowStart, options.streamStores))
+          return error;
         continue;
       }
       emitter.openRowLoop(rowLength);
@@ -216,4 +204,24 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
   result.body = body.str();
   result.leaves = emitter.getLeaves();
   return result;
+}
+
+GeneratedKernel mlir::kopt::generateCountsReset(llvm::StringRef entry,
+                                                llvm::StringRef comment,
+                                                llvm::StringRef param,
+                                                int64_t count) {
+  GeneratedKernel reset;
+  reset.entry = entry.str();
+  CodeWriter code;
+  code.comment(comment.str());
+  code.line("extern \"C\" __global__ void " + reset.entry +
+            "(long long *__restrict__ " + param.str() + ") {");
+  code.line("  for (int i = threadIdx.x; i < " + std::to_string(count) +
+            "; i += 256) " + param.str() + "[i] = 0;");
+  code.line("}");
+  reset.code = code.str();
+  reset.grid = {"1", "1", "1"};
+  reset.block = {"256", "1", "1"};
+  reset.args = {param.str()};
+  return reset;
 }

@@ -60,6 +60,12 @@ llvm::StringRef getLoadKeepHelper();
 /// several kernels of one source may each include it.
 llvm::StringRef getPipelineHelpers();
 
+/// A one-block kernel `entry` zeroing the `count` 64-bit counts of plan
+/// tensor `param`, which a kernel after it counts in; `comment` heads it.
+GeneratedKernel generateCountsReset(llvm::StringRef entry,
+                                    llvm::StringRef comment,
+                                    llvm::StringRef param, int64_t count);
+
 /// How a pass reads and writes.
 struct SplitPassOptions {
   /// The load function of the leaves (TensorEmitter::setLoadFunction);

@@ -299,21 +299,9 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   kernel.grid = {s, "1", "1"};
   kernel.block = {std::to_string(readers + writers), "1", "1"};
 
-  GeneratedKernel reset;
-  reset.entry = (entry + "_reset").str();
-  {
-    CodeWriter code;
-    code.comment(comment.str() + " (wave counts reset)");
-    code.line("extern \"C\" __global__ void " + reset.entry +
-              "(long long *__restrict__ " + counts + ") {");
-    code.line("  for (int i = threadIdx.x; i < " + std::to_string(numRows) +
-              "; i += 256) " + counts + "[i] = 0;");
-    code.line("}");
-    reset.code = code.str();
-  }
-  reset.grid = {"1", "1", "1"};
-  reset.block = {"256", "1", "1"};
-  reset.args = {counts};
+  GeneratedKernel reset = generateCountsReset(
+      (entry + "_reset").str(), comment.str() + " (wave counts reset)", counts,
+      numRows);
 
   WaveSplitRowKernels result;
   result.kernels = {std::move(reset), std::move(kernel)};
