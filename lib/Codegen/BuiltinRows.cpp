@@ -767,7 +767,8 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
   };
   std::string comment = describeGroup(group);
   for (auto [ahead, readers, writers] :
-       {Form{1, 512, 512}, Form{2, 512, 512}, Form{1, 640, 384}}) {
+       {Form{1, 512, 512}, Form{2, 512, 512}, Form{1, 640, 384},
+        Form{1, 256, 512}, Form{1, 384, 640}, Form{1, 256, 768}}) {
     WaveSplitRowOptions options;
     options.ahead = ahead;
     options.readers = readers;

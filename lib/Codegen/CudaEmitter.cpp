@@ -46,6 +46,19 @@ std::string CodeWriter::fresh(llvm::StringRef prefix) {
   return prefix.str() + std::to_string(counter++);
 }
 
+CodeWriter::Aside CodeWriter::setAside() {
+  Aside aside{text.size(), depth};
+  depth = 0;
+  return aside;
+}
+
+std::string CodeWriter::takeAside(Aside aside) {
+  std::string taken = text.substr(aside.size);
+  text.resize(aside.size);
+  depth = aside.depth;
+  return taken;
+}
+
 llvm::StringRef mlir::kopt::getDeadlineHelper() {
   return R"cuda(#ifndef KOPT_DEADLINE_HELPER
 #define KOPT_DEADLINE_HELPER

@@ -218,33 +218,32 @@ std::string TensorEmitter::openWideRowLoop(int64_t count, unsigned width) {
     // flight together: a loop unrolled U times over fewer than U
     // iterations a thread would run its remainder one load at a time.
     // The group indices in 32 bits where a row's groups fit them: fewer
-    // instructions a group than 64-bit ones.
-    unsigned batch = std::max(1u, rowRangeUnroll / width);
-    std::string base = out->fresh("kopt_wb"), u = out->fresh("kopt_u");
-    std::string groups = out->fresh("kopt_groups");
-    std::string stride = std::to_string(rowStride());
-    bool narrow =
-        count / width < (int64_t(1) << 31) - int64_t(rowStride()) * (batch + 1);
-    std::string index = narrow ? "int" : "long long";
-    out->line("const " + index + " " + groups + " = (" + index + ")((" + end +
-              " - " + start + ") / " + w + ");");
-    out->line("for (" + index + " " + base + " = " + rowLane() + "; " + base +
-              " < " + groups + "; " + base + " += " + stride + " * " +
-              std::to_string(batch) + ") {");
-    out->indent();
-    out->line("#pragma unroll");
-    out->line("for (int " + u + " = 0; " + u + " < " + std::to_string(batch) +
-              "; ++" + u + ") {");
-    out->indent();
-    out->line("const " + index + " " + group + " = " + base + " + " + u +
-              " * " + stride + ";");
-    out->line("if (" + group + " < " + groups + ") {");
-    wideBatchOpen = true;
-  } else {
-    out->line("for (long long " + group + " = " + rowLane() + "; " + group +
-              " < (" + end + " - " + start + ") / " + w + "; " + group +
-              " += " + std::to_string(rowStride()) + ") {");
+    // instructions a group than 64-bit ones. The loops are written when
+    // the batch closes (closeWideRowLoop), once its loads are known.
+    WideBatch batch;
+    batch.batch = std::max(1u, rowRangeUnroll / width);
+    batch.stride = rowStride();
+    batch.base = out->fresh("kopt_wb");
+    batch.u = out->fresh("kopt_u");
+    batch.groups = out->fresh("kopt_groups");
+    batch.group = group;
+    batch.first = first;
+    batch.start = start;
+    batch.width = w;
+    bool narrow = count / width < (int64_t(1) << 31) -
+                                      int64_t(batch.stride) * (batch.batch + 1);
+    batch.index = narrow ? "int" : "long long";
+    out->line("const " + batch.index + " " + batch.groups + " = (" +
+              batch.index + ")((" + end + " - " + start + ") / " + w + ");");
+    batch.aside = out->setAside();
+    out->line("const long long " + first + " = " + start + " + " + group +
+              " * " + w + "LL;");
+    wideBatch = std::move(batch);
+    return first;
   }
+  out->line("for (long long " + group + " = " + rowLane() + "; " + group +
+            " < (" + end + " - " + start + ") / " + w + "; " + group +
+            " += " + std::to_string(rowStride()) + ") {");
   out->indent();
   out->line("const long long " + first + " = " + start + " + " + group + " * " +
             w + "LL;");
@@ -285,15 +284,60 @@ void TensorEmitter::closeWideRowLoop() {
     out->dedent();
     out->line("}");
   }
-  if (wideBatchOpen) {
-    wideBatchOpen = false;
-    for (int i = 0; i < 2; ++i) {
-      out->dedent();
-      out->line("}");
+  if (wideBatch) {
+    WideBatch batch = std::move(*wideBatch);
+    wideBatch.reset();
+    std::string body = out->takeAside(batch.aside);
+    for (const std::string &load : batch.rowLoads)
+      out->line(load);
+    std::string stride = std::to_string(batch.stride);
+    std::string count = std::to_string(batch.batch);
+    auto openGroup = [&] {
+      out->line("#pragma unroll");
+      out->line("for (int " + batch.u + " = 0; " + batch.u + " < " + count +
+                "; ++" + batch.u + ") {");
+      out->indent();
+      out->line("const " + batch.index + " " + batch.group + " = " +
+                batch.base + " + " + batch.u + " * " + stride + ";");
+      out->line("if (" + batch.group + " < " + batch.groups + ") {");
+      out->indent();
+    };
+    auto closeGroup = [&] {
+      for (int i = 0; i < 2; ++i) {
+        out->dedent();
+        out->line("}");
+      }
+    };
+    out->line("for (" + batch.index + " " + batch.base + " = " + rowLane() +
+              "; " + batch.base + " < " + batch.groups + "; " + batch.base +
+              " += " + stride + " * " + count + ") {");
+    out->indent();
+    if (!batch.loads.empty()) {
+      for (const BatchLoad &load : batch.loads)
+        out->line(load.type + " " + load.array + "[" + count + "];");
+      openGroup();
+      out->line("const long long " + batch.first + " = " + batch.start +
+                " + " + batch.group + " * " + batch.width + "LL;");
+      for (const BatchLoad &load : batch.loads)
+        out->line(load.array + "[" + batch.u + "] = " + load.load + ";");
+      closeGroup();
     }
+    openGroup();
+    out->lines(body);
+    closeGroup();
   }
   out->dedent();
   out->line("}");
+}
+
+std::string TensorEmitter::batchLoad(llvm::StringRef type,
+                                     llvm::StringRef load) {
+  for (const BatchLoad &known : wideBatch->loads)
+    if (known.type == type && known.load == load)
+      return known.array + "[" + wideBatch->u + "]";
+  BatchLoad made{out->fresh("kopt_batch"), type.str(), load.str()};
+  wideBatch->loads.push_back(made);
+  return made.array + "[" + wideBatch->u + "]";
 }
 
 void TensorEmitter::closeRowLoop() {
@@ -662,7 +706,8 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
   if (std::optional<std::string> lane = readLaneVector(leaf, linear))
     return *lane;
   std::string name = out->fresh("x");
-  std::string at = printLaneInvariant(linear).value_or(print(linear));
+  std::optional<std::string> laneInvariant = printLaneInvariant(linear);
+  std::string at = laneInvariant.value_or(print(linear));
   std::string load = leaf.param + "[" + at + "]";
   const std::string &function =
       !broadcastLoadFunction.empty() && !linear.isFunctionOfDim(0)
@@ -670,8 +715,19 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
           : loadFunction;
   if (!function.empty() && leaf.elementType == ElementType::F32)
     load = function + "(" + leaf.param + " + " + at + ")";
-  out->line("const " + computeType + " " + name + " = " +
-            convertToCompute(leaf.elementType, load) + ";");
+  std::string value = convertToCompute(leaf.elementType, load);
+  if (wideBatch && loopDepth == laneLoopDepth && !usesLoopVars) {
+    // A group's channel weight with the batch's other loads; a value the
+    // same for the whole row once, before the batch's loop.
+    if (laneInvariant)
+      return batchLoad(computeType, value);
+    if (!linear.isFunctionOfDim(*threadDim)) {
+      wideBatch->rowLoads.push_back("const " + computeType + " " + name +
+                                    " = " + value + ";");
+      return name;
+    }
+  }
+  out->line("const " + computeType + " " + name + " = " + value + ";");
   return name;
 }
 
@@ -735,6 +791,13 @@ std::optional<std::string> TensorEmitter::readLaneVector(const LeafTensor &leaf,
   const std::string &function = linear.isFunctionOfDim(0)
                                     ? vectorLoadFunction
                                     : broadcastVectorLoadFunction;
+  if (wideBatch)
+    return batchLoad("KoptVec<float, 4>",
+                     wideRowLoops && !function.empty()
+                         ? function + "(" + at + ")"
+                         : "*reinterpret_cast<const KoptVec<float, 4> *>(" +
+                               at + ")") +
+           ".v[" + laneLoopLane + "]";
   if (wideRowLoops && !function.empty())
     out->line("const KoptVec<float, 4> " + name + " = " + function + "(" + at +
               ");");

@@ -46,6 +46,17 @@ public:
   std::string fresh(llvm::StringRef prefix = "v");
   const std::string &str() const { return text; }
 
+  /// Lines written after `setAside()` are set aside: `takeAside` removes
+  /// and returns them, indented as if written at depth 0, to be written
+  /// again with `lines()` inside code that is only known later. Fresh names
+  /// keep counting, so that none is given twice.
+  struct Aside {
+    size_t size;
+    int depth;
+  };
+  Aside setAside();
+  std::string takeAside(Aside aside);
+
 private:
   std::string text;
   int depth = 0;

@@ -414,7 +414,30 @@ private:
   std::string asyncCopyFunction = "kopt_copy_async";
   std::optional<std::pair<std::string, std::string>> rowRange;
   unsigned rowRangeUnroll = 4;
-  bool wideRowLoops = false, wideBatchOpen = false;
+  bool wideRowLoops = false;
+  /// An open batch of a wide row loop (openWideRowLoop): its body is set
+  /// aside until it closes, because the loads of every group of the batch
+  /// are made first, in a loop of their own, so that all are in flight
+  /// together: loads written inside the body each wait for the one before,
+  /// since the group's arithmetic and stores come between them.
+  struct BatchLoad {
+    std::string array, type, load;
+  };
+  struct WideBatch {
+    CodeWriter::Aside aside;
+    std::string base, u, group, groups, first, index, start, width;
+    unsigned batch = 1, stride = 1;
+    /// Each group's loads, made in the first loop into `array[u]`.
+    std::vector<BatchLoad> loads;
+    /// Loads the same for every group (a row's shift), made before the
+    /// loop.
+    std::vector<std::string> rowLoads;
+  };
+  std::optional<WideBatch> wideBatch;
+  /// Inside a batch's lane loop, a load of `type` (`load`, a C expression
+  /// of the group's first element) made once for each group before the
+  /// batch's arithmetic; the expression that reads it for this group.
+  std::string batchLoad(llvm::StringRef type, llvm::StringRef load);
   std::string vectorLoadFunction, broadcastVectorLoadFunction;
   std::optional<int64_t> cacheLength;
   unsigned cacheBudget = 0;
