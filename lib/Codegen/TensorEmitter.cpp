@@ -316,8 +316,8 @@ void TensorEmitter::closeWideRowLoop() {
       for (const BatchLoad &load : batch.loads)
         out->line(load.type + " " + load.array + "[" + count + "];");
       openGroup();
-      out->line("const long long " + batch.first + " = " + batch.start +
-                " + " + batch.group + " * " + batch.width + "LL;");
+      out->line("const long long " + batch.first + " = " + batch.start + " + " +
+                batch.group + " * " + batch.width + "LL;");
       for (const BatchLoad &load : batch.loads)
         out->line(load.array + "[" + batch.u + "] = " + load.load + ";");
       closeGroup();
