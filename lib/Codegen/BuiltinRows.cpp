@@ -740,14 +740,14 @@ void builtins::proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
 /// persistent block an SM whose reader warps stream its chunk of row after
 /// row while its writer warps write the chunk of a row whose partials
 /// every block has counted, reading it again from L2
-/// (generateWaveSplitRowKernels). Variants `wave_a<A>[_r<R>]_bs1024`: the
+/// (generateWaveSplitRowKernels). Variants `wave_a<A>[_r<R>]_bs<B>`: the
 /// readers leading by A rows, where A + 1 rows and the operands every row
 /// reads again fit kWaveL2Bytes (not a LayerNorm over rows of 4M with its
-/// 32 MB of weights), 512 readers and 512 writers, or R and 1024 - R. On
-/// an H100 a GroupNorm over 64 rows of 2M took 525-546 us, the two-pass
-/// split 546-556 and the best group form 474-482; the probe this form
-/// came from (bench/long_rows/waves.cu), 416, with half the instructions
-/// (bench/results/2026-12-06-h100-waves.md).
+/// 32 MB of weights), R readers (512 unless named) and B - R writers. On
+/// an H100 a GroupNorm over 64 rows of 2M took 437 us as
+/// wave_a1_r256_bs768, the two-pass split 546-556 and the best group form
+/// 475-481; the probe this form came from (bench/long_rows/waves.cu), 415
+/// (bench/results/2026-12-06-h100-wave-batches.md).
 static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
                                  const KernelTask &task, int64_t rows,
                                  int64_t length, llvm::StringRef tag) {
@@ -763,22 +763,29 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
     return;
   struct Form {
     int64_t ahead;
-    unsigned readers, writers;
+    unsigned readers, writers, writeUnroll;
   };
   std::string comment = describeGroup(group);
-  for (auto [ahead, readers, writers] :
-       {Form{1, 512, 512}, Form{2, 512, 512}, Form{1, 640, 384},
-        Form{1, 256, 512}, Form{1, 384, 640}, Form{1, 256, 768}}) {
+  // Measured on an H100 (GroupNorm over 64 rows of 2M): 8 reader warps
+  // and 16 writer warps 437 us, 16 and 16 451, 20 and 12 451, 8 and 24
+  // 455; writers loading 8 vectors a batch instead of 4, 447; a lead of 2
+  // rows, 451-455 (bench/results/2026-12-06-h100-wave-batches.md).
+  for (auto [ahead, readers, writers, writeUnroll] :
+       {Form{1, 256, 512, 16}, Form{1, 512, 512, 16}, Form{2, 256, 512, 16}}) {
     WaveSplitRowOptions options;
     options.ahead = ahead;
     options.readers = readers;
     options.writers = writers;
+    options.writeUnroll = writeUnroll;
     options.chunks = kAssumedSms;
     options.l2Budget = kWaveL2Bytes;
     PlanBuilder builder(
         task, group, "builtin",
         variantName("wave_a" + std::to_string(ahead) +
                         (readers != 512 ? "_r" + std::to_string(readers) : "") +
+                        (writeUnroll != 16
+                             ? "_u" + std::to_string(writeUnroll / 4)
+                             : "") +
                         "_bs" + std::to_string(readers + writers),
                     tag));
     std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
