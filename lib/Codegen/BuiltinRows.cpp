@@ -705,7 +705,9 @@ linalg::GenericOp builtins::findRowAnchor(func::FuncOp group) {
 /// the group rewritten to get them in the mean's pass, named with `_w`
 /// (`split16_w_bs512`). Each twin comes right before its plan, so that a
 /// round's cap (--max-candidates) keeps both or the twin, which reads the
-/// rows once less.
+/// rows once less; a twin without a plan of its own (the wave forms, for
+/// one-pass reductions only) keeps its place among the twins, so that it
+/// is not left behind every plan and past the cap.
 void builtins::proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
                                    const KernelTask &task) {
   OwningOpRef<ModuleOp> module = ModuleOp::create(group.getLoc());
@@ -716,21 +718,23 @@ void builtins::proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
     return;
   Proposal twins;
   proposeRows(twins, twin, task, anchor, "w");
+  // Both orders kept: before each plan, the twins up to its own.
   std::vector<KernelPlan> plans;
-  std::vector<bool> placed(twins.plans.size());
+  size_t next = 0;
   for (KernelPlan &plan : proposal.plans) {
     std::string name = variantName(plan.variant, "w");
-    for (auto [i, twinPlan] : llvm::enumerate(twins.plans))
-      if (!placed[i] && twinPlan.variant == name) {
-        plans.push_back(std::move(twinPlan));
-        placed[i] = true;
-        break;
-      }
+    auto own = llvm::find_if(
+        llvm::drop_begin(twins.plans, next),
+        [&](const KernelPlan &twinPlan) { return twinPlan.variant == name; });
+    if (own != twins.plans.end()) {
+      size_t end = own - twins.plans.begin() + 1;
+      for (; next < end; ++next)
+        plans.push_back(std::move(twins.plans[next]));
+    }
     plans.push_back(std::move(plan));
   }
-  for (auto [i, twinPlan] : llvm::enumerate(twins.plans))
-    if (!placed[i])
-      plans.push_back(std::move(twinPlan));
+  for (; next < twins.plans.size(); ++next)
+    plans.push_back(std::move(twins.plans[next]));
   proposal.plans = std::move(plans);
   llvm::append_range(proposal.remarks, twins.remarks);
 }
