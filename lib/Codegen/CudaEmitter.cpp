@@ -126,6 +126,14 @@ __device__ __forceinline__ T kopt_ceildiv(T a, T b) {
   T q = a / b;
   return (q * b != a && ((a < 0) == (b < 0))) ? q + 1 : q;
 }
+// Floor division and remainder of an index known to be non-negative by a
+// positive constant: unsigned, so that a power of two is one shift or mask.
+__device__ __forceinline__ long long kopt_divu(long long a, long long b) {
+  return (long long)((unsigned long long)a / (unsigned long long)b);
+}
+__device__ __forceinline__ long long kopt_modu(long long a, long long b) {
+  return (long long)((unsigned long long)a % (unsigned long long)b);
+}
 // N elements of T in one aligned access (16 bytes at most).
 template <typename T, int N> struct alignas(sizeof(T) * N) KoptVec {
   T v[N];
@@ -170,6 +178,26 @@ std::string mlir::kopt::convertFromCompute(ElementType type,
   }
 }
 
+/// Whether `expr` is never negative: dimensions are indices, counted from
+/// 0; constants, sums and products of such, and their floor divisions and
+/// remainders by positive constants.
+static bool isKnownNonNegative(AffineExpr expr) {
+  if (isa<AffineDimExpr>(expr))
+    return true;
+  if (auto constant = dyn_cast<AffineConstantExpr>(expr))
+    return constant.getValue() >= 0;
+  auto binary = dyn_cast<AffineBinaryOpExpr>(expr);
+  if (!binary)
+    return false;
+  if (expr.getKind() == AffineExprKind::Add ||
+      expr.getKind() == AffineExprKind::Mul)
+    return isKnownNonNegative(binary.getLHS()) &&
+           isKnownNonNegative(binary.getRHS());
+  auto divisor = dyn_cast<AffineConstantExpr>(binary.getRHS());
+  return divisor && divisor.getValue() > 0 &&
+         isKnownNonNegative(binary.getLHS());
+}
+
 std::string mlir::kopt::printAffineExpr(
     AffineExpr expr, const std::function<std::string(unsigned)> &dimName) {
   if (auto dim = dyn_cast<AffineDimExpr>(expr))
@@ -185,8 +213,12 @@ std::string mlir::kopt::printAffineExpr(
   case AffineExprKind::Mul:
     return "(" + lhs + " * " + rhs + ")";
   case AffineExprKind::Mod:
+    if (isKnownNonNegative(expr))
+      return "kopt_modu(" + lhs + ", " + rhs + ")";
     return "(" + lhs + " % " + rhs + ")";
   case AffineExprKind::FloorDiv:
+    if (isKnownNonNegative(expr))
+      return "kopt_divu(" + lhs + ", " + rhs + ")";
     return "kopt_floordiv<long long>(" + lhs + ", " + rhs + ")";
   case AffineExprKind::CeilDiv:
     return "kopt_ceildiv<long long>(" + lhs + ", " + rhs + ")";

@@ -709,8 +709,11 @@ TensorEmitter::loadLeaf(const LeafTensor &leaf,
   std::optional<std::string> laneInvariant = printLaneInvariant(linear);
   std::string at = laneInvariant.value_or(print(linear));
   std::string load = leaf.param + "[" + at + "]";
+  // A value a group's four lanes share (a channel's weight) is read again
+  // by the next groups: through L1, not as a row's streaming last read.
   const std::string &function =
-      !broadcastLoadFunction.empty() && !linear.isFunctionOfDim(0)
+      laneInvariant ? std::string()
+      : !broadcastLoadFunction.empty() && !linear.isFunctionOfDim(0)
           ? broadcastLoadFunction
           : loadFunction;
   if (!function.empty() && leaf.elementType == ElementType::F32)
