@@ -25,9 +25,8 @@ using namespace mlir::kopt;
 namespace {
 
 std::string print(AffineExpr expr) {
-  return printAffineExpr(expr, [](unsigned position) {
-    return "d" + std::to_string(position);
-  });
+  return printAffineExpr(
+      expr, [](unsigned position) { return "d" + std::to_string(position); });
 }
 
 TEST(AffineIndexPrintTest, NonNegativeOperandsDivideUnsigned) {
