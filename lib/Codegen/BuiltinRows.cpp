@@ -751,7 +751,9 @@ void builtins::proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
 /// an H100 a GroupNorm over 64 rows of 2M took 437 us as
 /// wave_a1_r256_bs768, the two-pass split 546-556 and the best group form
 /// 475-481; the probe this form came from (bench/long_rows/waves.cu), 415
-/// (bench/results/2026-12-06-h100-wave-batches.md).
+/// (bench/results/2026-12-06-h100-wave-batches.md). On an H200 the same
+/// plan took 367 us and group2_w_rg_bs512 427
+/// (bench/results/2026-12-06-h200-waves.md).
 static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
                                  const KernelTask &task, int64_t rows,
                                  int64_t length, llvm::StringRef tag) {
