@@ -167,7 +167,9 @@ public:
   /// multiple of 4 loaded once for the four as a 16-byte vector
   /// (`KoptVec<float, 4>`), through `rowFunction` where the leaf's index
   /// depends on the row and `broadcastFunction` where it does not (C
-  /// functions of a `const float *` returning the vector).
+  /// functions of a `const float *` returning the vector). Each thread
+  /// takes a batch of groups at a time, and every load of the batch is
+  /// made before any of its arithmetic (WideBatch below).
   void setWideRowLoops(llvm::StringRef rowFunction,
                        llvm::StringRef broadcastFunction) {
     wideRowLoops = true;
