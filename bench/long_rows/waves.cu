@@ -704,5 +704,13 @@ int main(int argc, char **argv) {
                                     hx, hw, hb);
   runSplit<8, 16, 8, 8, 2, kGather>("split 8+16, ahead 2, gather", true, m, hx,
                                     hw, hb);
+  // More of the readers' loads in flight (the H200 reached 73% of the copy
+  // with the forms above, the H100 86%), and a longer lead.
+  runSplit<8, 16, 16, 8, 1, kGather>("split 8+16 VR16, ahead 1, gather", true,
+                                     m, hx, hw, hb);
+  runSplit<16, 16, 8, 8, 1, kGather>("split 16+16, ahead 1, gather", true, m,
+                                     hx, hw, hb);
+  runSplit<16, 16, 8, 8, 3, kGather>("split 16+16, ahead 3, gather", true, m,
+                                     hx, hw, hb);
   return 0;
 }
