@@ -232,9 +232,9 @@ std::string TensorEmitter::openWideRowLoop(int64_t count, unsigned width) {
     batch.width = w;
     bool narrow = count / width < (int64_t(1) << 31) -
                                       int64_t(batch.stride) * (batch.batch + 1);
-    batch.index = narrow ? "int" : "long long";
-    out->line("const " + batch.index + " " + batch.groups + " = (" +
-              batch.index + ")((" + end + " - " + start + ") / " + w + ");");
+    batch.indexType = narrow ? "int" : "long long";
+    out->line("const " + batch.indexType + " " + batch.groups + " = (" +
+              batch.indexType + ")((" + end + " - " + start + ") / " + w + ");");
     batch.aside = out->setAside();
     out->line("const long long " + first + " = " + start + " + " + group +
               " * " + w + "LL;");
@@ -297,7 +297,7 @@ void TensorEmitter::closeWideRowLoop() {
       out->line("for (int " + batch.u + " = 0; " + batch.u + " < " + count +
                 "; ++" + batch.u + ") {");
       out->indent();
-      out->line("const " + batch.index + " " + batch.group + " = " +
+      out->line("const " + batch.indexType + " " + batch.group + " = " +
                 batch.base + " + " + batch.u + " * " + stride + ";");
       out->line("if (" + batch.group + " < " + batch.groups + ") {");
       out->indent();
@@ -308,7 +308,7 @@ void TensorEmitter::closeWideRowLoop() {
         out->line("}");
       }
     };
-    out->line("for (" + batch.index + " " + batch.base + " = " + rowLane() +
+    out->line("for (" + batch.indexType + " " + batch.base + " = " + rowLane() +
               "; " + batch.base + " < " + batch.groups + "; " + batch.base +
               " += " + stride + " * " + count + ") {");
     out->indent();

@@ -427,7 +427,10 @@ private:
   };
   struct WideBatch {
     CodeWriter::Aside aside;
-    std::string base, u, group, groups, first, index, start, width;
+    /// The loops' C names (batch base, unrolled index, group, group count,
+    /// group's first element), the group index's C type, the range's
+    /// start and the group's width.
+    std::string base, u, group, groups, first, indexType, start, width;
     unsigned batch = 1, stride = 1;
     /// Each group's loads, made in the first loop into `array[u]`.
     std::vector<BatchLoad> loads;
