@@ -234,7 +234,8 @@ std::string TensorEmitter::openWideRowLoop(int64_t count, unsigned width) {
                                       int64_t(batch.stride) * (batch.batch + 1);
     batch.indexType = narrow ? "int" : "long long";
     out->line("const " + batch.indexType + " " + batch.groups + " = (" +
-              batch.indexType + ")((" + end + " - " + start + ") / " + w + ");");
+              batch.indexType + ")((" + end + " - " + start + ") / " + w +
+              ");");
     batch.aside = out->setAside();
     out->line("const long long " + first + " = " + start + " + " + group +
               " * " + w + "LL;");
