@@ -57,38 +57,6 @@ struct Params {
   bool useWeights;
 };
 
-__device__ __forceinline__ double2 warpSum(double2 v) {
-  for (int o = 16; o; o >>= 1) {
-    v.x += __shfl_xor_sync(~0u, v.x, o);
-    v.y += __shfl_xor_sync(~0u, v.y, o);
-  }
-  return v;
-}
-
-__device__ __forceinline__ void fold(double2 &s, float4 v) {
-  s.x += double(v.x) + double(v.y) + double(v.z) + double(v.w);
-  s.y += double(v.x) * v.x + double(v.y) * v.y + double(v.z) * v.z +
-         double(v.w) * v.w;
-}
-
-// Waits until `*counter` reaches `target` (an acquire); traps after about
-// 2 s of clock.
-__device__ __forceinline__ void waitCount(const unsigned *counter,
-                                          unsigned target) {
-  long long start = clock64();
-  for (;;) {
-    unsigned seen;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-                 : "=r"(seen)
-                 : "l"(counter)
-                 : "memory");
-    if (seen >= target)
-      return;
-    if (clock64() - start > 4000000000ll)
-      __trap();
-  }
-}
-
 // <reader warps, writer warps, float4 a reader / writer thread a pass>
 template <int READERS, int WRITERS, int VR, int VW>
 __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
@@ -266,13 +234,8 @@ static double check(const Buffers &m, const std::vector<float> &hx,
   for (int r : {0, 7, 15}) {
     CK(cudaMemcpy(hy.data(), m.y + r * kRow, kRow * 4, cudaMemcpyDeviceToHost));
     const float *row = hx.data() + r * kRow;
-    double s = 0, ss = 0;
-    for (long long i = 0; i < kRow; ++i)
-      s += row[i];
-    double mean = s / kRow;
-    for (long long i = 0; i < kRow; ++i)
-      ss += (row[i] - mean) * (row[i] - mean);
-    double rstd = 1 / std::sqrt(ss / kRow + 1e-5), largest = 0, err = 0;
+    double mean, rstd, largest = 0, err = 0;
+    rowMoments(row, kRow, 1e-5, mean, rstd);
     for (long long i = 0; i < kRow; ++i) {
       double ref = (row[i] - mean) * rstd * hw[i] + hb[i];
       largest = std::max(largest, std::fabs(ref));

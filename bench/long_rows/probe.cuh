@@ -1,11 +1,14 @@
 // What the long-row probes of this directory share: a CUDA call checked,
-// the median of a run's times, and loads carrying an L2 eviction policy.
+// the median of a run's times, loads carrying an L2 eviction policy, and
+// the norms' moments (folded, summed over a warp, waited for across the
+// grid, and the host's fp64 reference).
 // Each probe still builds alone (`nvcc ... probe_name.cu`): this header is
 // found beside it.
 #ifndef KOPT_BENCH_LONG_ROWS_PROBE_CUH
 #define KOPT_BENCH_LONG_ROWS_PROBE_CUH
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -48,6 +51,53 @@ __device__ __forceinline__ float4 loadHinted(const float4 *at,
                : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                : "l"(at), "l"(policy));
   return v;
+}
+
+// A warp's sum of a pair (a sum and a sum of squares).
+__device__ __forceinline__ double2 warpSum(double2 v) {
+  for (int o = 16; o; o >>= 1) {
+    v.x += __shfl_xor_sync(~0u, v.x, o);
+    v.y += __shfl_xor_sync(~0u, v.y, o);
+  }
+  return v;
+}
+
+// Adds four elements to a sum and a sum of squares, in double.
+__device__ __forceinline__ void fold(double2 &s, float4 v) {
+  s.x += double(v.x) + double(v.y) + double(v.z) + double(v.w);
+  s.y += double(v.x) * v.x + double(v.y) * v.y + double(v.z) * v.z +
+         double(v.w) * v.w;
+}
+
+// Spins until `*counter` reaches `target` (an acquire); traps after ~2 s so
+// that a broken grid stops instead of hanging the device.
+__device__ __forceinline__ void waitCount(const unsigned *counter,
+                                          unsigned target) {
+  long long start = clock64();
+  for (;;) {
+    unsigned seen;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+                 : "=r"(seen)
+                 : "l"(counter)
+                 : "memory");
+    if (seen >= target)
+      return;
+    if (clock64() - start > 4000000000ll)
+      __trap();
+  }
+}
+
+// A row's mean and 1 / sqrt(variance + eps) in fp64, the host reference
+// the norms' probes check against.
+static inline void rowMoments(const float *row, long long n, double eps,
+                              double &mean, double &rstd) {
+  double s = 0, ss = 0;
+  for (long long i = 0; i < n; ++i)
+    s += row[i];
+  mean = s / n;
+  for (long long i = 0; i < n; ++i)
+    ss += (row[i] - mean) * (row[i] - mean);
+  rstd = 1 / std::sqrt(ss / n + eps);
 }
 
 #endif // KOPT_BENCH_LONG_ROWS_PROBE_CUH

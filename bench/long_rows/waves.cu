@@ -60,32 +60,6 @@ __device__ __forceinline__ double2 add(double2 a, double2 b) {
   return make_double2(a.x + b.x, a.y + b.y);
 }
 
-__device__ __forceinline__ double2 warpSum(double2 v) {
-  for (int o = 16; o; o >>= 1) {
-    v.x += __shfl_xor_sync(~0u, v.x, o);
-    v.y += __shfl_xor_sync(~0u, v.y, o);
-  }
-  return v;
-}
-
-// Spins until `*counter` reaches `target` (an acquire); traps after ~2 s so
-// that a broken grid stops instead of hanging the device.
-__device__ __forceinline__ void waitCount(const unsigned *counter,
-                                          unsigned target) {
-  long long start = clock64();
-  for (;;) {
-    unsigned seen;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-                 : "=r"(seen)
-                 : "l"(counter)
-                 : "memory");
-    if (seen >= target)
-      return;
-    if (clock64() - start > 4000000000ll)
-      __trap();
-  }
-}
-
 // Warp 0 waits until the last block to publish row b has left its
 // statistics, and puts them in `statistics` (0 and 1 when not used).
 __device__ __forceinline__ void rowStatistics(const Params &p, int b,
@@ -193,12 +167,6 @@ __device__ __forceinline__ void publish(const Params &p, int a, double2 s,
     asm volatile("st.release.gpu.global.u32 [%0], 1;" ::"l"(p.ready + a)
                  : "memory");
   }
-}
-
-__device__ __forceinline__ void fold(double2 &s, float4 v) {
-  s.x += double(v.x) + double(v.y) + double(v.z) + double(v.w);
-  s.y += double(v.x) * v.x + double(v.y) * v.y + double(v.z) * v.z +
-         double(v.w) * v.w;
 }
 
 // The loads form: row a's range read into registers at the start of step a,
@@ -522,13 +490,8 @@ static double check(const Buffers &m, const std::vector<float> &hx,
   for (int r : {0, 37, 63}) {
     CK(cudaMemcpy(hy.data(), m.y + r * kRow, kRow * 4, cudaMemcpyDeviceToHost));
     const float *row = hx.data() + r * kRow;
-    double s = 0, ss = 0;
-    for (long long i = 0; i < kRow; ++i)
-      s += row[i];
-    double mean = s / kRow;
-    for (long long i = 0; i < kRow; ++i)
-      ss += (row[i] - mean) * (row[i] - mean);
-    double rstd = 1 / std::sqrt(ss / kRow + 1e-5), largest = 0, err = 0;
+    double mean, rstd, largest = 0, err = 0;
+    rowMoments(row, kRow, 1e-5, mean, rstd);
     for (long long i = 0; i < kRow; ++i) {
       int c = (r % kGroupsPerSample) * kChannelsPerGroup + int(i / kChannel);
       double ref = (row[i] - mean) * rstd * hw[c] + hb[c];
