@@ -53,39 +53,6 @@ constexpr int SHARE = LEN / C; // floats a block holds
 
 // ---- Bulk copies and mbarriers (sm_90) -------------------------------------
 
-__device__ __forceinline__ unsigned smemAddress(const void *p) {
-  return (unsigned)__cvta_generic_to_shared(p);
-}
-__device__ __forceinline__ void barrierInit(unsigned long long *bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smemAddress(bar))
-               : "memory");
-}
-__device__ __forceinline__ void barrierInitFence() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-}
-// The expected bytes announced and the copy issued, completing on `bar`.
-__device__ __forceinline__ void
-loadBulk(void *to, const void *from, unsigned bytes, unsigned long long *bar) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
-                   smemAddress(bar)),
-               "r"(bytes)
-               : "memory");
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
-               "bytes [%0], [%1], %2, [%3];" ::"r"(smemAddress(to)),
-               "l"(from), "r"(bytes), "r"(smemAddress(bar))
-               : "memory");
-}
-__device__ __forceinline__ void waitBarrier(unsigned long long *bar,
-                                            unsigned parity) {
-  asm volatile("{\n"
-               ".reg .pred done;\n"
-               "WAIT%=:\n"
-               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-               "@!done bra WAIT%=;\n"
-               "}" ::"r"(smemAddress(bar)),
-               "r"(parity)
-               : "memory");
-}
 __device__ __forceinline__ void storeBulk(void *to, const void *from,
                                           unsigned bytes) {
   asm volatile(

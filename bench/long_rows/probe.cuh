@@ -1,5 +1,6 @@
 // What the long-row probes of this directory share: a CUDA call checked,
-// the median of a run's times, loads carrying an L2 eviction policy, and
+// the median of a run's times, loads carrying an L2 eviction policy, bulk
+// copies completing on mbarriers, and
 // the norms' moments (folded, summed over a warp, waited for across the
 // grid, and the host's fp64 reference).
 // Each probe still builds alone (`nvcc ... probe_name.cu`): this header is
@@ -51,6 +52,56 @@ __device__ __forceinline__ float4 loadHinted(const float4 *at,
                : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
                : "l"(at), "l"(policy));
   return v;
+}
+
+// Bulk copies completing on an mbarrier (sm_90).
+__device__ __forceinline__ unsigned smemAddress(const void *p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ void barrierInit(unsigned long long *bar) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smemAddress(bar))
+               : "memory");
+}
+__device__ __forceinline__ void barrierInitFence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// The expected bytes announced and the copy issued, completing on `bar`.
+__device__ __forceinline__ void
+loadBulk(void *to, const void *from, unsigned bytes, unsigned long long *bar) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                   smemAddress(bar)),
+               "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
+               "bytes [%0], [%1], %2, [%3];" ::"r"(smemAddress(to)),
+               "l"(from), "r"(bytes), "r"(smemAddress(bar))
+               : "memory");
+}
+// The same under an L2 policy (l2Policy).
+__device__ __forceinline__ void loadBulkHinted(void *to, const void *from,
+                                               unsigned bytes,
+                                               unsigned long long *bar,
+                                               unsigned long long policy) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(
+                   smemAddress(bar)),
+               "r"(bytes)
+               : "memory");
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::"
+               "bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;" ::"r"(
+                   smemAddress(to)),
+               "l"(from), "r"(bytes), "r"(smemAddress(bar)), "l"(policy)
+               : "memory");
+}
+__device__ __forceinline__ void waitBarrier(unsigned long long *bar,
+                                            unsigned parity) {
+  asm volatile("{\n"
+               ".reg .pred done;\n"
+               "WAIT%=:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+               "@!done bra WAIT%=;\n"
+               "}" ::"r"(smemAddress(bar)),
+               "r"(parity)
+               : "memory");
 }
 
 // A warp's sum of a pair (a sum and a sum of squares).

@@ -291,9 +291,15 @@ __global__ void __launch_bounds__(THREADS, 1) wavesRing(Params p) {
 // blocks' partials at once (a thread each) and sum them in one fixed order.
 enum { kLastBlock, kAtomics, kGather };
 
-template <int READERS, int WRITERS, int VR, int VW, int AHEAD, int MODE>
+//
+// HOLD keeps each row's range in shared memory between the two (AHEAD + 1
+// slots): the readers store what they load there and the writers read it
+// back instead of from L2, so that L2 carries each byte once, as a copy's.
+template <int READERS, int WRITERS, int VR, int VW, int AHEAD, int MODE,
+          bool HOLD>
 __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
     wavesSplit(Params p) {
+  extern __shared__ float4 held[];
   __shared__ double2 warpPartials[2][READERS];
   __shared__ float statistics[2];
   __shared__ volatile int written; // rows the writers have finished
@@ -306,13 +312,14 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
   __syncthreads();
 
   if (warp < READERS) {
-    const unsigned long long keep = l2Policy(true);
+    const unsigned long long keep = l2Policy(!HOLD);
     for (int a = 0; a < p.rows; ++a) {
       if (threadIdx.x == 0)
         while (a - written > AHEAD)
           __nanosleep(64);
       asm volatile("bar.sync 1, %0;" ::"n"(kReaderThreads) : "memory");
       const float4 *row = p.x + a * p.row4;
+      float4 *slot = held + (a % (AHEAD + 1)) * p.range4 - begin;
       double2 s = make_double2(0, 0);
       for (long long i0 = begin + threadIdx.x; i0 < end;
            i0 += VR * kReaderThreads) {
@@ -323,8 +330,12 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
           v[k] = i < end ? loadHinted(row + i, keep) : make_float4(0, 0, 0, 0);
         }
 #pragma unroll
-        for (int k = 0; k < VR; ++k)
+        for (int k = 0; k < VR; ++k) {
           fold(s, v[k]);
+          long long i = i0 + k * kReaderThreads;
+          if (HOLD && i < end)
+            slot[i] = v[k];
+        }
       }
       s = warpSum(s);
       if (lane == 0)
@@ -418,6 +429,7 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
     asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
     const float mean = statistics[0], rstd = statistics[1];
     const float4 *row = p.x + b * p.row4;
+    const float4 *slot = held + (b % (AHEAD + 1)) * p.range4 - begin;
     float4 *out = p.y + b * p.row4;
     const int firstChannel = (b % p.groupsPerSample) * p.channelsPerGroup;
     for (long long i0 = begin + t; i0 < end; i0 += VW * kWriterThreads) {
@@ -426,7 +438,7 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
       for (int k = 0; k < VW; ++k) {
         long long i = i0 + k * kWriterThreads;
         if (i < end)
-          v[k] = loadHinted(row + i, last);
+          v[k] = HOLD ? slot[i] : loadHinted(row + i, last);
       }
 #pragma unroll
       for (int k = 0; k < VW; ++k) {
@@ -437,6 +449,136 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
       }
     }
     // Every writer is past row b (and past reading `statistics`).
+    asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+    if (t == 0)
+      written = b + 1;
+  }
+}
+
+// The bulk form: the held split with the rows brought into shared memory
+// by one bulk copy a row (a producer warp, as soon as the writers have
+// freed the row's slot, AHEAD + 1 slots), so that a whole range is in
+// flight without a register or a load instruction a vector; FOLDERS warps
+// fold it from there and publish, the writers gather as `kGather` and
+// write from the slot. EVICT_FIRST asks L2 not to keep the rows.
+template <int FOLDERS, int WRITERS, int VW, int AHEAD, bool EVICT_FIRST>
+__global__ void __launch_bounds__((1 + FOLDERS + WRITERS) * 32, 1)
+    wavesBulk(Params p) {
+  extern __shared__ float4 held[];
+  constexpr int kSlots = AHEAD + 1;
+  __shared__ __align__(8) unsigned long long full[kSlots];
+  __shared__ double2 warpPartials[2][FOLDERS];
+  __shared__ double2 writerPartials[WRITERS];
+  __shared__ float statistics[2];
+  __shared__ volatile int written, folded; // rows written, rows folded here
+  constexpr int kFolderThreads = FOLDERS * 32, kWriterThreads = WRITERS * 32;
+  const long long begin = blockIdx.x * p.range4;
+  const long long end = min(begin + p.range4, p.row4);
+  const int count = int(end - begin);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0) {
+    written = 0;
+    folded = 0;
+    for (int k = 0; k < kSlots; ++k)
+      barrierInit(&full[k]);
+    barrierInitFence();
+  }
+  __syncthreads();
+
+  if (warp == 0) { // the producer
+    if (lane != 0)
+      return;
+    const unsigned long long policy = l2Policy(!EVICT_FIRST);
+    for (int a = 0; a < p.rows; ++a) {
+      long long started = clock64();
+      while (a - written > AHEAD)
+        if (clock64() - started > 4000000000ll)
+          __trap();
+      loadBulkHinted(held + (a % kSlots) * p.range4, p.x + a * p.row4 + begin,
+                     unsigned(count) * 16, &full[a % kSlots], policy);
+    }
+    return;
+  }
+  if (warp <= FOLDERS) { // the folders
+    const int t = threadIdx.x - 32, fw = warp - 1;
+    for (int a = 0; a < p.rows; ++a) {
+      waitBarrier(&full[a % kSlots], (a / kSlots) & 1);
+      const float4 *slot = held + (a % kSlots) * p.range4;
+      double2 s = make_double2(0, 0);
+#pragma unroll 4
+      for (int i = t; i < count; i += kFolderThreads)
+        fold(s, slot[i]);
+      s = warpSum(s);
+      if (lane == 0)
+        warpPartials[a & 1][fw] = s;
+      asm volatile("bar.sync 1, %0;" ::"n"(kFolderThreads) : "memory");
+      if (fw == 0) {
+        s = lane < FOLDERS ? warpPartials[a & 1][lane] : make_double2(0, 0);
+        s = warpSum(s);
+        if (lane == 0) {
+          p.partials[a * gridDim.x + blockIdx.x] = s;
+          asm volatile(
+              "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.counters + a)
+              : "memory");
+          folded = a + 1;
+        }
+      }
+    }
+    return;
+  }
+
+  // The writers.
+  const int t = threadIdx.x - 32 - kFolderThreads, ww = warp - 1 - FOLDERS;
+  for (int b = 0; b < p.rows; ++b) {
+    if (p.useStatistics) {
+      if (t == 0)
+        waitCount(p.counters + b, gridDim.x);
+      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+      double2 s = make_double2(0, 0);
+      for (int k = t; k < gridDim.x; k += kWriterThreads)
+        s = add(s, __ldcg(p.partials + b * gridDim.x + k));
+      s = warpSum(s);
+      if (lane == 0)
+        writerPartials[ww] = s;
+      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+      if (t == 0) {
+        double2 total = make_double2(0, 0);
+        for (int w = 0; w < WRITERS; ++w)
+          total = add(total, writerPartials[w]);
+        double n = double(p.row4) * 4, m = total.x / n;
+        statistics[0] = float(m);
+        statistics[1] = float(1.0 / sqrt(total.y / n - m * m + 1e-5));
+      }
+    } else {
+      // The traffic alone still waits for this block's folders, which
+      // must be past a slot's phase before the producer fills it again.
+      if (t == 0) {
+        while (folded <= b)
+          ;
+        statistics[0] = 0;
+        statistics[1] = 1;
+      }
+    }
+    asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+    const float mean = statistics[0], rstd = statistics[1];
+    const float4 *slot = held + (b % kSlots) * p.range4 - begin;
+    float4 *out = p.y + b * p.row4;
+    const int firstChannel = (b % p.groupsPerSample) * p.channelsPerGroup;
+    for (long long i0 = begin + t; i0 < end; i0 += VW * kWriterThreads) {
+      float4 v[VW];
+#pragma unroll
+      for (int k = 0; k < VW; ++k) {
+        long long i = i0 + k * kWriterThreads;
+        if (i < end)
+          v[k] = slot[i];
+      }
+#pragma unroll
+      for (int k = 0; k < VW; ++k) {
+        long long i = i0 + k * kWriterThreads;
+        if (i < end)
+          __stcs(out + i, affine(p, firstChannel, i, mean, rstd, v[k]));
+      }
+    }
     asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
     if (t == 0)
       written = b + 1;
@@ -587,13 +729,26 @@ static void runRing(const char *name, bool useStatistics, const Buffers &m,
 }
 
 // <reader warps, writer warps, float4 a reader / writer thread a pass,
-// rows the readers may lead by, sums added straight>
-template <int R, int W, int VR, int VW, int AHEAD, int MODE = kLastBlock>
+// rows the readers may lead by, how the statistics meet, rows held in
+// shared memory>
+template <int R, int W, int VR, int VW, int AHEAD, int MODE = kLastBlock,
+          bool HOLD = false>
 static void runSplit(const char *name, bool useStatistics, const Buffers &m,
                      const std::vector<float> &hx, const std::vector<float> &hw,
                      const std::vector<float> &hb) {
-  run(name, (const void *)wavesSplit<R, W, VR, VW, AHEAD, MODE>, (R + W) * 32,
-      1, 1 << 20, 0, m, useStatistics, hx, hw, hb);
+  run(name, (const void *)wavesSplit<R, W, VR, VW, AHEAD, MODE, HOLD>,
+      (R + W) * 32, 1, 1 << 20, HOLD ? AHEAD + 1 : 0, m, useStatistics, hx, hw,
+      hb);
+}
+
+// <folder warps, writer warps, float4 a writer thread a pass, rows ahead,
+// rows read as evict_first>
+template <int F, int W, int VW, int AHEAD, bool EVICT_FIRST>
+static void runBulk(const char *name, bool useStatistics, const Buffers &m,
+                    const std::vector<float> &hx, const std::vector<float> &hw,
+                    const std::vector<float> &hb) {
+  run(name, (const void *)wavesBulk<F, W, VW, AHEAD, EVICT_FIRST>,
+      (1 + F + W) * 32, 1, 1 << 20, AHEAD + 1, m, useStatistics, hx, hw, hb);
 }
 
 int main(int argc, char **argv) {
@@ -675,5 +830,34 @@ int main(int argc, char **argv) {
                                      hx, hw, hb);
   runSplit<16, 16, 8, 8, 3, kGather>("split 16+16, ahead 3, gather", true, m,
                                      hx, hw, hb);
+  // The rows held in shared memory between readers and writers: L2 carries
+  // each byte once (the re-read forms' L2 traffic is twice a copy's reads).
+  runSplit<8, 16, 8, 8, 1, kGather, true>("held 8+16, ahead 1, gather", true,
+                                          m, hx, hw, hb);
+  runSplit<8, 16, 8, 8, 1, kGather, true>("held 8+16, ahead 1, no statistics",
+                                          false, m, hx, hw, hb);
+  runSplit<8, 16, 8, 8, 2, kGather, true>("held 8+16, ahead 2, gather", true,
+                                          m, hx, hw, hb);
+  runSplit<16, 16, 8, 8, 2, kGather, true>("held 16+16, ahead 2, gather", true,
+                                           m, hx, hw, hb);
+  runSplit<8, 8, 8, 8, 2, kGather, true>("held 8+8, ahead 2, gather", true, m,
+                                         hx, hw, hb);
+  runSplit<4, 8, 16, 8, 2, kGather, true>("held 4+8 VR16, ahead 2, gather",
+                                          true, m, hx, hw, hb);
+  // One bulk copy a row into the held slots.
+  runBulk<8, 16, 8, 1, true>("bulk 8+16, ahead 1, evict first", true, m, hx,
+                             hw, hb);
+  runBulk<8, 16, 8, 1, true>("bulk 8+16, ahead 1, no statistics", false, m,
+                             hx, hw, hb);
+  runBulk<8, 16, 8, 2, true>("bulk 8+16, ahead 2, evict first", true, m, hx,
+                             hw, hb);
+  runBulk<8, 16, 8, 2, false>("bulk 8+16, ahead 2, keep", true, m, hx, hw,
+                              hb);
+  runBulk<4, 16, 8, 2, true>("bulk 4+16, ahead 2, evict first", true, m, hx,
+                             hw, hb);
+  runBulk<8, 8, 8, 2, true>("bulk 8+8, ahead 2, evict first", true, m, hx, hw,
+                            hb);
+  runBulk<8, 16, 8, 2, true>("bulk 8+16, ahead 2, no statistics", false, m,
+                             hx, hw, hb);
   return 0;
 }

@@ -770,25 +770,29 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
   struct Form {
     int64_t ahead;
     unsigned readers, writers;
+    bool hold = false;
   };
   std::string comment = describeGroup(group);
   // Measured on an H100 (GroupNorm over 64 rows of 2M): 8 reader warps
   // and 16 writer warps 437 us, 16 and 16 451, 20 and 12 451, 8 and 24
   // 455; writers loading 8 vectors a batch instead of 4, 447; a lead of 2
   // rows, 451-455 (bench/results/2026-12-06-h100-wave-batches.md).
-  for (auto [ahead, readers, writers] :
-       {Form{1, 256, 512}, Form{1, 512, 512}, Form{2, 256, 512}}) {
+  for (auto [ahead, readers, writers, hold] :
+       {Form{1, 256, 512}, Form{2, 512, 512, true}, Form{1, 512, 512},
+        Form{2, 256, 512}}) {
     WaveSplitRowOptions options;
     options.ahead = ahead;
     options.readers = readers;
     options.writers = writers;
     options.chunks = kAssumedSms;
     options.l2Budget = kWaveL2Bytes;
+    options.hold = hold;
     PlanBuilder builder(
         task, group, "builtin",
         variantName("wave_a" + std::to_string(ahead) +
                         (readers != 512 ? "_r" + std::to_string(readers) : "") +
-                        "_bs" + std::to_string(readers + writers),
+                        (hold ? "_held" : "") + "_bs" +
+                        std::to_string(readers + writers),
                     tag));
     std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
     std::vector<PartialBuffer> partials;

@@ -145,6 +145,8 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
   if (wide)
     emitter.setWideRowLoops(options.vectorLoadFunction,
                             options.broadcastVectorLoadFunction);
+  if (wide && options.rowHold)
+    emitter.setRowHold(*options.rowHold);
   if (!options.loadFunction.empty())
     emitter.setLoadFunction(options.loadFunction);
   if (!options.broadcastLoadFunction.empty())
@@ -203,6 +205,8 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
   }
   result.body = body.str();
   result.leaves = emitter.getLeaves();
+  llvm::append_range(result.heldRowLoads, emitter.getHeldRowLoads());
+  result.unheldRowLoads = emitter.hasUnheldRowLoads();
   return result;
 }
 

@@ -87,6 +87,9 @@ struct SplitPassOptions {
   /// vectors, where the row's length is a multiple of 4.
   bool wide = false;
   std::string vectorLoadFunction, broadcastVectorLoadFunction;
+  /// Wide loops' row-dependent vectors held in shared memory
+  /// (TensorEmitter::setRowHold).
+  std::optional<TensorEmitter::RowHold> rowHold;
   /// The C name a pass reads partial buffer `name` through; `name` itself
   /// when unset.
   std::function<std::string(llvm::StringRef name)> partialReader;
@@ -101,6 +104,10 @@ struct SplitPass {
   std::vector<LeafTensor> leaves;
   std::vector<KernelOutput> written;
   std::vector<size_t> stored;
+  /// With a row hold: the row-dependent vector loads held, and whether
+  /// any was made unheld (TensorEmitter::getHeldRowLoads).
+  std::vector<std::string> heldRowLoads;
+  bool unheldRowLoads = false;
 };
 
 /// Pass `pass` of `plan` (the outputs' pass where it is

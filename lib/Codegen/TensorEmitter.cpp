@@ -322,6 +322,17 @@ void TensorEmitter::closeWideRowLoop() {
       for (const BatchLoad &load : batch.loads)
         out->line(load.array + "[" + batch.u + "] = " + load.load + ";");
       closeGroup();
+      // The held vectors stored once all of the batch's loads are made: a
+      // store in the loop above would wait for its load before the next.
+      if (llvm::any_of(batch.loads,
+                       [](const BatchLoad &load) { return load.held; })) {
+        openGroup();
+        for (const BatchLoad &load : batch.loads)
+          if (load.held)
+            out->line(rowHold->store + "(" + batch.group + ", " + load.array +
+                      "[" + batch.u + "]);");
+        closeGroup();
+      }
     }
     openGroup();
     out->lines(body);
@@ -331,12 +342,12 @@ void TensorEmitter::closeWideRowLoop() {
   out->line("}");
 }
 
-std::string TensorEmitter::batchLoad(llvm::StringRef type,
-                                     llvm::StringRef load) {
+std::string TensorEmitter::batchLoad(llvm::StringRef type, llvm::StringRef load,
+                                     bool held) {
   for (const BatchLoad &known : wideBatch->loads)
     if (known.type == type && known.load == load)
       return known.array + "[" + wideBatch->u + "]";
-  BatchLoad made{out->fresh("kopt_batch"), type.str(), load.str()};
+  BatchLoad made{out->fresh("kopt_batch"), type.str(), load.str(), held};
   wideBatch->loads.push_back(made);
   return made.array + "[" + wideBatch->u + "]";
 }
@@ -792,9 +803,24 @@ std::optional<std::string> TensorEmitter::readLaneVector(const LeafTensor &leaf,
   std::string name = out->fresh("xv");
   std::string at =
       leaf.param + " + " + laneLoopFirst + " + (" + print(rest) + ")";
-  const std::string &function = linear.isFunctionOfDim(0)
-                                    ? vectorLoadFunction
-                                    : broadcastVectorLoadFunction;
+  const bool rowDependent = linear.isFunctionOfDim(0);
+  const std::string &function =
+      rowDependent ? vectorLoadFunction : broadcastVectorLoadFunction;
+  if (rowHold && rowDependent) {
+    if (!wideBatch) {
+      unheldRowLoads = true;
+    } else {
+      std::string key = leaf.param + " + (" + print(rest) + ")";
+      if (!llvm::is_contained(heldRowLoads, key))
+        heldRowLoads.push_back(key);
+      std::string load =
+          !rowHold->load.empty()
+              ? rowHold->load + "(" + at + ", " + wideBatch->group + ")"
+              : function + "(" + at + ")";
+      return batchLoad("KoptVec<float, 4>", load, !rowHold->store.empty()) +
+             ".v[" + laneLoopLane + "]";
+    }
+  }
   if (wideBatch)
     return batchLoad("KoptVec<float, 4>",
                      wideRowLoops && !function.empty()

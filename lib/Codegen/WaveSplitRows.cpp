@@ -38,6 +38,15 @@ __device__ __forceinline__ KoptVec<float, 4> kopt_load_keep4(const float *p) {
       : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3]) : "l"(p));
   return v;
 }
+// A 16-byte load under an L2 policy made by createpolicy.
+__device__ __forceinline__ KoptVec<float, 4>
+kopt_load_policy4(const float *p, unsigned long long policy) {
+  KoptVec<float, 4> v;
+  asm("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=f"(v.v[0]), "=f"(v.v[1]), "=f"(v.v[2]), "=f"(v.v[3])
+      : "l"(p), "l"(policy));
+  return v;
+}
 __device__ __forceinline__ KoptVec<float, 4> kopt_load_last4(const float *p) {
   KoptVec<float, 4> v;
   asm("ld.global.cs.v4.f32 {%0, %1, %2, %3}, [%4];"
@@ -89,6 +98,21 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
         "a wave split reads a row once: its reductions must take one pass");
   partials = plan->partials;
 
+  // The held slots: each a chunk's 16-byte groups, the one of row r at
+  // r % slots. Shared memory past what a block may opt in to (227 KB on
+  // sm_90), less room for the passes' own, is not asked for.
+  constexpr int64_t kHoldBytes = 227 * 1024 - 4096;
+  const int64_t slots = options.ahead + 1;
+  int64_t chunkLength = (rowLength + chunks - 1) / chunks;
+  if (rowLength % 4 == 0)
+    chunkLength = (chunkLength + 3) / 4 * 4;
+  const int64_t holdBytes = options.hold ? slots * chunkLength * 4 : 0;
+  if (options.hold && (rowLength % 4 || holdBytes > kHoldBytes))
+    return llvm::createStringError(
+        "a held wave split needs rows of whole 16-byte groups and its %lld "
+        "rows' chunks (%lld bytes) to fit a block's shared memory",
+        static_cast<long long>(slots), static_cast<long long>(holdBytes));
+
   SplitPassOptions passOptions;
   passOptions.streamStores = true;
   // The readers' loads ask L2 to keep the row for the writers, which read
@@ -100,6 +124,12 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   passOptions.wide = rowLength % 4 == 0;
   passOptions.vectorLoadFunction = "kopt_load_keep4";
   passOptions.broadcastVectorLoadFunction = "kopt_load_keep4";
+  if (options.hold) {
+    // Held rows are read once from L2 (evict_first) and put in the slot
+    // (the kernel's callables below).
+    passOptions.vectorLoadFunction = "kopt_hold_load4";
+    passOptions.rowHold = TensorEmitter::RowHold{"kopt_hold_put", ""};
+  }
   auto read = emitSplitPass(context, *plan, 0, outputs, leafOf, numRows,
                             rowLength, readers, chunks, passOptions);
   if (!read)
@@ -113,10 +143,22 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   passOptions.vectorLoadFunction = "kopt_load_last4";
   passOptions.combineTogether = false;
   passOptions.partialReader = total;
+  if (options.hold)
+    passOptions.rowHold = TensorEmitter::RowHold{"", "kopt_held_get"};
   auto write = emitSplitPass(context, *plan, 1, outputs, leafOf, numRows,
                              rowLength, writers, 1, passOptions);
   if (!write)
     return write.takeError();
+  // What the writers read from the slots must be what the readers put
+  // there: one row operand, read by the readers in batches only.
+  if (options.hold &&
+      (read->unheldRowLoads || read->heldRowLoads.size() != 1 ||
+       llvm::any_of(write->heldRowLoads, [&](const std::string &load) {
+         return load != read->heldRowLoads.front();
+       })))
+    return llvm::createStringError(
+        "a held wave split needs one row operand read as 16-byte vectors by "
+        "both passes");
   std::vector<ReductionCombiner> combiners;
   for (auto [reduction, partial] :
        llvm::zip(plan->reductions, plan->partials)) {
@@ -159,9 +201,6 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   std::string rows = std::to_string(numRows) + "LL";
   std::string s = std::to_string(chunks);
   std::string counts = kCountsParam.str();
-  int64_t chunkLength = (rowLength + chunks - 1) / chunks;
-  if (passOptions.wide)
-    chunkLength = (chunkLength + 3) / 4 * 4;
 
   GeneratedKernel kernel;
   kernel.entry = entry.str();
@@ -203,8 +242,43 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   };
   code.comment("Rows the writers have finished: the readers lead them by " +
                std::to_string(options.ahead) +
-               " at most, so that L2 still holds a row when it is written.");
+               (options.hold
+                    ? " at most, so that a row's slot is free when read."
+                    : " at most, so that L2 still holds a row when it is "
+                      "written."));
   code.line("__shared__ volatile long long kopt_written;");
+  const std::string slotGroups = std::to_string(chunkLength / 4);
+  // Where a block takes more chunks than its first (a cut cooperative
+  // grid), the others go through L2 as in the form without slots.
+  auto defineHold = [&](bool reader) {
+    if (!options.hold)
+      return;
+    code.line("const bool kopt_holding = chunk == (long long)blockIdx.x;");
+    code.line("KoptVec<float, 4> *const kopt_slot = kopt_held + (row % " +
+              std::to_string(slots) + "LL) * " + slotGroups + "LL;");
+    if (reader) {
+      code.line("const unsigned long long kopt_read_policy = kopt_holding ? "
+                "kopt_evict_first : kopt_evict_last;");
+      code.line("auto kopt_hold_load4 = [&](const float *p) { return "
+                "kopt_load_policy4(p, kopt_read_policy); };");
+      code.line("auto kopt_hold_put = [&](long long g, const KoptVec<float, "
+                "4> &v) { if (kopt_holding) kopt_slot[g] = v; };");
+    } else {
+      code.line("auto kopt_held_get = [&](const float *p, long long g) { "
+                "return kopt_holding ? kopt_slot[g] : kopt_load_last4(p); };");
+    }
+  };
+  if (options.hold) {
+    code.comment("Each row's chunk from the readers to the writers.");
+    code.line("extern __shared__ float4 kopt_held_raw[];");
+    code.line("KoptVec<float, 4> *const kopt_held = "
+              "reinterpret_cast<KoptVec<float, 4> *>(kopt_held_raw);");
+    code.line("unsigned long long kopt_evict_first, kopt_evict_last;");
+    code.line("asm(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\" "
+              ": \"=l\"(kopt_evict_first));");
+    code.line("asm(\"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\" "
+              ": \"=l\"(kopt_evict_last));");
+  }
   code.line("if (threadIdx.x == 0) kopt_written = 0;");
   code.line("__syncthreads();");
   code.line("if (threadIdx.x < " + r + "u) {");
@@ -221,6 +295,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.comment("Every reader past the row's throttle, and past the last "
                "chunk's reductions, whose shared memory this one reuses.");
   code.line("asm volatile(\"bar.sync 1, " + r + ";\" ::: \"memory\");");
+  defineHold(true);
   emitGroupPass(code, read->body, 1, readers);
   code.comment("The chunk's partials stored (by this thread): counted done, "
                "a release.");
@@ -284,6 +359,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
               "{kopt_sum" + std::to_string(k) + "};");
   openChunkLoop();
+  defineHold(false);
   emitGroupPass(code, write->body, 2, writers);
   closeChunkLoop();
   code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
@@ -298,6 +374,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   kernel.cooperative = true;
   kernel.grid = {s, "1", "1"};
   kernel.block = {std::to_string(readers + writers), "1", "1"};
+  kernel.sharedBytes = holdBytes;
 
   GeneratedKernel reset = generateCountsReset(
       (entry + "_reset").str(), comment.str() + " (wave counts reset)", counts,

@@ -177,6 +177,22 @@ public:
     broadcastVectorLoadFunction = broadcastFunction.str();
   }
 
+  /// Wide row loops whose row-dependent vectors are held in shared memory
+  /// between two passes (the wave form's held rows): each such load of a
+  /// batch is, after all the batch's loads, handed to `store` (a C
+  /// callable, `store(group, vector)`, the group's index in the range)
+  /// when set; and made as `load(pointer, group)` instead of through the
+  /// row function when `load` is set. Only batched loads are held:
+  /// getHeldRowLoads and hasUnheldRowLoads say which were.
+  struct RowHold {
+    std::string store, load;
+  };
+  void setRowHold(RowHold hold) { rowHold = std::move(hold); }
+  /// The row-dependent vector loads held (their leaf and index, one entry
+  /// each), and whether any was made outside a batch, unheld.
+  llvm::ArrayRef<std::string> getHeldRowLoads() const { return heldRowLoads; }
+  bool hasUnheldRowLoads() const { return unheldRowLoads; }
+
   /// Several rows per block: row loops start at the thread's position in
   /// its row and stride by the row's threads, and cooperative reductions
   /// combine over the row's threads only (emitRowGroupReduction). The
@@ -424,6 +440,8 @@ private:
   /// since the group's arithmetic and stores come between them.
   struct BatchLoad {
     std::string array, type, load;
+    /// Handed to the row hold's store once loaded.
+    bool held = false;
   };
   struct WideBatch {
     CodeWriter::Aside aside;
@@ -442,7 +460,11 @@ private:
   /// Inside a batch's lane loop, a load of `type` (`load`, a C expression
   /// of the group's first element) made once for each group before the
   /// batch's arithmetic; the expression that reads it for this group.
-  std::string batchLoad(llvm::StringRef type, llvm::StringRef load);
+  std::string batchLoad(llvm::StringRef type, llvm::StringRef load,
+                        bool held = false);
+  std::optional<RowHold> rowHold;
+  std::vector<std::string> heldRowLoads;
+  bool unheldRowLoads = false;
   std::string vectorLoadFunction, broadcastVectorLoadFunction;
   std::optional<int64_t> cacheLength;
   unsigned cacheBudget = 0;
