@@ -744,10 +744,11 @@ void builtins::proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
 /// persistent block an SM whose reader warps stream its chunk of row after
 /// row while its writer warps write the chunk of a row whose partials
 /// every block has counted, reading it again from L2
-/// (generateWaveSplitRowKernels). Variants `wave_a<A>[_r<R>]_bs<B>`: the
+/// (generateWaveSplitRowKernels). Variants `wave_a<A>[_r<R>][_held]_bs<B>`: the
 /// readers leading by A rows, where A + 1 rows and the operands every row
 /// reads again fit kWaveL2Bytes (not a LayerNorm over rows of 4M with its
-/// 32 MB of weights), R readers (512 unless named) and B - R writers. On
+/// 32 MB of weights), R readers (512 unless named) and B - R writers,
+/// `_held` keeping each row's chunk in shared memory between them. On
 /// an H100 a GroupNorm over 64 rows of 2M took 437 us as
 /// wave_a1_r256_bs768, the two-pass split 546-556 and the best group form
 /// 475-481; the probe this form came from (bench/long_rows/waves.cu), 415
@@ -776,7 +777,12 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
   // Measured on an H100 (GroupNorm over 64 rows of 2M): 8 reader warps
   // and 16 writer warps 437 us, 16 and 16 451, 20 and 12 451, 8 and 24
   // 455; writers loading 8 vectors a batch instead of 4, 447; a lead of 2
-  // rows, 451-455 (bench/results/2026-12-06-h100-wave-batches.md).
+  // rows, 451-455 (bench/results/2026-12-06-h100-wave-batches.md). Held
+  // in shared memory, 16 and 16 leading by 2 rows, the readers loading 4
+  // vectors a batch: 435 us, and at the profiler's base clocks 438
+  // against 467 (the readers loading 8, 441; 8 reader warps, 491 and 527;
+  // writers loading 8, 591 with 64 registers a thread;
+  // bench/results/2026-12-06-h100-held-waves.md).
   for (auto [ahead, readers, writers, hold] :
        {Form{1, 256, 512}, Form{2, 512, 512, true}, Form{1, 512, 512},
         Form{2, 256, 512}}) {
@@ -787,6 +793,8 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
     options.chunks = kAssumedSms;
     options.l2Budget = kWaveL2Bytes;
     options.hold = hold;
+    if (hold)
+      options.readUnroll = 16;
     PlanBuilder builder(
         task, group, "builtin",
         variantName("wave_a" + std::to_string(ahead) +
