@@ -792,9 +792,10 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
     options.writers = writers;
     options.chunks = kAssumedSms;
     options.l2Budget = kWaveL2Bytes;
-    options.hold = hold;
-    if (hold)
+    if (hold) {
+      options.holdBudget = kLargestSharedRowBytes;
       options.readUnroll = 16;
+    }
     PlanBuilder builder(
         task, group, "builtin",
         variantName("wave_a" + std::to_string(ahead) +

@@ -99,15 +99,14 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   partials = plan->partials;
 
   // The held slots: each a chunk's 16-byte groups, the one of row r at
-  // r % slots. Shared memory past what a block may opt in to (227 KB on
-  // sm_90), less room for the passes' own, is not asked for.
-  constexpr int64_t kHoldBytes = 227 * 1024 - 4096;
+  // r % slots.
+  const bool hold = options.holdBudget > 0;
   const int64_t slots = options.ahead + 1;
   int64_t chunkLength = (rowLength + chunks - 1) / chunks;
   if (rowLength % 4 == 0)
     chunkLength = (chunkLength + 3) / 4 * 4;
-  const int64_t holdBytes = options.hold ? slots * chunkLength * 4 : 0;
-  if (options.hold && (rowLength % 4 || holdBytes > kHoldBytes))
+  const int64_t holdBytes = hold ? slots * chunkLength * 4 : 0;
+  if (hold && (rowLength % 4 || holdBytes > options.holdBudget))
     return llvm::createStringError(
         "a held wave split needs rows of whole 16-byte groups and its %lld "
         "rows' chunks (%lld bytes) to fit a block's shared memory",
@@ -124,7 +123,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   passOptions.wide = rowLength % 4 == 0;
   passOptions.vectorLoadFunction = "kopt_load_keep4";
   passOptions.broadcastVectorLoadFunction = "kopt_load_keep4";
-  if (options.hold) {
+  if (hold) {
     // Held rows are read once from L2 (evict_first) and put in the slot
     // (the kernel's callables below).
     passOptions.vectorLoadFunction = "kopt_hold_load4";
@@ -143,7 +142,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   passOptions.vectorLoadFunction = "kopt_load_last4";
   passOptions.combineTogether = false;
   passOptions.partialReader = total;
-  if (options.hold)
+  if (hold)
     passOptions.rowHold = TensorEmitter::RowHold{"", "kopt_held_get"};
   auto write = emitSplitPass(context, *plan, 1, outputs, leafOf, numRows,
                              rowLength, writers, 1, passOptions);
@@ -151,11 +150,10 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     return write.takeError();
   // What the writers read from the slots must be what the readers put
   // there: one row operand, read by the readers in batches only.
-  if (options.hold &&
-      (read->unheldRowLoads || read->heldRowLoads.size() != 1 ||
-       llvm::any_of(write->heldRowLoads, [&](const std::string &load) {
-         return load != read->heldRowLoads.front();
-       })))
+  if (hold && (read->unheldRowLoads || read->heldRowLoads.size() != 1 ||
+               llvm::any_of(write->heldRowLoads, [&](const std::string &load) {
+                 return load != read->heldRowLoads.front();
+               })))
     return llvm::createStringError(
         "a held wave split needs one row operand read as 16-byte vectors by "
         "both passes");
@@ -242,16 +240,15 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   };
   code.comment("Rows the writers have finished: the readers lead them by " +
                std::to_string(options.ahead) +
-               (options.hold
-                    ? " at most, so that a row's slot is free when read."
-                    : " at most, so that L2 still holds a row when it is "
-                      "written."));
+               (hold ? " at most, so that a row's slot is free when read."
+                     : " at most, so that L2 still holds a row when it is "
+                       "written."));
   code.line("__shared__ volatile long long kopt_written;");
   const std::string slotGroups = std::to_string(chunkLength / 4);
   // Where a block takes more chunks than its first (a cut cooperative
   // grid), the others go through L2 as in the form without slots.
   auto defineHold = [&](bool reader) {
-    if (!options.hold)
+    if (!hold)
       return;
     code.line("const bool kopt_holding = chunk == (long long)blockIdx.x;");
     code.line("KoptVec<float, 4> *const kopt_slot = kopt_held + (row % " +
@@ -268,7 +265,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
                 "return kopt_holding ? kopt_slot[g] : kopt_load_last4(p); };");
     }
   };
-  if (options.hold) {
+  if (hold) {
     code.comment("Each row's chunk from the readers to the writers.");
     code.line("extern __shared__ float4 kopt_held_raw[];");
     code.line("KoptVec<float, 4> *const kopt_held = "

@@ -164,11 +164,12 @@ struct WaveSplitRowOptions {
   /// and the kernel is not generated, since the writers would read the rows
   /// again from DRAM.
   int64_t l2Budget = 0;
-  /// Each block keeps its chunk of the rows in flight in shared memory
-  /// (ahead + 1 slots) from the readers to the writers, which then read it
-  /// there instead of again from L2: L2 carries each byte once, as a
-  /// copy's. Needs the slots to fit a block's shared memory.
-  bool hold = false;
+  /// With H > 0, each block keeps its chunk of the rows in flight in
+  /// dynamic shared memory (ahead + 1 slots) from the readers to the
+  /// writers, which then read it there instead of again from L2: L2
+  /// carries each byte once, as a copy's. Slots of more than H bytes, and
+  /// the kernel is not generated.
+  int64_t holdBudget = 0;
 };
 struct WaveSplitRowKernels {
   std::vector<GeneratedKernel> kernels;
