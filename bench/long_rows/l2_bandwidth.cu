@@ -21,73 +21,43 @@
 
 #include "probe.cuh"
 
-// Reads `n4` vectors `passes` times; the sum keeps the loads.
-__global__ void __launch_bounds__(1024) readPasses(const float4 *in,
-                                                   long long n4, int passes,
-                                                   float *sink) {
+// Reads `n4` vectors `times` times, 8 a thread in flight; WRITE stores
+// each again `n4` vectors further on, else a sum keeps the loads.
+template <bool WRITE>
+__global__ void __launch_bounds__(1024)
+    repeat(float4 *buffer, long long n4, int times, float *sink) {
   float s = 0;
   const long long stride = (long long)gridDim.x * blockDim.x;
-  for (int p = 0; p < passes; ++p) {
+  for (int p = 0; p < times; ++p) {
     for (long long i0 = blockIdx.x * (long long)blockDim.x + threadIdx.x;
          i0 < n4; i0 += 8 * stride) {
       float4 v[8];
 #pragma unroll
       for (int k = 0; k < 8; ++k) {
         long long i = i0 + k * stride;
-        v[k] = i < n4 ? __ldcg(in + i) : make_float4(0, 0, 0, 0);
+        v[k] = i < n4 ? __ldcg(buffer + i) : make_float4(0, 0, 0, 0);
       }
 #pragma unroll
-      for (int k = 0; k < 8; ++k)
-        s += v[k].x + v[k].y + v[k].z + v[k].w;
+      for (int k = 0; k < 8; ++k) {
+        long long i = i0 + k * stride;
+        if (!WRITE)
+          s += v[k].x + v[k].y + v[k].z + v[k].w;
+        else if (i < n4)
+          __stcg(buffer + n4 + i, v[k]);
+      }
     }
   }
   if (s == 12345.678f)
     *sink = s;
 }
 
-// Reads the first half and writes the second, `passes` times.
-__global__ void __launch_bounds__(1024) copyPasses(float4 *buffer,
-                                                   long long half4,
-                                                   int passes) {
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  for (int p = 0; p < passes; ++p) {
-    for (long long i0 = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-         i0 < half4; i0 += 8 * stride) {
-      float4 v[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        long long i = i0 + k * stride;
-        if (i < half4)
-          v[k] = __ldcg(buffer + i);
-      }
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        long long i = i0 + k * stride;
-        if (i < half4)
-          __stcg(buffer + half4 + i, v[k]);
-      }
-    }
-  }
-}
-
+// The median of `reps` runs of `launch`, the first run untimed (it brings
+// the buffer into L2).
 static float timeIt(const std::function<void()> &launch, int reps = 10) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   std::vector<float> times;
-  launch(); // warm: the buffer in L2
-  for (int r = 0; r < reps; ++r) {
-    CK(cudaEventRecord(e0));
-    launch();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    CK(cudaGetLastError());
-    float ms;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    times.push_back(ms * 1000);
-  }
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
+  launch();
+  for (int r = 0; r < reps; ++r)
+    times.push_back(timeEvents([] {}, launch));
   return median(times);
 }
 
@@ -110,21 +80,22 @@ int main() {
   printf("copy 1 GB device-to-device (DRAM)   %8.1f us  %6.2f TB/s moved\n", us,
          2 * big / us / 1e6);
   us = timeIt([&] {
-    readPasses<<<sms, 1024>>>(a, big / 16, 1, sink);
+    repeat<false><<<sms, 1024>>>(a, big / 16, 1, sink);
   });
   printf("read 1 GB (DRAM)                    %8.1f us  %6.2f TB/s\n", us,
          big / us / 1e6);
   for (size_t mb : {4, 8, 16, 32}) {
     const size_t bytes = mb << 20;
-    const int passes = 64;
+    const int reads = 64;
     us = timeIt([&] {
-      readPasses<<<sms, 1024>>>(a, bytes / 16, passes, sink);
+      repeat<false><<<sms, 1024>>>(a, bytes / 16, reads, sink);
     });
     printf("read %2zu MB x %d (L2)               %8.1f us  %6.2f TB/s\n", mb,
-           passes, us, double(bytes) * passes / us / 1e6);
-    us = timeIt([&] { copyPasses<<<sms, 1024>>>(a, bytes / 32, passes); });
+           reads, us, double(bytes) * reads / us / 1e6);
+    us = timeIt(
+        [&] { repeat<true><<<sms, 1024>>>(a, bytes / 32, reads, sink); });
     printf("read+write %2zu MB x %d (L2)         %8.1f us  %6.2f TB/s moved\n",
-           mb, passes, us, double(bytes) * passes / us / 1e6);
+           mb, reads, us, double(bytes) * reads / us / 1e6);
   }
   return 0;
 }

@@ -204,21 +204,12 @@ struct Buffers {
 
 static float timeOne(const Buffers &m, int rep,
                      const std::function<void()> &launch) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaMemsetAsync(m.flush, rep, m.flushBytes));
-  CK(cudaMemsetAsync(m.counters, 0, kRows * sizeof(unsigned)));
-  CK(cudaEventRecord(e0));
-  launch();
-  CK(cudaEventRecord(e1));
-  CK(cudaEventSynchronize(e1));
-  CK(cudaGetLastError());
-  float ms;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  return ms * 1000;
+  return timeEvents(
+      [&] {
+        CK(cudaMemsetAsync(m.flush, rep, m.flushBytes));
+        CK(cudaMemsetAsync(m.counters, 0, kRows * sizeof(unsigned)));
+      },
+      launch);
 }
 
 static double floorUs; // rows read and written once, weights read once
@@ -254,7 +245,7 @@ static void run(const char *name, int shared4, bool useStatistics,
   if (only && !strstr(name, only))
     return;
   const void *kernel = (const void *)lnWaves<R, W, VR, VW>;
-  int device, sms, resident;
+  int device, sms;
   CK(cudaGetDevice(&device));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int threads = (R + W) * 32;
@@ -271,11 +262,7 @@ static void run(const char *name, int shared4, bool useStatistics,
   p.useStatistics = useStatistics;
   p.useWeights = useWeights;
   size_t shared = size_t(2) * p.shared4 * 16;
-  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          int(shared)));
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads,
-                                                   shared));
-  if (resident < 1) {
+  if (residentBlocks(kernel, threads, shared) < 1) {
     printf("%-40s skipped: does not fit an SM\n", name);
     return;
   }

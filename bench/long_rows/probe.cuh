@@ -1,5 +1,5 @@
 // What the long-row probes of this directory share: a CUDA call checked,
-// the median of a run's times, loads carrying an L2 eviction policy, bulk
+// a run timed by events, the median of a run's times, loads carrying an L2 eviction policy, bulk
 // copies completing on mbarriers, and
 // the norms' moments (folded, summed over a warp, waited for across the
 // grid, and the host's fp64 reference).
@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -28,6 +29,39 @@
 static inline double median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+// The microseconds one run of `launch` takes on the default stream, timed
+// by CUDA events after `prepare` (an L2 flush, counters reset), which is
+// not timed.
+static inline float timeEvents(const std::function<void()> &prepare,
+                               const std::function<void()> &launch) {
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  prepare();
+  CK(cudaEventRecord(e0));
+  launch();
+  CK(cudaEventRecord(e1));
+  CK(cudaEventSynchronize(e1));
+  CK(cudaGetLastError());
+  float ms;
+  CK(cudaEventElapsedTime(&ms, e0, e1));
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  return ms * 1000;
+}
+
+// Opts `kernel` in to `shared` bytes of dynamic shared memory and returns
+// how many blocks of `threads` an SM then holds.
+static inline int residentBlocks(const void *kernel, int threads,
+                                 size_t shared) {
+  int resident;
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          int(shared)));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads,
+                                                   shared));
+  return resident;
 }
 
 // An L2 policy for loads: evict_last where L2 should keep the lines,

@@ -60,6 +60,13 @@ __device__ __forceinline__ double2 add(double2 a, double2 b) {
   return make_double2(a.x + b.x, a.y + b.y);
 }
 
+// A row's mean and 1 / sqrt(var + eps) from its sum and sum of squares.
+__device__ __forceinline__ float2 statisticsOf(const Params &p,
+                                               double2 total) {
+  double n = double(p.row4) * 4, m = total.x / n;
+  return make_float2(float(m), float(1.0 / sqrt(total.y / n - m * m + 1e-5)));
+}
+
 // Warp 0 waits until the last block to publish row b has left its
 // statistics, and puts them in `statistics` (0 and 1 when not used).
 __device__ __forceinline__ void rowStatistics(const Params &p, int b,
@@ -161,9 +168,7 @@ __device__ __forceinline__ void publish(const Params &p, int a, double2 s,
     total = add(total, __ldcg(p.partials + a * gridDim.x + k));
   total = warpSum(total);
   if (lane == 0) {
-    double n = double(p.row4) * 4, m = total.x / n;
-    p.statistics[a] =
-        make_float2(float(m), float(1.0 / sqrt(total.y / n - m * m + 1e-5)));
+    p.statistics[a] = statisticsOf(p, total);
     asm volatile("st.release.gpu.global.u32 [%0], 1;" ::"l"(p.ready + a)
                  : "memory");
   }
@@ -275,6 +280,64 @@ __global__ void __launch_bounds__(THREADS, 1) wavesRing(Params p) {
   }
 }
 
+// The writers' statistics of row b gathered (kGather): once every block
+// has counted its partials, the writer threads (barrier 2, `t` their
+// index) load all blocks' partials at once and sum them in one fixed
+// order; left in `statistics`.
+template <int WRITERS>
+__device__ __forceinline__ void gatherStatistics(const Params &p, int b, int t,
+                                                 double2 *writerPartials,
+                                                 float *statistics) {
+  constexpr int kWriterThreads = WRITERS * 32;
+  if (t == 0)
+    waitCount(p.counters + b, gridDim.x);
+  asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+  double2 s = make_double2(0, 0);
+  for (int k = t; k < gridDim.x; k += kWriterThreads)
+    s = add(s, __ldcg(p.partials + b * gridDim.x + k));
+  s = warpSum(s);
+  if ((t & 31) == 0)
+    writerPartials[t >> 5] = s;
+  asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+  if (t == 0) {
+    double2 total = make_double2(0, 0);
+    for (int w = 0; w < WRITERS; ++w)
+      total = add(total, writerPartials[w]);
+    float2 st = statisticsOf(p, total);
+    statistics[0] = st.x;
+    statistics[1] = st.y;
+  }
+}
+
+// The writer threads' pass over the block's range of row b, VW vectors a
+// thread at a time, read from `slot` (shared memory, indexed as the row)
+// or else again from L2, normalized and written with streaming stores.
+template <int WRITER_THREADS, int VW>
+__device__ __forceinline__ void writeRange(const Params &p, int b, int t,
+                                           long long begin, long long end,
+                                           const float4 *slot, float mean,
+                                           float rstd) {
+  const unsigned long long last = l2Policy(false);
+  const float4 *row = p.x + b * p.row4;
+  float4 *out = p.y + b * p.row4;
+  const int firstChannel = (b % p.groupsPerSample) * p.channelsPerGroup;
+  for (long long i0 = begin + t; i0 < end; i0 += VW * WRITER_THREADS) {
+    float4 v[VW];
+#pragma unroll
+    for (int k = 0; k < VW; ++k) {
+      long long i = i0 + k * WRITER_THREADS;
+      if (i < end)
+        v[k] = slot ? slot[i] : loadHinted(row + i, last);
+    }
+#pragma unroll
+    for (int k = 0; k < VW; ++k) {
+      long long i = i0 + k * WRITER_THREADS;
+      if (i < end)
+        __stcs(out + i, affine(p, firstChannel, i, mean, rstd, v[k]));
+    }
+  }
+}
+
 // The split form: two groups of warps in each block go at their own pace.
 // The reader warps stream the block's range of row after row from DRAM
 // (asking L2 to keep it), fold its statistics and publish them; the writer
@@ -375,9 +438,7 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
             total = add(total, __ldcg(p.partials + a * gridDim.x + k));
           total = warpSum(total);
           if (lane == 0) {
-            double n = double(p.row4) * 4, m = total.x / n;
-            p.statistics[a] = make_float2(
-                float(m), float(1.0 / sqrt(total.y / n - m * m + 1e-5)));
+            p.statistics[a] = statisticsOf(p, total);
             asm volatile("st.release.gpu.global.u32 [%0], 1;" ::"l"(p.ready + a)
                          : "memory");
           }
@@ -389,36 +450,15 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
 
   // The writers.
   const int t = threadIdx.x - kReaderThreads;
-  const unsigned long long last = l2Policy(false);
   __shared__ double2 writerPartials[WRITERS];
   for (int b = 0; b < p.rows; ++b) {
     if (MODE == kGather && p.useStatistics) {
-      if (t == 0)
-        waitCount(p.counters + b, gridDim.x);
-      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-      double2 s = make_double2(0, 0);
-      for (int k = t; k < gridDim.x; k += kWriterThreads)
-        s = add(s, __ldcg(p.partials + b * gridDim.x + k));
-      s = warpSum(s);
-      if (lane == 0)
-        writerPartials[warp - READERS] = s;
-      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-      if (t == 0) {
-        double2 total = make_double2(0, 0);
-        for (int w = 0; w < WRITERS; ++w)
-          total = add(total, writerPartials[w]);
-        double n = double(p.row4) * 4, m = total.x / n;
-        statistics[0] = float(m);
-        statistics[1] = float(1.0 / sqrt(total.y / n - m * m + 1e-5));
-      }
+      gatherStatistics<WRITERS>(p, b, t, writerPartials, statistics);
     } else if (t == 0) {
       float2 st = make_float2(0, 1);
       if (p.useStatistics && MODE == kAtomics) {
         waitCount(p.counters + b, gridDim.x);
-        double2 total = __ldcg(p.sums + b);
-        double n = double(p.row4) * 4, m = total.x / n;
-        st = make_float2(float(m),
-                         float(1.0 / sqrt(total.y / n - m * m + 1e-5)));
+        st = statisticsOf(p, __ldcg(p.sums + b));
       } else if (p.useStatistics) {
         waitCount(p.ready + b, 1);
         st = __ldcg(p.statistics + b);
@@ -427,27 +467,10 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
       statistics[1] = st.y;
     }
     asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-    const float mean = statistics[0], rstd = statistics[1];
-    const float4 *row = p.x + b * p.row4;
-    const float4 *slot = held + (b % (AHEAD + 1)) * p.range4 - begin;
-    float4 *out = p.y + b * p.row4;
-    const int firstChannel = (b % p.groupsPerSample) * p.channelsPerGroup;
-    for (long long i0 = begin + t; i0 < end; i0 += VW * kWriterThreads) {
-      float4 v[VW];
-#pragma unroll
-      for (int k = 0; k < VW; ++k) {
-        long long i = i0 + k * kWriterThreads;
-        if (i < end)
-          v[k] = HOLD ? slot[i] : loadHinted(row + i, last);
-      }
-#pragma unroll
-      for (int k = 0; k < VW; ++k) {
-        long long i = i0 + k * kWriterThreads;
-        if (i < end) {
-          __stcs(out + i, affine(p, firstChannel, i, mean, rstd, v[k]));
-        }
-      }
-    }
+    writeRange<kWriterThreads, VW>(
+        p, b, t, begin, end,
+        HOLD ? held + (b % (AHEAD + 1)) * p.range4 - begin : nullptr,
+        statistics[0], statistics[1]);
     // Every writer is past row b (and past reading `statistics`).
     asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
     if (t == 0)
@@ -528,27 +551,10 @@ __global__ void __launch_bounds__((1 + FOLDERS + WRITERS) * 32, 1)
   }
 
   // The writers.
-  const int t = threadIdx.x - 32 - kFolderThreads, ww = warp - 1 - FOLDERS;
+  const int t = threadIdx.x - 32 - kFolderThreads;
   for (int b = 0; b < p.rows; ++b) {
     if (p.useStatistics) {
-      if (t == 0)
-        waitCount(p.counters + b, gridDim.x);
-      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-      double2 s = make_double2(0, 0);
-      for (int k = t; k < gridDim.x; k += kWriterThreads)
-        s = add(s, __ldcg(p.partials + b * gridDim.x + k));
-      s = warpSum(s);
-      if (lane == 0)
-        writerPartials[ww] = s;
-      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-      if (t == 0) {
-        double2 total = make_double2(0, 0);
-        for (int w = 0; w < WRITERS; ++w)
-          total = add(total, writerPartials[w]);
-        double n = double(p.row4) * 4, m = total.x / n;
-        statistics[0] = float(m);
-        statistics[1] = float(1.0 / sqrt(total.y / n - m * m + 1e-5));
-      }
+      gatherStatistics<WRITERS>(p, b, t, writerPartials, statistics);
     } else {
       // The traffic alone still waits for this block's folders, which
       // must be past a slot's phase before the producer fills it again.
@@ -560,25 +566,9 @@ __global__ void __launch_bounds__((1 + FOLDERS + WRITERS) * 32, 1)
       }
     }
     asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-    const float mean = statistics[0], rstd = statistics[1];
-    const float4 *slot = held + (b % kSlots) * p.range4 - begin;
-    float4 *out = p.y + b * p.row4;
-    const int firstChannel = (b % p.groupsPerSample) * p.channelsPerGroup;
-    for (long long i0 = begin + t; i0 < end; i0 += VW * kWriterThreads) {
-      float4 v[VW];
-#pragma unroll
-      for (int k = 0; k < VW; ++k) {
-        long long i = i0 + k * kWriterThreads;
-        if (i < end)
-          v[k] = slot[i];
-      }
-#pragma unroll
-      for (int k = 0; k < VW; ++k) {
-        long long i = i0 + k * kWriterThreads;
-        if (i < end)
-          __stcs(out + i, affine(p, firstChannel, i, mean, rstd, v[k]));
-      }
-    }
+    writeRange<kWriterThreads, VW>(p, b, t, begin, end,
+                                   held + (b % kSlots) * p.range4 - begin,
+                                   statistics[0], statistics[1]);
     asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
     if (t == 0)
       written = b + 1;
@@ -600,22 +590,13 @@ struct Buffers {
 
 static float timeOne(const Buffers &m, int rep,
                      const std::function<void()> &launch) {
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  CK(cudaMemsetAsync(m.flush, rep, m.flushBytes));
-  CK(cudaMemsetAsync(m.counters, 0, 2 * kRows * sizeof(unsigned)));
-  CK(cudaMemsetAsync(m.sums, 0, kRows * sizeof(double2)));
-  CK(cudaEventRecord(e0));
-  launch();
-  CK(cudaEventRecord(e1));
-  CK(cudaEventSynchronize(e1));
-  CK(cudaGetLastError());
-  float ms;
-  CK(cudaEventElapsedTime(&ms, e0, e1));
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  return ms * 1000;
+  return timeEvents(
+      [&] {
+        CK(cudaMemsetAsync(m.flush, rep, m.flushBytes));
+        CK(cudaMemsetAsync(m.counters, 0, 2 * kRows * sizeof(unsigned)));
+        CK(cudaMemsetAsync(m.sums, 0, kRows * sizeof(double2)));
+      },
+      launch);
 }
 
 static double copyUs; // the device-to-device copy of the same bytes
@@ -654,7 +635,7 @@ static void run(const char *name, const void *kernel, int threads, int perSM,
                 const std::vector<float> &hb) {
   if (only && !strstr(name, only))
     return;
-  int device, sms, resident;
+  int device, sms;
   CK(cudaGetDevice(&device));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   int blocks = sms * perSM;
@@ -681,10 +662,7 @@ static void run(const char *name, const void *kernel, int threads, int perSM,
     return;
   }
   size_t shared = size_t(slots) * p.range4 * 16;
-  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          int(shared)));
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads,
-                                                   shared));
+  const int resident = residentBlocks(kernel, threads, shared);
   if (resident < perSM) {
     printf("%-44s skipped: %d blocks an SM resident\n", name, resident);
     return;
