@@ -23,6 +23,8 @@
 // W4 that fits 227 KB keeps 91% of the weights on chip, leaving L2 the two
 // rows in flight (32 MB) and 3 MB of weights.
 //
+// The ring form (`lnRing`) keeps the rows on chip instead: see there.
+//
 // Beside them: the traffic alone (no statistics, no weights), and a
 // device-to-device copy of a batch's rows, whose bandwidth gives the
 // floor: the rows read and written once and the weights read once.
@@ -51,6 +53,7 @@ struct Params {
   float4 *y;
   long long row4, range4;
   int shared4;        // float4s of the weight (and of the bias) in shared
+  int ring4;          // float4s of the ring (lnRing)
   double2 *partials;  // [rows][blocks]: sum, sum of squares
   unsigned *counters; // [rows]: blocks that published
   bool useStatistics; // false: the traffic alone
@@ -195,6 +198,147 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
   }
 }
 
+// The ring form: the same grid, but the readers put each row's range, as
+// they load it (evict_first: the rows are read once), into a ring of
+// shared memory that the writers read it back from, so that a row is never
+// read again from L2; the weights and biases come from L2 (evict_last)
+// every row. The ring holds `ring4` float4s in row order, more than one
+// block's range of a row: the readers wait before a batch until the
+// writers have read what it overwrites, the writers say after each batch
+// how far they have read.
+template <int READERS, int WRITERS, int VR, int VW>
+__global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
+    lnRing(Params p) {
+  extern __shared__ float4 ring[];
+  __shared__ double2 warpPartials[2][READERS];
+  __shared__ double2 writerPartials[WRITERS];
+  __shared__ float statistics[2];
+  __shared__ volatile long long consumed; // ring entries the writers have read
+  constexpr int kReaderThreads = READERS * 32, kWriterThreads = WRITERS * 32;
+  const long long begin = blockIdx.x * p.range4;
+  const long long end = min(begin + p.range4, p.row4);
+  const int count = int(max(end - begin, 0LL));
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  if (threadIdx.x == 0)
+    consumed = 0;
+  __syncthreads();
+
+  if (warp < READERS) {
+    const unsigned long long once = l2Policy(false);
+    for (int a = 0; a < kRows; ++a) {
+      const float4 *row = p.x + a * p.row4 + begin;
+      const long long base = (long long)a * count;
+      double2 s = make_double2(0, 0);
+      for (int i0 = 0; i0 < count; i0 += VR * kReaderThreads) {
+        const long long need =
+            base + min(i0 + VR * kReaderThreads, count) - p.ring4;
+        if (threadIdx.x == 0) {
+          while (consumed < need)
+            __nanosleep(32);
+          __threadfence_block();
+        }
+        asm volatile("bar.sync 1, %0;" ::"n"(kReaderThreads) : "memory");
+        int at = int((base + i0) % p.ring4) + threadIdx.x;
+        float4 v[VR];
+#pragma unroll
+        for (int k = 0; k < VR; ++k) {
+          int i = i0 + threadIdx.x + k * kReaderThreads;
+          v[k] = i < count ? loadHinted(row + i, once) : make_float4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int k = 0; k < VR; ++k) {
+          int i = i0 + threadIdx.x + k * kReaderThreads;
+          int slot = at + k * kReaderThreads;
+          slot -= slot >= p.ring4 ? p.ring4 : 0;
+          if (i < count)
+            ring[slot] = v[k];
+          fold(s, v[k]);
+        }
+      }
+      s = warpSum(s);
+      if (lane == 0)
+        warpPartials[a & 1][warp] = s;
+      asm volatile("bar.sync 1, %0;" ::"n"(kReaderThreads) : "memory");
+      if (warp == 0) {
+        s = lane < READERS ? warpPartials[a & 1][lane] : make_double2(0, 0);
+        s = warpSum(s);
+        if (lane == 0) {
+          p.partials[a * gridDim.x + blockIdx.x] = s;
+          asm volatile(
+              "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.counters + a)
+              : "memory");
+        }
+      }
+    }
+    return;
+  }
+
+  const int t = threadIdx.x - kReaderThreads;
+  const unsigned long long keep = l2Policy(true);
+  for (int b = 0; b < kRows; ++b) {
+    if (t == 0)
+      waitCount(p.counters + b, gridDim.x);
+    asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+    double2 s = make_double2(0, 0);
+    for (int k = t; k < gridDim.x; k += kWriterThreads) {
+      double2 v = __ldcg(p.partials + b * gridDim.x + k);
+      s.x += v.x;
+      s.y += v.y;
+    }
+    s = warpSum(s);
+    if (lane == 0)
+      writerPartials[warp - READERS] = s;
+    asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+    if (t == 0) {
+      double2 total = make_double2(0, 0);
+      for (int w = 0; w < WRITERS; ++w) {
+        total.x += writerPartials[w].x;
+        total.y += writerPartials[w].y;
+      }
+      double n = double(p.row4) * 4, m = total.x / n;
+      statistics[0] = float(m);
+      statistics[1] = float(1.0 / sqrt(total.y / n - m * m + 1e-5));
+    }
+    asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+    const float mean = statistics[0], rstd = statistics[1];
+    const long long base = (long long)b * count;
+    float4 *out = p.y + b * p.row4 + begin;
+    for (int i0 = 0; i0 < count; i0 += VW * kWriterThreads) {
+      int at = int((base + i0) % p.ring4) + t;
+      float4 v[VW], g[VW], h[VW];
+#pragma unroll
+      for (int k = 0; k < VW; ++k) {
+        int i = i0 + t + k * kWriterThreads;
+        if (i < count) {
+          int slot = at + k * kWriterThreads;
+          slot -= slot >= p.ring4 ? p.ring4 : 0;
+          v[k] = ring[slot];
+          g[k] = loadHinted(p.w + begin + i, keep);
+          h[k] = loadHinted(p.b + begin + i, keep);
+        }
+      }
+      // Every writer has its batch in registers: the readers may reuse it.
+      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+      if (t == 0) {
+        __threadfence_block();
+        consumed = base + min(i0 + VW * kWriterThreads, count);
+      }
+#pragma unroll
+      for (int k = 0; k < VW; ++k) {
+        int i = i0 + t + k * kWriterThreads;
+        if (i < count) {
+          float4 r;
+          r.x = (v[k].x - mean) * rstd * g[k].x + h[k].x;
+          r.y = (v[k].y - mean) * rstd * g[k].y + h[k].y;
+          r.z = (v[k].z - mean) * rstd * g[k].z + h[k].z;
+          r.w = (v[k].w - mean) * rstd * g[k].w + h[k].w;
+          __stcs(out + i, r);
+        }
+      }
+    }
+  }
+}
+
 struct Buffers {
   float *x, *y, *w, *b, *flush;
   double2 *partials;
@@ -238,13 +382,14 @@ static double check(const Buffers &m, const std::vector<float> &hx,
 }
 
 // <reader warps, writer warps, float4 a reader / writer thread a pass>
-template <int R, int W, int VR, int VW>
+template <int R, int W, int VR, int VW, bool RING = false>
 static void run(const char *name, int shared4, bool useStatistics,
                 bool useWeights, const Buffers &m, const std::vector<float> &hx,
                 const std::vector<float> &hw, const std::vector<float> &hb) {
   if (only && !strstr(name, only))
     return;
-  const void *kernel = (const void *)lnWaves<R, W, VR, VW>;
+  const void *kernel = RING ? (const void *)lnRing<R, W, VR, VW>
+                            : (const void *)lnWaves<R, W, VR, VW>;
   int device, sms;
   CK(cudaGetDevice(&device));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
@@ -261,7 +406,9 @@ static void run(const char *name, int shared4, bool useStatistics,
   p.counters = m.counters;
   p.useStatistics = useStatistics;
   p.useWeights = useWeights;
-  size_t shared = size_t(2) * p.shared4 * 16;
+  // The ring: `shared4` float4s.
+  p.ring4 = shared4;
+  size_t shared = RING ? size_t(shared4) * 16 : size_t(2) * p.shared4 * 16;
   if (residentBlocks(kernel, threads, shared) < 1) {
     printf("%-40s skipped: does not fit an SM\n", name);
     return;
@@ -347,5 +494,11 @@ int main(int argc, char **argv) {
                    hw, hb);
   run<16, 16, 4, 2>("most weights on chip, 16+16", kMostOnChip, true, true, m,
                     hx, hw, hb);
+  // The ring: 220 KB, a block's range of a row and most of the next.
+  const int kRing = 14080;
+  run<8, 16, 8, 4, true>("ring, 8+16", kRing, true, true, m, hx, hw, hb);
+  run<8, 24, 8, 2, true>("ring, 8+24", kRing, true, true, m, hx, hw, hb);
+  run<16, 16, 4, 2, true>("ring, 16+16", kRing, true, true, m, hx, hw, hb);
+  run<8, 8, 8, 8, true>("ring, 8+8", kRing, true, true, m, hx, hw, hb);
   return 0;
 }
