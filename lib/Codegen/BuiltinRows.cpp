@@ -744,14 +744,11 @@ void builtins::proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
 /// persistent block an SM whose reader warps stream its chunk of row after
 /// row while its writer warps write the chunk of a row whose partials
 /// every block has counted, reading it again from L2
-/// (generateWaveSplitRowKernels). Variants
-/// `wave_a<A>[_r<R>][_held][_p<P>]_bs<B>`: the readers leading by A rows,
-/// where A + 1 rows and the operands every row reads again fit
-/// kWaveL2Bytes (not a LayerNorm over rows of 4M with its 32 MB of
-/// weights), R readers (512 unless named) and B - R writers, `_held`
-/// keeping each row's chunk in shared memory between them (then only the
-/// operands count against L2), `_p<P>` in P chunks a block a row held in
-/// a ring of slots. On
+/// (generateWaveSplitRowKernels). Variants `wave_a<A>[_r<R>][_held]_bs<B>`: the
+/// readers leading by A rows, where A + 1 rows and the operands every row
+/// reads again fit kWaveL2Bytes (not a LayerNorm over rows of 4M with its
+/// 32 MB of weights), R readers (512 unless named) and B - R writers,
+/// `_held` keeping each row's chunk in shared memory between them. On
 /// an H100 a GroupNorm over 64 rows of 2M took 437 us as
 /// wave_a1_r256_bs768, the two-pass split 546-556 and the best group form
 /// 475-481; the probe this form came from (bench/long_rows/waves.cu), 415
@@ -775,7 +772,6 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
     int64_t ahead;
     unsigned readers, writers;
     bool hold = false;
-    int64_t parts = 1;
   };
   std::string comment = describeGroup(group);
   // Measured on an H100 (GroupNorm over 64 rows of 2M): 8 reader warps
@@ -787,17 +783,14 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
   // against 467 (the readers loading 8, 441; 8 reader warps, 491 and 527;
   // writers loading 8, 591 with 64 registers a thread;
   // bench/results/2026-12-06-h100-held-waves.md).
-  // Held in four parts a row, in a ring of slots: LayerNorm's rows of 4M,
-  // whose chunk of 127 KB a block cannot hold twice.
-  for (auto [ahead, readers, writers, hold, parts] :
+  for (auto [ahead, readers, writers, hold] :
        {Form{1, 256, 512}, Form{2, 512, 512, true}, Form{1, 512, 512},
-        Form{2, 256, 512}, Form{1, 512, 512, true, 4}}) {
+        Form{2, 256, 512}}) {
     WaveSplitRowOptions options;
     options.ahead = ahead;
     options.readers = readers;
     options.writers = writers;
-    options.chunks = kAssumedSms * parts;
-    options.parts = parts;
+    options.chunks = kAssumedSms;
     options.l2Budget = kWaveL2Bytes;
     if (hold) {
       options.holdBudget = kLargestSharedRowBytes;
@@ -807,9 +800,8 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
         task, group, "builtin",
         variantName("wave_a" + std::to_string(ahead) +
                         (readers != 512 ? "_r" + std::to_string(readers) : "") +
-                        (hold ? "_held" : "") +
-                        (parts != 1 ? "_p" + std::to_string(parts) : "") +
-                        "_bs" + std::to_string(readers + writers),
+                        (hold ? "_held" : "") + "_bs" +
+                        std::to_string(readers + writers),
                     tag));
     std::vector<KernelOutput> outputs = returnedOutputs(builder, group);
     std::vector<PartialBuffer> partials;

@@ -83,13 +83,12 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     const std::function<std::string(unsigned)> &partialName,
     std::vector<PartialBuffer> &partials) {
   const unsigned readers = options.readers, writers = options.writers;
-  const int64_t chunks = options.chunks, parts = options.parts;
+  const int64_t chunks = options.chunks;
   if (readers % 32 || writers % 32 || readers + writers > 1024 ||
-      options.ahead < 1 || chunks < 2 || parts < 1 || chunks % parts)
+      options.ahead < 1 || chunks < 2)
     return llvm::createStringError(
         "a wave split needs whole warps of readers and writers, at most "
-        "1024 threads, a lead of a row or more and two chunks or more, "
-        "whole parts a block");
+        "1024 threads, a lead of a row or more and two chunks or more");
   auto plan = planSplitRows(context, outputs, leafOf, numRows, rowLength,
                             readers, chunks, partialName);
   if (!plan)
@@ -99,24 +98,19 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
         "a wave split reads a row once: its reductions must take one pass");
   partials = plan->partials;
 
-  // The held slots: each a chunk's 16-byte groups, used in turn: the
-  // block's n-th chunk (row r's part p is n = r * parts + p) at n % slots.
+  // The held slots: each a chunk's 16-byte groups, the one of row r at
+  // r % slots.
   const bool hold = options.holdBudget > 0;
+  const int64_t slots = options.ahead + 1;
   int64_t chunkLength = (rowLength + chunks - 1) / chunks;
   if (rowLength % 4 == 0)
     chunkLength = (chunkLength + 3) / 4 * 4;
-  const int64_t slots =
-      std::min((options.ahead + 1) * parts,
-               options.holdBudget / std::max<int64_t>(chunkLength * 4, 1));
   const int64_t holdBytes = hold ? slots * chunkLength * 4 : 0;
-  if (hold && (rowLength % 4 || slots <= parts))
+  if (hold && (rowLength % 4 || holdBytes > options.holdBudget))
     return llvm::createStringError(
-        "a held wave split needs rows of whole 16-byte groups and more than "
-        "a row's %lld chunks of %lld bytes in a block's shared memory",
-        static_cast<long long>(parts), static_cast<long long>(chunkLength * 4));
-  if (!hold && parts != 1)
-    return llvm::createStringError(
-        "a wave split takes a chunk a block unless it holds them");
+        "a held wave split needs rows of whole 16-byte groups and its %lld "
+        "rows' chunks (%lld bytes) to fit a block's shared memory",
+        static_cast<long long>(slots), static_cast<long long>(holdBytes));
 
   SplitPassOptions passOptions;
   passOptions.streamStores = true;
@@ -184,9 +178,9 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
         leaves.push_back(leaf);
   if (options.l2Budget > 0) {
     // The rows in L2 at once (the one written and those read ahead, f32 or
-    // wider) unless held on chip, and every operand that is not a row (all
-    // of it, read again each row).
-    int64_t bytes = hold ? 0 : (options.ahead + 1) * rowLength * 4;
+    // wider), and every operand that is not a row (all of it, read again
+    // each row).
+    int64_t bytes = (options.ahead + 1) * rowLength * 4;
     for (const LeafTensor &leaf : leaves) {
       int64_t elements = 1;
       for (int64_t extent : leaf.shape)
@@ -244,29 +238,21 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     code.dedent();
     code.line("}");
   };
-  if (hold)
-    code.comment("Held chunks the writers have finished: the readers wait "
-                 "until the slot they fill next is one of those.");
-  else
-    code.comment("Rows the writers have finished: the readers lead them by " +
-                 std::to_string(options.ahead) +
-                 " at most, so that L2 still holds a row when it is written.");
+  code.comment("Rows the writers have finished: the readers lead them by " +
+               std::to_string(options.ahead) +
+               (hold ? " at most, so that a row's slot is free when read."
+                     : " at most, so that L2 still holds a row when it is "
+                       "written."));
   code.line("__shared__ volatile long long kopt_written;");
   const std::string slotGroups = std::to_string(chunkLength / 4);
-  const std::string p = std::to_string(parts), k = std::to_string(slots);
-  // Where a block takes more than its `parts` chunks of a row (a cut
-  // cooperative grid), the others go through L2 as in the form without
-  // slots.
+  // Where a block takes more chunks than its first (a cut cooperative
+  // grid), the others go through L2 as in the form without slots.
   auto defineHold = [&](bool reader) {
     if (!hold)
       return;
-    code.line("const long long kopt_part = (chunk - blockIdx.x) / gridDim.x;");
-    code.line("const bool kopt_holding = kopt_part < " + p + "LL;");
-    code.line("const long long kopt_held_chunk = row * " + p +
-              "LL + kopt_part;");
-    code.line("KoptVec<float, 4> *const kopt_slot = kopt_held + "
-              "(kopt_held_chunk % " +
-              k + "LL) * " + slotGroups + "LL;");
+    code.line("const bool kopt_holding = chunk == (long long)blockIdx.x;");
+    code.line("KoptVec<float, 4> *const kopt_slot = kopt_held + (row % " +
+              std::to_string(slots) + "LL) * " + slotGroups + "LL;");
     if (reader) {
       code.line("const unsigned long long kopt_read_policy = kopt_holding ? "
                 "kopt_evict_first : kopt_evict_last;");
@@ -297,25 +283,16 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x, 0u, 0u);");
   code.line("for (long long row = 0; row < " + rows + "; ++row) {");
   code.indent();
-  if (!hold) {
-    code.line("if (threadIdx.x == 0) {");
-    code.line("  unsigned long long started = 0;");
-    code.line("  while (row - kopt_written > " + std::to_string(options.ahead) +
-              "LL) kopt_trap_when_late(started);");
-    code.line("}");
-  }
+  code.line("if (threadIdx.x == 0) {");
+  code.line("  unsigned long long started = 0;");
+  code.line("  while (row - kopt_written > " + std::to_string(options.ahead) +
+            "LL) kopt_trap_when_late(started);");
+  code.line("}");
   openChunkLoop();
-  defineHold(true);
-  if (hold) {
-    code.line("if (threadIdx.x == 0 && kopt_holding) {");
-    code.line("  unsigned long long started = 0;");
-    code.line("  while (kopt_held_chunk - kopt_written >= " + k +
-              "LL) kopt_trap_when_late(started);");
-    code.line("}");
-  }
-  code.comment("Every reader past the throttle, and past the last "
+  code.comment("Every reader past the row's throttle, and past the last "
                "chunk's reductions, whose shared memory this one reuses.");
   code.line("asm volatile(\"bar.sync 1, " + r + ";\" ::: \"memory\");");
+  defineHold(true);
   emitGroupPass(code, read->body, 1, readers);
   code.comment("The chunk's partials stored (by this thread): counted done, "
                "a release.");
@@ -381,16 +358,9 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   openChunkLoop();
   defineHold(false);
   emitGroupPass(code, write->body, 2, writers);
-  if (hold) {
-    code.comment("Every writer done with the slot: the readers may fill it.");
-    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
-    code.line("if (threadIdx.x == " + r +
-              "u && kopt_holding) kopt_written = kopt_held_chunk + 1;");
-  }
   closeChunkLoop();
   code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
-  if (!hold)
-    code.line("if (threadIdx.x == " + r + "u) kopt_written = row + 1;");
+  code.line("if (threadIdx.x == " + r + "u) kopt_written = row + 1;");
   code.dedent();
   code.line("}");
   code.dedent();
@@ -399,7 +369,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.line("}");
   kernel.code = code.str();
   kernel.cooperative = true;
-  kernel.grid = {std::to_string(chunks / parts), "1", "1"};
+  kernel.grid = {s, "1", "1"};
   kernel.block = {std::to_string(readers + writers), "1", "1"};
   kernel.sharedBytes = holdBytes;
 

@@ -154,9 +154,7 @@ llvm::Expected<PipelinedSplitRowKernels> generatePipelinedSplitRowKernels(
 struct WaveSplitRowOptions {
   unsigned readers = 512;
   unsigned writers = 512;
-  /// The row's chunks, `parts` a block: the grid is chunks / parts.
   int64_t chunks = 132;
-  int64_t parts = 1;
   int64_t ahead = 1;
   /// The times the readers' and writers' loops are unrolled.
   unsigned readUnroll = 32;
@@ -166,13 +164,11 @@ struct WaveSplitRowOptions {
   /// and the kernel is not generated, since the writers would read the rows
   /// again from DRAM.
   int64_t l2Budget = 0;
-  /// With H > 0, each block keeps its chunks of the rows in flight in
-  /// dynamic shared memory from the readers to the writers, which then
-  /// read them there instead of again from L2: L2 carries each byte once,
-  /// as a copy's. A slot a chunk, (ahead + 1) * parts slots or as many as
-  /// H bytes hold, used in turn as a ring: the readers wait for a slot the
-  /// writers are done with. Fewer than parts + 1 slots, and the kernel is
-  /// not generated.
+  /// With H > 0, each block keeps its chunk of the rows in flight in
+  /// dynamic shared memory (ahead + 1 slots) from the readers to the
+  /// writers, which then read it there instead of again from L2: L2
+  /// carries each byte once, as a copy's. Slots of more than H bytes, and
+  /// the kernel is not generated.
   int64_t holdBudget = 0;
 };
 struct WaveSplitRowKernels {
