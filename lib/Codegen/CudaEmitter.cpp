@@ -43,8 +43,6 @@ void CodeWriter::comment(llvm::StringRef commentText) {
 }
 
 std::string CodeWriter::fresh(llvm::StringRef prefix) {
-  if (nameSource)
-    return nameSource->fresh(prefix);
   return prefix.str() + std::to_string(counter++);
 }
 

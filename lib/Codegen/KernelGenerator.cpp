@@ -223,8 +223,6 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
   if (llvm::Error error = emitReductionLevels(emitter, *levels))
     return std::move(error);
 
-  // The row's values made of its reductions, once per row.
-  emitter.beginRowInvariants();
   for (auto [i, output] : llvm::enumerate(outputs)) {
     if (perRow[i]) {
       body.line("if (threadIdx.x == 0) {");
@@ -249,7 +247,6 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateRowKernel(
               ";");
     emitter.closeRowLoop();
   }
-  emitter.endRowInvariants();
 
   GeneratedKernel kernel;
   kernel.entry = entry.str();

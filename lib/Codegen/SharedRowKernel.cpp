@@ -446,8 +446,6 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
     return std::move(error);
   }
   size_t outputsStart = body.str().size();
-  // The row's values made of its reductions, once per row.
-  emitter.beginRowInvariants();
 
   for (auto [i, output] : llvm::enumerate(outputs)) {
     const auto &[index, perRow] = (*indices)[i];
@@ -478,7 +476,6 @@ static llvm::Expected<GeneratedKernel> generateRowKernelInSharedMemory(
                   : at + " = " + converted + ";");
     emitter.closeRowLoop();
   }
-  emitter.endRowInvariants();
 
   // The kept value replaced the input in shared memory: the outputs must
   // not read the input itself.

@@ -163,9 +163,6 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
             options.combineTogether))
       return std::move(error);
   }
-  // The row's scale and shift from the partials just combined, once per
-  // row rather than per element.
-  emitter.beginRowInvariants();
   SplitPass result;
   if (!last) {
     std::vector<std::string> stores;
@@ -206,7 +203,6 @@ mlir::kopt::emitSplitPass(MLIRContext *context, const SplitRowPlan &plan,
     }
     result.written.assign(outputs.begin(), outputs.end());
   }
-  emitter.endRowInvariants();
   result.body = body.str();
   result.leaves = emitter.getLeaves();
   llvm::append_range(result.heldRowLoads, emitter.getHeldRowLoads());

@@ -442,71 +442,6 @@ unsigned TensorEmitter::newLoopDim(llvm::StringRef prefix, int64_t extent) {
   return dimNames.size() - 1;
 }
 
-void TensorEmitter::beginRowInvariants() {
-  rowInvariants = std::make_unique<RowInvariants>();
-  rowInvariants->aside = out->setAside();
-  rowInvariants->code.takeNamesFrom(*out);
-  rowInvariants->scope = scopes.size() - 1;
-  // Values memoised from here on are defined after the hoisted code.
-  scopes.emplace_back();
-}
-
-void TensorEmitter::endRowInvariants() {
-  std::string after = out->takeAside(rowInvariants->aside);
-  out->lines(rowInvariants->code.str());
-  out->lines(after);
-  // Every loop opened since has closed: the scope pushed at the start is
-  // the last, and its values stay valid after the code set aside.
-  std::map<Key, std::string> last = std::move(scopes.back());
-  scopes.pop_back();
-  scopes.back().insert(last.begin(), last.end());
-  rowInvariants.reset();
-}
-
-std::optional<std::string>
-TensorEmitter::hoistRowInvariant(Value value, llvm::ArrayRef<AffineExpr> index,
-                                 const Key &key) {
-  if (!rowInvariants || rowInvariants->emitting || dryRun || leafOf(value))
-    return std::nullopt;
-  Operation *op = value.getDefiningOp();
-  if (!op)
-    return std::nullopt;
-  for (AffineExpr expr : index)
-    for (unsigned dim = 1; dim < dimNames.size(); ++dim)
-      if (expr.isFunctionOfDim(dim))
-        return std::nullopt;
-  // Emitted with only the scopes open where the hoisted code goes, so that
-  // it names nothing defined later; loadLeaf refuses meanwhile.
-  size_t outer = rowInvariants->scope + 1;
-  std::vector<std::map<Key, std::string>> inner(
-      std::make_move_iterator(scopes.begin() + outer),
-      std::make_move_iterator(scopes.end()));
-  scopes.resize(outer);
-  std::vector<std::map<Key, std::string>> before = scopes;
-  unsigned depth = loopDepth;
-  CodeWriter *code = out;
-  out = &rowInvariants->code;
-  CodeWriter::Aside attempt = out->setAside();
-  rowInvariants->emitting = true;
-  auto computed = valueOfOp(op, cast<OpResult>(value).getResultNumber(), index);
-  rowInvariants->emitting = false;
-  std::string written = out->takeAside(attempt);
-  std::optional<std::string> result;
-  if (computed) {
-    out->lines(written);
-    memoize(key, *computed);
-    result = *computed;
-  } else {
-    llvm::consumeError(computed.takeError());
-    scopes = std::move(before);
-  }
-  out = code;
-  loopDepth = depth;
-  scopes.insert(scopes.end(), std::make_move_iterator(inner.begin()),
-                std::make_move_iterator(inner.end()));
-  return result;
-}
-
 llvm::Expected<std::string>
 TensorEmitter::valueAt(Value value, llvm::ArrayRef<AffineExpr> index) {
   auto type = dyn_cast<RankedTensorType>(value.getType());
@@ -516,8 +451,6 @@ TensorEmitter::valueAt(Value value, llvm::ArrayRef<AffineExpr> index) {
   Key key = makeKey(value, index);
   if (std::optional<std::string> known = lookupMemo(key))
     return *known;
-  if (std::optional<std::string> hoisted = hoistRowInvariant(value, index, key))
-    return *hoisted;
 
   std::string expr;
   if (std::optional<LeafTensor> leaf = leafOf(value)) {
@@ -687,8 +620,6 @@ void TensorEmitter::emitRegisterCopy(const std::string &cache,
 llvm::Expected<std::string>
 TensorEmitter::loadLeaf(const LeafTensor &leaf,
                         llvm::ArrayRef<AffineExpr> index) {
-  if (rowInvariants && rowInvariants->emitting)
-    return llvm::createStringError("a row invariant that reads memory");
   // Record the leaf as a kernel parameter.
   if (llvm::none_of(leaves, [&](const LeafTensor &known) {
         return known.param == leaf.param;

@@ -132,8 +132,6 @@ emitOutputs(TensorEmitter &emitter, CodeWriter &body,
             llvm::ArrayRef<std::pair<SmallVector<AffineExpr>, bool>> indices,
             const RowSpace &space, const RowGroupLayout &layout,
             llvm::StringRef firstChunk) {
-  // The row's values made of its reductions, once per row.
-  emitter.beginRowInvariants();
   body.line("if (" + layout.valid + ") {");
   body.indent();
   emitter.pushScope();
@@ -165,7 +163,6 @@ emitOutputs(TensorEmitter &emitter, CodeWriter &body,
   emitter.popScope();
   body.dedent();
   body.line("}");
-  emitter.endRowInvariants();
   return llvm::Error::success();
 }
 

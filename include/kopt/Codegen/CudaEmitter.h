@@ -44,9 +44,6 @@ public:
   void dedent() { depth -= 2; }
   /// A fresh local name with `prefix` (`v12`).
   std::string fresh(llvm::StringRef prefix = "v");
-  /// Draws fresh names from `source` instead: for code written apart that
-  /// ends up in the same scope as `source`'s.
-  void takeNamesFrom(CodeWriter &source) { nameSource = &source; }
   const std::string &str() const { return text; }
 
   /// Lines written after `setAside()` are set aside: `takeAside` removes
@@ -64,7 +61,6 @@ private:
   std::string text;
   int depth = 0;
   unsigned counter = 0;
-  CodeWriter *nameSource = nullptr;
 };
 
 /// The preamble every kopt kernel source starts with: fp16/bf16 headers and

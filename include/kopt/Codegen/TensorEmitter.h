@@ -36,7 +36,6 @@
 
 #include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <vector>
 
@@ -193,17 +192,6 @@ public:
   /// each), and whether any was made outside a batch, unheld.
   llvm::ArrayRef<std::string> getHeldRowLoads() const { return heldRowLoads; }
   bool hasUnheldRowLoads() const { return unheldRowLoads; }
-
-  /// Computes the values that depend on the row alone (index dimension 0)
-  /// and are made of reductions already emitted and constants (a row's
-  /// statistics turned into its scale, `rsqrt(var + eps)`) once, where
-  /// `beginRowInvariants` was called, instead of per element inside the
-  /// loops that need them: the compiler does not move them out of the
-  /// loops' bound checks itself. The code written in between is set aside
-  /// until `endRowInvariants`, which writes the hoisted values and then that
-  /// code. A value that reads memory is computed in place, as before.
-  void beginRowInvariants();
-  void endRowInvariants();
 
   /// Several rows per block: row loops start at the thread's position in
   /// its row and stride by the row's threads, and cooperative reductions
@@ -387,12 +375,6 @@ private:
                                        llvm::ArrayRef<std::string> coordinates);
   llvm::Expected<std::string> emitGeneric(Operation *op, unsigned resultNumber,
                                           llvm::ArrayRef<AffineExpr> index);
-  /// With row invariants begun: `value` at `index` computed into the
-  /// hoisted code, or none (nothing emitted) where its index is not the
-  /// row's alone or it reads memory.
-  std::optional<std::string> hoistRowInvariant(Value value,
-                                               llvm::ArrayRef<AffineExpr> index,
-                                               const Key &key);
   std::optional<std::string> lookupMemo(const Key &key) const;
   void memoize(const Key &key, std::string expr);
   Key makeKey(Value value, llvm::ArrayRef<AffineExpr> index) const;
@@ -441,18 +423,6 @@ private:
   /// This thread's first position in a row loop and the loop's stride.
   std::string rowLane() const;
   unsigned rowStride() const;
-
-  /// Between beginRowInvariants and endRowInvariants: where the code
-  /// written since is set aside, the hoisted values' code, the scope their
-  /// names are memoised in (the one open at the start), and whether one is
-  /// being emitted.
-  struct RowInvariants {
-    CodeWriter::Aside aside;
-    CodeWriter code;
-    size_t scope = 0;
-    bool emitting = false;
-  };
-  std::unique_ptr<RowInvariants> rowInvariants;
 
   std::optional<RowGroupLayout> rowGroup;
   unsigned clusterSize = 1;
