@@ -431,27 +431,17 @@ __global__ void fill(float *x, long long n) {
 struct Timer {
   char *flush;
   long long flushBytes = 512LL << 20;
-  cudaEvent_t e0, e1;
-  Timer() {
-    CK(cudaMalloc(&flush, flushBytes));
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-  }
-  // Median ms of `runs` runs of f, L2 flushed before each.
+  Timer() { CK(cudaMalloc(&flush, flushBytes)); }
+  // Median ms of `runs` runs of f, L2 flushed before each, after two not
+  // counted.
   template <class F>
   double time(F f, int runs = 30) {
     std::vector<float> ms;
     for (int r = 0; r < runs + 2; ++r) {
-      CK(cudaMemsetAsync(flush, r, flushBytes));
-      CK(cudaEventRecord(e0));
-      f();
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      CK(cudaGetLastError());
-      float t;
-      CK(cudaEventElapsedTime(&t, e0, e1));
+      float us = timeEvents(
+          [&] { CK(cudaMemsetAsync(flush, r, flushBytes)); }, f);
       if (r >= 2)
-        ms.push_back(t);
+        ms.push_back(us / 1000);
     }
     return median(ms);
   }

@@ -106,20 +106,9 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
         for (int k = 0; k < VR; ++k)
           fold(s, v[k]);
       }
-      s = warpSum(s);
-      if (lane == 0)
-        warpPartials[a & 1][warp] = s;
-      asm volatile("bar.sync 1, %0;" ::"n"(kReaderThreads) : "memory");
-      if (warp == 0) {
-        s = lane < READERS ? warpPartials[a & 1][lane] : make_double2(0, 0);
-        s = warpSum(s);
-        if (lane == 0) {
-          p.partials[a * gridDim.x + blockIdx.x] = s;
-          asm volatile(
-              "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.counters + a)
-              : "memory");
-        }
-      }
+      s = readersSum<READERS>(s, a, warp, lane, warpPartials);
+      if (warp == 0 && lane == 0)
+        publishPartial(p.partials, p.counters, a, s);
     }
     return;
   }
@@ -129,29 +118,7 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
   const unsigned long long last = l2Policy(false), keep = l2Policy(true);
   for (int b = 0; b < kRows; ++b) {
     if (p.useStatistics) {
-      if (t == 0)
-        waitCount(p.counters + b, gridDim.x);
-      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-      double2 s = make_double2(0, 0);
-      for (int k = t; k < gridDim.x; k += kWriterThreads) {
-        double2 v = __ldcg(p.partials + b * gridDim.x + k);
-        s.x += v.x;
-        s.y += v.y;
-      }
-      s = warpSum(s);
-      if (lane == 0)
-        writerPartials[warp - READERS] = s;
-      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-      if (t == 0) {
-        double2 total = make_double2(0, 0);
-        for (int w = 0; w < WRITERS; ++w) {
-          total.x += writerPartials[w].x;
-          total.y += writerPartials[w].y;
-        }
-        double n = double(p.row4) * 4, m = total.x / n;
-        statistics[0] = float(m);
-        statistics[1] = float(1.0 / sqrt(total.y / n - m * m + 1e-5));
-      }
+      gatherStatistics<WRITERS>(p, b, t, writerPartials, statistics);
     } else if (t == 0) {
       statistics[0] = 0;
       statistics[1] = 1;
@@ -256,20 +223,9 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
           fold(s, v[k]);
         }
       }
-      s = warpSum(s);
-      if (lane == 0)
-        warpPartials[a & 1][warp] = s;
-      asm volatile("bar.sync 1, %0;" ::"n"(kReaderThreads) : "memory");
-      if (warp == 0) {
-        s = lane < READERS ? warpPartials[a & 1][lane] : make_double2(0, 0);
-        s = warpSum(s);
-        if (lane == 0) {
-          p.partials[a * gridDim.x + blockIdx.x] = s;
-          asm volatile(
-              "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.counters + a)
-              : "memory");
-        }
-      }
+      s = readersSum<READERS>(s, a, warp, lane, warpPartials);
+      if (warp == 0 && lane == 0)
+        publishPartial(p.partials, p.counters, a, s);
     }
     return;
   }
@@ -277,29 +233,7 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
   const int t = threadIdx.x - kReaderThreads;
   const unsigned long long keep = l2Policy(true);
   for (int b = 0; b < kRows; ++b) {
-    if (t == 0)
-      waitCount(p.counters + b, gridDim.x);
-    asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-    double2 s = make_double2(0, 0);
-    for (int k = t; k < gridDim.x; k += kWriterThreads) {
-      double2 v = __ldcg(p.partials + b * gridDim.x + k);
-      s.x += v.x;
-      s.y += v.y;
-    }
-    s = warpSum(s);
-    if (lane == 0)
-      writerPartials[warp - READERS] = s;
-    asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-    if (t == 0) {
-      double2 total = make_double2(0, 0);
-      for (int w = 0; w < WRITERS; ++w) {
-        total.x += writerPartials[w].x;
-        total.y += writerPartials[w].y;
-      }
-      double n = double(p.row4) * 4, m = total.x / n;
-      statistics[0] = float(m);
-      statistics[1] = float(1.0 / sqrt(total.y / n - m * m + 1e-5));
-    }
+    gatherStatistics<WRITERS>(p, b, t, writerPartials, statistics);
     asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
     const float mean = statistics[0], rstd = statistics[1];
     const long long base = (long long)b * count;

@@ -172,6 +172,87 @@ __device__ __forceinline__ void waitCount(const unsigned *counter,
   }
 }
 
+__device__ __forceinline__ double2 add(double2 a, double2 b) {
+  return make_double2(a.x + b.x, a.y + b.y);
+}
+
+
+// The sum of the pairs of a block's reader warps (WARPS warps behind named
+// barrier 1, `warp` the warp's index among them) for row `a`, in their warp
+// 0 (the others get their own warp's). `warpPartials` alternates by row, so that a row's
+// writes need no barrier after the last row's reads.
+template <int WARPS>
+__device__ __forceinline__ double2 readersSum(double2 s, int a, int warp,
+                                              int lane,
+                                              double2 (&warpPartials)[2][WARPS]) {
+  s = warpSum(s);
+  if (lane == 0)
+    warpPartials[a & 1][warp] = s;
+  asm volatile("bar.sync 1, %0;" ::"n"(WARPS * 32) : "memory");
+  if (warp != 0)
+    return s;
+  s = lane < WARPS ? warpPartials[a & 1][lane] : make_double2(0, 0);
+  return warpSum(s);
+}
+
+// Stores the block's partial of row `a` and counts it done (a release).
+__device__ __forceinline__ void publishPartial(double2 *partials,
+                                               unsigned *counters, int a,
+                                               double2 s) {
+  partials[a * gridDim.x + blockIdx.x] = s;
+  asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counters + a)
+               : "memory");
+}
+
+// The writer warps' (WRITERS warps behind named barrier 2, `t` the
+// thread's index among them) total of every block's partial of row `b`,
+// once all are counted: they load them at once and sum them in one fixed
+// order. The total is thread 0's.
+template <int WRITERS>
+__device__ __forceinline__ double2 gatherTotal(const double2 *partials,
+                                               const unsigned *counters, int b,
+                                               int t, double2 *writerPartials) {
+  constexpr int kWriterThreads = WRITERS * 32;
+  if (t == 0)
+    waitCount(counters + b, gridDim.x);
+  asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+  double2 s = make_double2(0, 0);
+  for (int k = t; k < gridDim.x; k += kWriterThreads)
+    s = add(s, __ldcg(partials + b * gridDim.x + k));
+  s = warpSum(s);
+  if ((t & 31) == 0)
+    writerPartials[t >> 5] = s;
+  asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+  double2 total = make_double2(0, 0);
+  if (t == 0)
+    for (int w = 0; w < WRITERS; ++w)
+      total = add(total, writerPartials[w]);
+  return total;
+}
+
+// A row of n elements' mean and 1 / sqrt(var + 1e-5) from its sum and sum
+// of squares.
+__device__ __forceinline__ float2 meanAndRstd(double2 total, double n) {
+  double m = total.x / n;
+  return make_float2(float(m), float(1.0 / sqrt(total.y / n - m * m + 1e-5)));
+}
+
+// The writers' mean and 1 / sqrt(var + eps) of row b, gathered
+// (gatherTotal) from the partials and counters of a probe's parameters `p`
+// (rows of `p.row4` float4s), left in `statistics`.
+template <int WRITERS, class Params>
+__device__ __forceinline__ void gatherStatistics(const Params &p, int b, int t,
+                                                 double2 *writerPartials,
+                                                 float *statistics) {
+  double2 total =
+      gatherTotal<WRITERS>(p.partials, p.counters, b, t, writerPartials);
+  if (t == 0) {
+    float2 st = meanAndRstd(total, double(p.row4) * 4);
+    statistics[0] = st.x;
+    statistics[1] = st.y;
+  }
+}
+
 // A row's mean and 1 / sqrt(variance + eps) in fp64, the host reference
 // the norms' probes check against.
 static inline void rowMoments(const float *row, long long n, double eps,

@@ -56,15 +56,10 @@ struct Params {
   bool useStatistics; // false: the traffic alone, the ceiling
 };
 
-__device__ __forceinline__ double2 add(double2 a, double2 b) {
-  return make_double2(a.x + b.x, a.y + b.y);
-}
-
 // A row's mean and 1 / sqrt(var + eps) from its sum and sum of squares.
 __device__ __forceinline__ float2 statisticsOf(const Params &p,
                                                double2 total) {
-  double n = double(p.row4) * 4, m = total.x / n;
-  return make_float2(float(m), float(1.0 / sqrt(total.y / n - m * m + 1e-5)));
+  return meanAndRstd(total, double(p.row4) * 4);
 }
 
 // Warp 0 waits until the last block to publish row b has left its
@@ -280,35 +275,6 @@ __global__ void __launch_bounds__(THREADS, 1) wavesRing(Params p) {
   }
 }
 
-// The writers' statistics of row b gathered (kGather): once every block
-// has counted its partials, the writer threads (barrier 2, `t` their
-// index) load all blocks' partials at once and sum them in one fixed
-// order; left in `statistics`.
-template <int WRITERS>
-__device__ __forceinline__ void gatherStatistics(const Params &p, int b, int t,
-                                                 double2 *writerPartials,
-                                                 float *statistics) {
-  constexpr int kWriterThreads = WRITERS * 32;
-  if (t == 0)
-    waitCount(p.counters + b, gridDim.x);
-  asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-  double2 s = make_double2(0, 0);
-  for (int k = t; k < gridDim.x; k += kWriterThreads)
-    s = add(s, __ldcg(p.partials + b * gridDim.x + k));
-  s = warpSum(s);
-  if ((t & 31) == 0)
-    writerPartials[t >> 5] = s;
-  asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-  if (t == 0) {
-    double2 total = make_double2(0, 0);
-    for (int w = 0; w < WRITERS; ++w)
-      total = add(total, writerPartials[w]);
-    float2 st = statisticsOf(p, total);
-    statistics[0] = st.x;
-    statistics[1] = st.y;
-  }
-}
-
 // The writer threads' pass over the block's range of row b, VW vectors a
 // thread at a time, read from `slot` (shared memory, indexed as the row)
 // or else again from L2, normalized and written with streaming stores.
@@ -400,13 +366,8 @@ __global__ void __launch_bounds__((READERS + WRITERS) * 32, 1)
             slot[i] = v[k];
         }
       }
-      s = warpSum(s);
-      if (lane == 0)
-        warpPartials[a & 1][warp] = s;
-      asm volatile("bar.sync 1, %0;" ::"n"(kReaderThreads) : "memory");
+      s = readersSum<READERS>(s, a, warp, lane, warpPartials);
       if (warp == 0) {
-        s = lane < READERS ? warpPartials[a & 1][lane] : make_double2(0, 0);
-        s = warpSum(s);
         if (MODE != kLastBlock) {
           if (lane == 0) {
             if (MODE == kAtomics) {
@@ -531,20 +492,10 @@ __global__ void __launch_bounds__((1 + FOLDERS + WRITERS) * 32, 1)
 #pragma unroll 4
       for (int i = t; i < count; i += kFolderThreads)
         fold(s, slot[i]);
-      s = warpSum(s);
-      if (lane == 0)
-        warpPartials[a & 1][fw] = s;
-      asm volatile("bar.sync 1, %0;" ::"n"(kFolderThreads) : "memory");
-      if (fw == 0) {
-        s = lane < FOLDERS ? warpPartials[a & 1][lane] : make_double2(0, 0);
-        s = warpSum(s);
-        if (lane == 0) {
-          p.partials[a * gridDim.x + blockIdx.x] = s;
-          asm volatile(
-              "red.release.gpu.global.add.u32 [%0], 1;" ::"l"(p.counters + a)
-              : "memory");
-          folded = a + 1;
-        }
+      s = readersSum<FOLDERS>(s, a, fw, lane, warpPartials);
+      if (fw == 0 && lane == 0) {
+        publishPartial(p.partials, p.counters, a, s);
+        folded = a + 1;
       }
     }
     return;
