@@ -410,6 +410,53 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
       builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
   }
+  // Groups of blocks claiming rows without clusters
+  // (`softmax_g<B>_claim_ex_bs512`), their pairs exchanged through global
+  // memory: of the smallest size whose blocks hold the row, of the
+  // clusters' size, and of the smallest size from there that divides
+  // kAssumedSms, so that every SM takes a part (the clusters of 8 leave 12
+  // of the H200's 132 idle, and 512 rows take them 35 turns, the last with
+  // 2 clusters busy).
+  std::vector<unsigned> sizes;
+  for (unsigned blocks = 2; blocks <= 16 && sizes.empty(); ++blocks)
+    if (shareBytes(blocks) <= kLargestSharedRowBytes)
+      sizes.push_back(blocks);
+  if (sizes.empty())
+    return;
+  if (clusters.front() > sizes.front())
+    sizes.push_back(clusters.front());
+  for (unsigned blocks = sizes.front(); blocks <= 32; ++blocks)
+    if (kAssumedSms % blocks == 0) {
+      if (!llvm::is_contained(sizes, blocks))
+        sizes.push_back(blocks);
+      break;
+    }
+  for (unsigned blocks : sizes) {
+    PlanBuilder builder(task, group, "builtin",
+                        "softmax_g" + std::to_string(blocks) +
+                            "_claim_ex_bs512");
+    ClusterSoftmaxOptions options;
+    options.clusterSize = blocks;
+    options.blockSize = 512;
+    options.keepExponentials = true;
+    std::string input = builder.findBuffer(softmax->contiguousInput);
+    if (input.empty())
+      return;
+    KernelOutput output = builder.outputFor(softmax->result);
+    auto kernels = generateGroupClaimingSoftmaxKernels(
+        builder.entryName("softmax"), comment, input, output.param,
+        softmax->rows, length, options, kLargestSharedRowBytes);
+    if (!kernels) {
+      addPlan(proposal, builder, task, group, kernels.takeError());
+      continue;
+    }
+    builder.declareTemporary({kernels->counter.param,
+                              kernels->counter.elementType,
+                              kernels->counter.shape});
+    for (const GeneratedKernel &kernel : kernels->kernels)
+      builder.addKernel(kernel, comment);
+    addPlan(proposal, builder, task, group, llvm::Error::success());
+  }
 }
 
 /// A block per row, of each size up to twice the row, each reading the row

@@ -6,8 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// generateClusterSoftmaxKernel's and generateClaimingSoftmaxKernels' launch
-// shapes, and a clear error for each shape they cannot take. That the kernels
+// generateClusterSoftmaxKernel's, generateClaimingSoftmaxKernels' and
+// generateGroupClaimingSoftmaxKernels' launch shapes, and a clear error for
+// each shape they cannot take. That the kernels
 // compile and compute the softmax is test/Tools/kopt-plan/row-forms.test's and
 // row-forms-run.test's job.
 //
@@ -204,6 +205,63 @@ TEST(ClusterSoftmax, ClaimingRefusesShapesItCannotTake) {
   EXPECT_EQ(errorOfClaiming(393216),
             "blocks of 48 threads: whole warps, 1024 threads at most, are "
             "needed");
+}
+
+TEST(ClusterSoftmax, ClaimingGroupsExchangeThroughGlobalMemory) {
+  ClusterSoftmaxOptions options;
+  options.clusterSize = 11;
+  options.blockSize = 512;
+  options.keepExponentials = true;
+  auto kernels = generateGroupClaimingSoftmaxKernels(
+      "k", "softmax", "in0", "out0", 512, 393216, options, 224 * 1024);
+  ASSERT_TRUE(static_cast<bool>(kernels))
+      << llvm::toString(kernels.takeError());
+  // The claims and 512 groups' arrivals, then two exchanges a group of 11
+  // pairs and a claim each.
+  EXPECT_EQ(kernels->counter.param, "groupsync");
+  EXPECT_EQ(kernels->counter.elementType, ElementType::I64);
+  EXPECT_EQ(kernels->counter.shape,
+            (std::vector<int64_t>{1 + 512 + 512 * 2 * 12}));
+  ASSERT_EQ(kernels->kernels.size(), 2u);
+  const GeneratedKernel &reset = kernels->kernels[0];
+  EXPECT_EQ(reset.entry, "k_reset");
+  // Only the counts are zeroed; an exchange is written before it is read.
+  EXPECT_NE(reset.code.find("i < 513; i += 256) groupsync[i] = 0;"),
+            std::string::npos);
+  const GeneratedKernel &rows = kernels->kernels[1];
+  // A group a row at most; the runtime cuts it to the resident blocks, and
+  // the blocks past the last whole group leave.
+  EXPECT_EQ(rows.grid[0], std::to_string(512 * 11));
+  EXPECT_TRUE(rows.cooperative);
+  EXPECT_EQ(rows.cluster, 1u);
+  EXPECT_EQ(rows.args, (std::vector<std::string>{"in0", "out0", "groupsync"}));
+  EXPECT_EQ(rows.code.find("kopt_cluster"), std::string::npos);
+  // 98,304 vectors over 11 blocks: 8,937 each, the last 8,934.
+  EXPECT_EQ(rows.sharedBytes, 8937 * 16);
+  EXPECT_NE(rows.code.find("const int kopt_vectors = rank == 10u ? 8934 : "
+                           "8937;"),
+            std::string::npos);
+  EXPECT_NE(rows.code.find("if (group >= groups) return;"), std::string::npos);
+  EXPECT_NE(rows.code.find("long long *const exchange = groupsync + 513LL + "
+                           "(long long)group * 24LL;"),
+            std::string::npos);
+  EXPECT_NE(rows.code.find("kopt_wait_count(arrived, (step + 1) * 11LL);"),
+            std::string::npos);
+  EXPECT_NE(rows.code.find("for (unsigned q = 0; q < 11u; ++q) merge("),
+            std::string::npos);
+
+  auto errorOfGroups = [&](unsigned blocks, int64_t length) -> std::string {
+    options.clusterSize = blocks;
+    auto refused = generateGroupClaimingSoftmaxKernels(
+        "k", "softmax", "in0", "out0", 512, length, options, kShared);
+    return refused ? "" : llvm::toString(refused.takeError());
+  };
+  EXPECT_EQ(errorOfGroups(1, 40000),
+            "claiming groups of 1 blocks are not supported");
+  EXPECT_EQ(errorOfGroups(33, 393216),
+            "claiming groups of 33 blocks are not supported");
+  EXPECT_EQ(errorOfGroups(7, 393216),
+            "a block's 224704 bytes of the row exceed its shared memory");
 }
 
 } // namespace
