@@ -575,7 +575,10 @@ mlir::kopt::generateGroupClaimingSoftmaxKernels(
   code.line("__shared__ long long kopt_claimed;");
   code.line("const unsigned groups = gridDim.x / " + b + "u;");
   code.line("const unsigned group = blockIdx.x / " + b + "u;");
-  code.comment("A cut grid's blocks past its last whole group take no rows.");
+  code.comment("A grid cut below one group (a device of fewer SMs) would "
+               "write nothing: it stops instead. Blocks past the last whole "
+               "group take no rows.");
+  code.line("if (groups == 0) __trap();");
   code.line("if (group >= groups) return;");
   code.line("const unsigned rank = blockIdx.x % " + b + "u;");
   code.line("const long long offset = (long long)rank * " +

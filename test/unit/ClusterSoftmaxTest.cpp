@@ -241,7 +241,9 @@ TEST(ClusterSoftmax, ClaimingGroupsExchangeThroughGlobalMemory) {
   EXPECT_NE(rows.code.find("const int kopt_vectors = rank == 10u ? 8934 : "
                            "8937;"),
             std::string::npos);
-  EXPECT_NE(rows.code.find("if (group >= groups) return;"), std::string::npos);
+  EXPECT_NE(rows.code.find("if (groups == 0) __trap();\n  if (group >= "
+                           "groups) return;"),
+            std::string::npos);
   EXPECT_NE(rows.code.find("long long *const exchange = groupsync + 513LL + "
                            "(long long)group * 24LL;"),
             std::string::npos);
