@@ -9,6 +9,7 @@
 #include "BuiltinRows.h"
 #include "BuiltinPlans.h"
 #include "ClusterSoftmax.h"
+#include "GroupSoftmax.h"
 #include "SoftmaxForm.h"
 #include "SplitRowPasses.h"
 #include "TiledRowVariants.h"

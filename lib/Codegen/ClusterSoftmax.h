@@ -79,27 +79,13 @@ struct ClaimingSoftmaxKernels {
   /// A one-block kernel zeroing the counter, then the softmax.
   std::vector<GeneratedKernel> kernels;
   /// The counter: one `long long` (the clusters'), or the groups' claims,
-  /// arrivals and exchanges.
+  /// arrivals and exchanges (GroupSoftmax.h).
   PartialBuffer counter;
 };
 
 /// The claiming form of generateClusterSoftmaxKernel (the same `options`
 /// but `rowsPerCluster`), for clusters of 2 to 16 blocks.
 llvm::Expected<ClaimingSoftmaxKernels> generateClaimingSoftmaxKernels(
-    llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
-    llvm::StringRef output, int64_t rows, int64_t length,
-    const ClusterSoftmaxOptions &options, int64_t maxSharedBytes);
-
-/// The claiming softmax without clusters: groups of `options.clusterSize`
-/// blocks (2 to 32) share a row, each block its part in shared memory as
-/// in generateClaimingSoftmaxKernels, and exchange their pairs through
-/// global memory (a count of arrivals a group, an acquire spin, the pairs
-/// merged in rank order). A group may be any number of blocks, so that the
-/// groups fill SMs that no cluster of the row's size is placed on (the
-/// H200 holds 15 clusters of 8 on its 132 SMs). The first rows go one a
-/// group, the rest are claimed; `counter` is the claims', arrivals' and
-/// exchanges' tensor, zeroed in part by the first kernel.
-llvm::Expected<ClaimingSoftmaxKernels> generateGroupClaimingSoftmaxKernels(
     llvm::StringRef entry, llvm::StringRef comment, llvm::StringRef input,
     llvm::StringRef output, int64_t rows, int64_t length,
     const ClusterSoftmaxOptions &options, int64_t maxSharedBytes);

@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Codegen/ClusterSoftmax.h"
+#include "lib/Codegen/GroupSoftmax.h"
 
 #include "llvm/Support/Error.h"
 
