@@ -1,4 +1,4 @@
-//===- GroupSoftmax.cpp - A long-row softmax in groups of blocks -*- C++ -*-===//
+//===- GroupSoftmax.cpp - A long-row softmax in groups of blocks *- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- GroupSoftmax.h - A long-row softmax in groups of blocks ---*- C++ -*-===//
+//===- GroupSoftmax.h - A long-row softmax in groups of blocks --*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.

@@ -1,4 +1,4 @@
-//===- StagedShare.h - A block's share of a long row, staged -----*- C++ -*-===//
+//===- StagedShare.h - A block's share of a long row, staged ----*- C++ -*-===//
 //
 // Part of the kopt project, under the Apache License v2.0 with LLVM Exceptions.
 // See LICENSE for license information.
