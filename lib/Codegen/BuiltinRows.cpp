@@ -385,24 +385,27 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
       claims.insert(claims.begin(), {blocks, true});
   claims.push_back({clusters.front(), false});
   claims.push_back({clusters.front(), true});
-  for (auto [blocks, keep] : claims) {
-    PlanBuilder builder(task, group, "builtin",
-                        "softmax_c" + std::to_string(blocks) + "_claim" +
-                            (keep ? "_ex" : "") + "_bs512");
+  // A claiming plan (a counter reset, then the rows) of `generate`'s
+  // kernels; false where the rows have no plan tensor to be read from (an
+  // input computed in the group, inlined into its readers).
+  using ClaimingGenerator = decltype(&generateClaimingSoftmaxKernels);
+  auto addClaimingPlan = [&](const std::string &variant, unsigned blocks,
+                             bool keep, ClaimingGenerator generate) {
+    PlanBuilder builder(task, group, "builtin", variant);
     ClusterSoftmaxOptions options;
     options.clusterSize = blocks;
     options.blockSize = 512;
     options.keepExponentials = keep;
     std::string input = builder.findBuffer(softmax->contiguousInput);
     if (input.empty())
-      return;
+      return false;
     KernelOutput output = builder.outputFor(softmax->result);
-    auto kernels = generateClaimingSoftmaxKernels(
-        builder.entryName("softmax"), comment, input, output.param,
-        softmax->rows, length, options, kLargestSharedRowBytes);
+    auto kernels =
+        generate(builder.entryName("softmax"), comment, input, output.param,
+                 softmax->rows, length, options, kLargestSharedRowBytes);
     if (!kernels) {
       addPlan(proposal, builder, task, group, kernels.takeError());
-      continue;
+      return true;
     }
     builder.declareTemporary({kernels->counter.param,
                               kernels->counter.elementType,
@@ -410,7 +413,13 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
     for (const GeneratedKernel &kernel : kernels->kernels)
       builder.addKernel(kernel, comment);
     addPlan(proposal, builder, task, group, llvm::Error::success());
-  }
+    return true;
+  };
+  for (auto [blocks, keep] : claims)
+    if (!addClaimingPlan("softmax_c" + std::to_string(blocks) + "_claim" +
+                             (keep ? "_ex" : "") + "_bs512",
+                         blocks, keep, generateClaimingSoftmaxKernels))
+      return;
   // Groups of blocks claiming rows without clusters
   // (`softmax_g<B>_claim_ex_bs512`), their pairs exchanged through global
   // memory: of the smallest size whose blocks hold the row, of the
@@ -418,46 +427,22 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   // kAssumedSms, so that every SM takes a part (the clusters of 8 leave 12
   // of the H200's 132 idle, and 512 rows take them 35 turns, the last with
   // 2 clusters busy).
-  std::vector<unsigned> sizes;
-  for (unsigned blocks = 2; blocks <= 16 && sizes.empty(); ++blocks)
-    if (shareBytes(blocks) <= kLargestSharedRowBytes)
-      sizes.push_back(blocks);
-  if (sizes.empty())
-    return;
-  if (clusters.front() > sizes.front())
+  // The clusters' size holds the row, so the smallest size does too.
+  unsigned smallest = 2;
+  while (shareBytes(smallest) > kLargestSharedRowBytes)
+    ++smallest;
+  std::vector<unsigned> sizes = {smallest};
+  if (clusters.front() > smallest)
     sizes.push_back(clusters.front());
-  for (unsigned blocks = sizes.front(); blocks <= 32; ++blocks)
+  for (unsigned blocks = smallest; blocks <= 32; ++blocks)
     if (kAssumedSms % blocks == 0) {
       if (!llvm::is_contained(sizes, blocks))
         sizes.push_back(blocks);
       break;
     }
-  for (unsigned blocks : sizes) {
-    PlanBuilder builder(task, group, "builtin",
-                        "softmax_g" + std::to_string(blocks) +
-                            "_claim_ex_bs512");
-    ClusterSoftmaxOptions options;
-    options.clusterSize = blocks;
-    options.blockSize = 512;
-    options.keepExponentials = true;
-    std::string input = builder.findBuffer(softmax->contiguousInput);
-    if (input.empty())
-      return;
-    KernelOutput output = builder.outputFor(softmax->result);
-    auto kernels = generateGroupClaimingSoftmaxKernels(
-        builder.entryName("softmax"), comment, input, output.param,
-        softmax->rows, length, options, kLargestSharedRowBytes);
-    if (!kernels) {
-      addPlan(proposal, builder, task, group, kernels.takeError());
-      continue;
-    }
-    builder.declareTemporary({kernels->counter.param,
-                              kernels->counter.elementType,
-                              kernels->counter.shape});
-    for (const GeneratedKernel &kernel : kernels->kernels)
-      builder.addKernel(kernel, comment);
-    addPlan(proposal, builder, task, group, llvm::Error::success());
-  }
+  for (unsigned blocks : sizes)
+    addClaimingPlan("softmax_g" + std::to_string(blocks) + "_claim_ex_bs512",
+                    blocks, true, generateGroupClaimingSoftmaxKernels);
 }
 
 /// A block per row, of each size up to twice the row, each reading the row

@@ -273,15 +273,8 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   code.line("next = kopt_cluster_load(&kopt_claimed, 0u);");
   code.line("asm volatile(\"barrier.cluster.arrive.release.aligned;\" ::: "
             "\"memory\");");
-  code.line("const float inverse = 1.0f / s;");
-  code.line("const bool more = next < " + n + ";");
-  code.line("float4 *__restrict__ y = reinterpret_cast<float4 *>(" +
-            output.str() + " + row * " + l + " + offset);");
-  code.line("const float4 *__restrict__ following = reinterpret_cast<const "
-            "float4 *>(" +
-            input.str() + " + (more ? next : 0LL) * " + l + " + offset);");
-  staged->emitOutputs(code, "following", options.keepExponentials);
-  code.line("row = next;");
+  staged->emitClaimedRowOutputs(code, input, output, rows, length,
+                                options.keepExponentials);
   code.dedent();
   code.line("}");
   code.line("asm volatile(\"barrier.cluster.wait.acquire.aligned;\" ::: "

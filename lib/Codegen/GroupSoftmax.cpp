@@ -151,15 +151,8 @@ mlir::kopt::generateGroupClaimingSoftmaxKernels(
   code.line("m = kopt_pair[0];");
   code.line("s = kopt_pair[1];");
   code.line("next = kopt_claimed;");
-  code.line("const float inverse = 1.0f / s;");
-  code.line("const bool more = next < " + n + ";");
-  code.line("float4 *__restrict__ y = reinterpret_cast<float4 *>(" +
-            output.str() + " + row * " + l + " + offset);");
-  code.line("const float4 *__restrict__ following = reinterpret_cast<const "
-            "float4 *>(" +
-            input.str() + " + (more ? next : 0LL) * " + l + " + offset);");
-  staged->emitOutputs(code, "following", options.keepExponentials);
-  code.line("row = next;");
+  staged->emitClaimedRowOutputs(code, input, output, rows, length,
+                                options.keepExponentials);
   code.dedent();
   code.line("}");
   code.dedent();

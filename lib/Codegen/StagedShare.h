@@ -234,6 +234,25 @@ public:
     }
   }
 
+  /// The claiming kernels' end of a row: its outputs scaled by the sum's
+  /// reciprocal and written to row `row` of `output` while the copies of
+  /// row `next` of `input` (where it is one of the `rows`) go into their
+  /// places (emitOutputs), then `row` moved on to `next`.
+  void emitClaimedRowOutputs(CodeWriter &code, llvm::StringRef input,
+                             llvm::StringRef output, int64_t rows,
+                             int64_t length, bool kept) const {
+    std::string l = std::to_string(length) + "LL";
+    code.line("const float inverse = 1.0f / s;");
+    code.line("const bool more = next < " + std::to_string(rows) + "LL;");
+    code.line("float4 *__restrict__ y = reinterpret_cast<float4 *>(" +
+              output.str() + " + row * " + l + " + offset);");
+    code.line("const float4 *__restrict__ following = reinterpret_cast<const "
+              "float4 *>(" +
+              input.str() + " + (more ? next : 0LL) * " + l + " + offset);");
+    emitOutputs(code, "following", kept);
+    code.line("row = next;");
+  }
+
 private:
   StagedShare(unsigned threads, int64_t share, int64_t lastVectors)
       : threads(threads), share(share), vectors(share / 4),
