@@ -124,7 +124,8 @@ __device__ __forceinline__ double2 warpCombine(const Op &op, double2 s) {
 
 constexpr int kMostRows = 1024;
 
-template <class Op, int FOLDERS, int WRITERS, int CHUNK4, int SLOTS>
+template <class Op, int FOLDERS, int WRITERS, int CHUNK4, int SLOTS,
+          int PRODUCERS>
 __global__ void __launch_bounds__((2 + FOLDERS + WRITERS) * 32, 1)
     claimRows(Op op, Rows p) {
   extern __shared__ float4 held[];
@@ -138,6 +139,10 @@ __global__ void __launch_bounds__((2 + FOLDERS + WRITERS) * 32, 1)
   const int chunks = p.rows * chunksPerRow;
   unsigned *claimed = p.counters + p.rows;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  static_assert(SLOTS % PRODUCERS == 0, "a slot fed by one producer");
+  // A producer ends with an empty item (chunk -1); its later slots are
+  // never filled, and the others' items go on past it.
+  constexpr unsigned kAllEnded = (1u << PRODUCERS) - 1;
   if (threadIdx.x == 0) {
     freed = 0;
     rowsReady = 0;
@@ -148,17 +153,20 @@ __global__ void __launch_bounds__((2 + FOLDERS + WRITERS) * 32, 1)
   }
   __syncthreads();
 
-  if (warp == 0) { // the producer
-    if (lane != 0)
+  if (warp == 0) { // the producers
+    if (lane >= PRODUCERS)
       return;
+    // A chunk is claimed only once a slot is free for it: a claim waiting
+    // for a slot could be the one chunk that the rows held in every slot
+    // still wait for. PRODUCERS lanes, each filling every PRODUCERS-th slot
+    // (SLOTS a multiple of it), keep that many claims in flight.
     const unsigned long long policy = l2Policy(false);
-    int c = atomicAdd(claimed, 1); // the next claim's wait overlaps the slot's
-    for (int n = 0;; ++n) {
+    for (int n = lane;; n += PRODUCERS) {
       long long started = clock64();
       while (n - freed >= SLOTS)
         if (clock64() - started > 4000000000ll)
           __trap();
-      const int slot = n % SLOTS;
+      const int slot = n % SLOTS, c = atomicAdd(claimed, 1);
       if (c >= chunks) {
         chunkOf[slot] = -1;
         asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
@@ -169,7 +177,6 @@ __global__ void __launch_bounds__((2 + FOLDERS + WRITERS) * 32, 1)
       chunkOf[slot] = c;
       loadBulkHinted(held + slot * CHUNK4, p.x + (long long)c * CHUNK4,
                      CHUNK4 * 16, &full[slot], policy);
-      c = atomicAdd(claimed, 1);
     }
   }
   if (warp == 1) { // the statistics, row after row
@@ -194,12 +201,19 @@ __global__ void __launch_bounds__((2 + FOLDERS + WRITERS) * 32, 1)
   }
   if (warp < 2 + FOLDERS) { // the folders
     const int t = threadIdx.x - 64, fw = warp - 2;
+    unsigned ended = 0;
     for (int n = 0;; ++n) {
       const int slot = n % SLOTS;
+      if (ended >> (n % PRODUCERS) & 1)
+        continue;
       waitBarrier(&full[slot], (n / SLOTS) & 1);
       const int c = chunkOf[slot];
-      if (c < 0)
-        return;
+      if (c < 0) {
+        ended |= 1u << (n % PRODUCERS);
+        if (ended == kAllEnded)
+          return;
+        continue;
+      }
       const float4 *from = held + slot * CHUNK4;
       double2 s = op.zero();
 #pragma unroll 4
@@ -225,12 +239,23 @@ __global__ void __launch_bounds__((2 + FOLDERS + WRITERS) * 32, 1)
 
   // The writers.
   const int t = threadIdx.x - 64 - kFolderThreads;
+  unsigned ended = 0;
   for (int n = 0;; ++n) {
     const int slot = n % SLOTS;
-    waitBarrier(&full[slot], (n / SLOTS) & 1);
+    if (!(ended >> (n % PRODUCERS) & 1)) {
+      waitBarrier(&full[slot], (n / SLOTS) & 1);
+      if (chunkOf[slot] < 0)
+        ended |= 1u << (n % PRODUCERS);
+    }
+    if (ended >> (n % PRODUCERS) & 1) { // nothing to write: the slot is free
+      asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
+      if (t == 0)
+        freed = n + 1;
+      if (ended == kAllEnded)
+        return;
+      continue;
+    }
     const int c = chunkOf[slot];
-    if (c < 0)
-      return;
     const int r = c / chunksPerRow;
     if (t == 0) {
       // This block's folders are past the chunk too (without the
@@ -381,21 +406,21 @@ static double check(const Problem &m, Reference reference) {
   return worst;
 }
 
-template <class Op, int F, int W, int CHUNK4, int SLOTS>
+template <class Op, int F, int W, int CHUNK4, int SLOTS, int P = 2>
 static void run(const Problem &m, const Op &op, Reference reference,
                 bool useStatistics) {
   std::string name = std::string(m.name) + " claim " + std::to_string(F) +
                      "+" + std::to_string(W) + ", " +
                      std::to_string(CHUNK4 * 16 / 1024) + " KB x " +
-                     std::to_string(SLOTS) +
-                     (useStatistics ? "" : ", no statistics");
+                     std::to_string(SLOTS) + ", " + std::to_string(P) +
+                     " claiming" + (useStatistics ? "" : ", no statistics");
   if (only && !strstr(name.c_str(), only))
     return;
   if ((m.row / 4) % CHUNK4) {
     printf("%-44s skipped: rows not whole chunks\n", name.c_str());
     return;
   }
-  const void *kernel = (const void *)claimRows<Op, F, W, CHUNK4, SLOTS>;
+  const void *kernel = (const void *)claimRows<Op, F, W, CHUNK4, SLOTS, P>;
   const int threads = (2 + F + W) * 32;
   const size_t shared = size_t(SLOTS) * CHUNK4 * 16;
   if (residentBlocks(kernel, threads, shared) < 1) {
@@ -408,7 +433,7 @@ static void run(const Problem &m, const Op &op, Reference reference,
   Rows p{(const float4 *)m.x, (float4 *)m.y, m.rows, m.row / 4, m.partials,
          m.counters, useStatistics};
   auto launch = [&] {
-    claimRows<Op, F, W, CHUNK4, SLOTS><<<sms, threads, shared>>>(op, p);
+    claimRows<Op, F, W, CHUNK4, SLOTS, P><<<sms, threads, shared>>>(op, p);
     CK(cudaGetLastError());
   };
   auto reset = [&](int rep) {
@@ -435,8 +460,12 @@ template <class Op>
 static void runForms(const Problem &m, const Op &op, Reference reference) {
   run<Op, 8, 16, 2048, 6>(m, op, reference, true);
   run<Op, 8, 16, 2048, 6>(m, op, reference, false);
+  run<Op, 8, 16, 2048, 6, 1>(m, op, reference, true);
+  run<Op, 8, 16, 2048, 6, 3>(m, op, reference, true);
   run<Op, 8, 16, 1024, 12>(m, op, reference, true);
-  run<Op, 8, 16, 4096, 3>(m, op, reference, true);
+  run<Op, 8, 16, 1024, 12, 4>(m, op, reference, true);
+  run<Op, 8, 16, 512, 24, 4>(m, op, reference, true);
+  run<Op, 8, 16, 4096, 2>(m, op, reference, true);
   run<Op, 8, 8, 2048, 6>(m, op, reference, true);
   run<Op, 4, 16, 2048, 6>(m, op, reference, true);
 }

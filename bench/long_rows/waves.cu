@@ -53,7 +53,6 @@ struct Params {
   unsigned *ready;    // [rows]: the row's statistics are in `statistics`
   float2 *statistics; // [rows]: mean, 1 / sqrt(var + eps)
   double2 *sums;      // [rows]: sum, sum of squares (DIRECT)
-  unsigned *claimed;  // chunks claimed so far (the claiming form)
   bool useStatistics; // false: the traffic alone, the ceiling
 };
 
@@ -527,141 +526,6 @@ __global__ void __launch_bounds__((1 + FOLDERS + WRITERS) * 32, 1)
   }
 }
 
-// The claiming form: no block owns a range. The rows are cut into chunks
-// of CHUNK4 float4s, and a producer thread in each block claims the next
-// chunk of all (a global counter, in row order) whenever one of the
-// block's SLOTS shared-memory slots is free and brings it there by one
-// bulk copy, so that a block on a faster SM simply takes more chunks.
-// FOLDERS warps fold each chunk and publish its partial (one per chunk,
-// wherever it was read) and count it in its row; a statistics warp sums
-// every row's partials in chunk order once all are counted (the same sums
-// on every block and every run) and leaves the row's statistics in shared
-// memory; the writers normalize each slot's chunk from there once its
-// row's statistics are in, and free the slot. Only running blocks claim,
-// so nothing waits for a block that is not resident.
-template <int FOLDERS, int WRITERS, int CHUNK4, int SLOTS>
-__global__ void __launch_bounds__((2 + FOLDERS + WRITERS) * 32, 1)
-    wavesClaim(Params p) {
-  extern __shared__ float4 held[];
-  __shared__ __align__(8) unsigned long long full[SLOTS];
-  __shared__ int chunkOf[SLOTS];
-  __shared__ double2 warpPartials[2][FOLDERS];
-  __shared__ float2 rowStatistics[128];
-  __shared__ volatile int freed, rowsReady, folded; // local items
-  constexpr int kFolderThreads = FOLDERS * 32, kWriterThreads = WRITERS * 32;
-  const int chunksPerRow = int(p.row4 / CHUNK4);
-  const int chunks = p.rows * chunksPerRow;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  if (threadIdx.x == 0) {
-    freed = 0;
-    rowsReady = 0;
-    folded = 0;
-    for (int k = 0; k < SLOTS; ++k)
-      barrierInit(&full[k]);
-    barrierInitFence();
-  }
-  __syncthreads();
-
-  if (warp == 0) { // the producer
-    if (lane != 0)
-      return;
-    const unsigned long long policy = l2Policy(false);
-    int c = atomicAdd(p.claimed, 1);
-    for (int n = 0;; ++n) {
-      long long started = clock64();
-      while (n - freed >= SLOTS)
-        if (clock64() - started > 4000000000ll)
-          __trap();
-      const int slot = n % SLOTS;
-      if (c >= chunks) {
-        chunkOf[slot] = -1;
-        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(
-                         smemAddress(&full[slot]))
-                     : "memory");
-        return;
-      }
-      chunkOf[slot] = c;
-      loadBulkHinted(held + slot * CHUNK4, p.x + (long long)c * CHUNK4,
-                     CHUNK4 * 16, &full[slot], policy);
-      c = atomicAdd(p.claimed, 1);
-    }
-  }
-  if (warp == 1) { // the statistics, row after row
-    for (int r = 0; r < p.rows; ++r) {
-      float2 st = make_float2(0, 1);
-      if (p.useStatistics) {
-        if (lane == 0)
-          waitCount(p.counters + r, chunksPerRow);
-        __syncwarp();
-        double2 s = make_double2(0, 0);
-        for (int k = lane; k < chunksPerRow; k += 32)
-          s = add(s, __ldcg(p.partials + (long long)r * chunksPerRow + k));
-        st = statisticsOf(p, warpSum(s));
-      }
-      if (lane == 0) {
-        rowStatistics[r] = st;
-        __threadfence_block();
-        rowsReady = r + 1;
-      }
-    }
-    return;
-  }
-  if (warp < 2 + FOLDERS) { // the folders
-    const int t = threadIdx.x - 64, fw = warp - 2;
-    for (int n = 0;; ++n) {
-      const int slot = n % SLOTS;
-      waitBarrier(&full[slot], (n / SLOTS) & 1);
-      const int c = chunkOf[slot];
-      if (c < 0)
-        return;
-      const float4 *from = held + slot * CHUNK4;
-      double2 s = make_double2(0, 0);
-#pragma unroll 4
-      for (int i = t; i < CHUNK4; i += kFolderThreads)
-        fold(s, from[i]);
-      s = readersSum<FOLDERS>(s, n, fw, lane, warpPartials);
-      if (fw == 0 && lane == 0) {
-        p.partials[c] = s;
-        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(
-                         p.counters + c / chunksPerRow)
-                     : "memory");
-        folded = n + 1;
-      }
-    }
-  }
-
-  // The writers.
-  const int t = threadIdx.x - 64 - kFolderThreads;
-  for (int n = 0;; ++n) {
-    const int slot = n % SLOTS;
-    waitBarrier(&full[slot], (n / SLOTS) & 1);
-    const int c = chunkOf[slot];
-    if (c < 0)
-      return;
-    const int r = c / chunksPerRow;
-    if (t == 0) {
-      // This block's folders are past the chunk too (without the
-      // statistics nothing else keeps the slot from being refilled first).
-      long long started = clock64();
-      while (rowsReady <= r || folded <= n)
-        if (clock64() - started > 4000000000ll)
-          __trap();
-    }
-    asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-    const float2 st = rowStatistics[r];
-    const long long first = (long long)(c % chunksPerRow) * CHUNK4;
-    const int firstChannel = (r % p.groupsPerSample) * p.channelsPerGroup;
-    const float4 *from = held + slot * CHUNK4;
-    float4 *out = p.y + (long long)r * p.row4 + first;
-#pragma unroll 4
-    for (int i = t; i < CHUNK4; i += kWriterThreads)
-      __stcs(out + i, affine(p, firstChannel, first + i, st.x, st.y, from[i]));
-    asm volatile("bar.sync 2, %0;" ::"n"(kWriterThreads) : "memory");
-    if (t == 0)
-      freed = n + 1;
-  }
-}
-
 static const int kRows = 64, kChannel = 262144, kChannelsPerGroup = 8,
                  kGroupsPerSample = 8;
 static const long long kRow = (long long)kChannel * kChannelsPerGroup;
@@ -669,7 +533,7 @@ static const long long kRow = (long long)kChannel * kChannelsPerGroup;
 struct Buffers {
   float *x, *y, *w, *b, *flush;
   double2 *partials;
-  unsigned *counters; // [2][rows]: counts, then ready flags; claims
+  unsigned *counters; // [2][rows]: counts, then ready flags
   float2 *statistics;
   double2 *sums;
   size_t flushBytes = size_t(512) << 20;
@@ -680,7 +544,7 @@ static float timeOne(const Buffers &m, int rep,
   return timeEvents(
       [&] {
         CK(cudaMemsetAsync(m.flush, rep, m.flushBytes));
-        CK(cudaMemsetAsync(m.counters, 0, (2 * kRows + 1) * sizeof(unsigned)));
+        CK(cudaMemsetAsync(m.counters, 0, 2 * kRows * sizeof(unsigned)));
         CK(cudaMemsetAsync(m.sums, 0, kRows * sizeof(double2)));
       },
       launch);
@@ -719,7 +583,7 @@ static double check(const Buffers &m, const std::vector<float> &hx,
 static void run(const char *name, const void *kernel, int threads, int perSM,
                 int vectors, int slots, const Buffers &m, bool useStatistics,
                 const std::vector<float> &hx, const std::vector<float> &hw,
-                const std::vector<float> &hb, long long slot4 = 0) {
+                const std::vector<float> &hb) {
   if (only && !strstr(name, only))
     return;
   int device, sms;
@@ -742,14 +606,13 @@ static void run(const char *name, const void *kernel, int threads, int perSM,
   p.ready = m.counters + kRows;
   p.statistics = m.statistics;
   p.sums = m.sums;
-  p.claimed = m.counters + 2 * kRows;
   p.useStatistics = useStatistics;
   if (p.range4 > (long long)threads * vectors) {
     printf("%-44s skipped: a range of %lld float4 > %d threads x %d\n", name,
            p.range4, threads, vectors);
     return;
   }
-  size_t shared = size_t(slots) * (slot4 ? slot4 : p.range4) * 16;
+  size_t shared = size_t(slots) * p.range4 * 16;
   const int resident = residentBlocks(kernel, threads, shared);
   if (resident < perSM) {
     printf("%-44s skipped: %d blocks an SM resident\n", name, resident);
@@ -817,15 +680,6 @@ static void runBulk(const char *name, bool useStatistics, const Buffers &m,
       (1 + F + W) * 32, 1, 1 << 20, AHEAD + 1, m, useStatistics, hx, hw, hb);
 }
 
-// <folder warps, writer warps, float4 a chunk, slots>
-template <int F, int W, int CHUNK4, int SLOTS>
-static void runClaim(const char *name, bool useStatistics, const Buffers &m,
-                     const std::vector<float> &hx, const std::vector<float> &hw,
-                     const std::vector<float> &hb) {
-  run(name, (const void *)wavesClaim<F, W, CHUNK4, SLOTS>, (2 + F + W) * 32, 1,
-      1 << 20, SLOTS, m, useStatistics, hx, hw, hb, CHUNK4);
-}
-
 int main(int argc, char **argv) {
   if (argc > 1)
     only = argv[1];
@@ -839,7 +693,7 @@ int main(int argc, char **argv) {
   CK(cudaMalloc(&m.b, 64 * 4));
   CK(cudaMalloc(&m.flush, m.flushBytes));
   CK(cudaMalloc(&m.partials, size_t(kRows) * 1024 * sizeof(double2)));
-  CK(cudaMalloc(&m.counters, (2 * kRows + 1) * sizeof(unsigned)));
+  CK(cudaMalloc(&m.counters, 2 * kRows * sizeof(unsigned)));
   CK(cudaMalloc(&m.statistics, kRows * sizeof(float2)));
   CK(cudaMalloc(&m.sums, kRows * sizeof(double2)));
   std::vector<float> hx(size_t(kRows) * kRow), hw(64), hb(64);
@@ -934,14 +788,5 @@ int main(int argc, char **argv) {
                             hb);
   runBulk<8, 16, 8, 2, true>("bulk 8+16, ahead 2, no statistics", false, m,
                              hx, hw, hb);
-  // Chunks claimed from one counter by whichever block has a free slot.
-  runClaim<8, 16, 2048, 6>("claim 8+16, 32 KB x 6", true, m, hx, hw, hb);
-  runClaim<8, 16, 2048, 6>("claim 8+16, 32 KB x 6, no statistics", false, m,
-                           hx, hw, hb);
-  runClaim<8, 16, 1024, 12>("claim 8+16, 16 KB x 12", true, m, hx, hw, hb);
-  runClaim<8, 16, 4096, 3>("claim 8+16, 64 KB x 3", true, m, hx, hw, hb);
-  runClaim<4, 16, 2048, 6>("claim 4+16, 32 KB x 6", true, m, hx, hw, hb);
-  runClaim<8, 8, 2048, 6>("claim 8+8, 32 KB x 6", true, m, hx, hw, hb);
-  runClaim<8, 16, 1024, 13>("claim 8+16, 16 KB x 13", true, m, hx, hw, hb);
   return 0;
 }
