@@ -70,10 +70,9 @@ struct LayerNormOp {
   }
   __device__ float4 apply(float4 v, float2 st, int, long long i) const {
     float4 g = __ldg(w + i), h = __ldg(b + i);
-    return make_float4((v.x - st.x) * st.y * g.x + h.x,
-                       (v.y - st.x) * st.y * g.y + h.y,
-                       (v.z - st.x) * st.y * g.z + h.z,
-                       (v.w - st.x) * st.y * g.w + h.w);
+    return make_float4(
+        (v.x - st.x) * st.y * g.x + h.x, (v.y - st.x) * st.y * g.y + h.y,
+        (v.z - st.x) * st.y * g.z + h.z, (v.w - st.x) * st.y * g.w + h.w);
   }
 };
 
@@ -188,7 +187,8 @@ __global__ void __launch_bounds__((2 + FOLDERS + WRITERS) * 32, 1)
         __syncwarp();
         double2 s = op.zero();
         for (int k = lane; k < chunksPerRow; k += 32)
-          s = op.combine(s, __ldcg(p.partials + (long long)r * chunksPerRow + k));
+          s = op.combine(s,
+                         __ldcg(p.partials + (long long)r * chunksPerRow + k));
         st = op.finish(warpCombine(op, s), double(p.row4) * 4);
       }
       if (lane == 0) {
@@ -331,7 +331,9 @@ static void prepare(Problem &m, size_t weights) {
   for (int rep = 0; rep < kReps; ++rep)
     times.push_back(timeEvents(
         [&] { CK(cudaMemsetAsync(m.flush, rep, m.flushBytes)); },
-        [&] { CK(cudaMemcpyAsync(m.y, m.x, bytes, cudaMemcpyDeviceToDevice)); }));
+        [&] {
+          CK(cudaMemcpyAsync(m.y, m.x, bytes, cudaMemcpyDeviceToDevice));
+        }));
   m.copyUs = median(times);
   double bandwidth = 2 * bytes / m.copyUs; // bytes a microsecond
   m.floorUs = (2 * bytes + 2 * weights * 4) / bandwidth;
@@ -409,8 +411,8 @@ static double check(const Problem &m, Reference reference) {
 template <class Op, int F, int W, int CHUNK4, int SLOTS, int P = 2>
 static void run(const Problem &m, const Op &op, Reference reference,
                 bool useStatistics) {
-  std::string name = std::string(m.name) + " claim " + std::to_string(F) +
-                     "+" + std::to_string(W) + ", " +
+  std::string name = std::string(m.name) + " claim " + std::to_string(F) + "+" +
+                     std::to_string(W) + ", " +
                      std::to_string(CHUNK4 * 16 / 1024) + " KB x " +
                      std::to_string(SLOTS) + ", " + std::to_string(P) +
                      " claiming" + (useStatistics ? "" : ", no statistics");
@@ -430,8 +432,8 @@ static void run(const Problem &m, const Op &op, Reference reference,
   int device, sms;
   CK(cudaGetDevice(&device));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  Rows p{(const float4 *)m.x, (float4 *)m.y, m.rows, m.row / 4, m.partials,
-         m.counters, useStatistics};
+  Rows p{(const float4 *)m.x, (float4 *)m.y, m.rows,       m.row / 4,
+         m.partials,          m.counters,    useStatistics};
   auto launch = [&] {
     claimRows<Op, F, W, CHUNK4, SLOTS, P><<<sms, threads, shared>>>(op, p);
     CK(cudaGetLastError());
@@ -480,9 +482,9 @@ int main(int argc, char **argv) {
   printf("%s: %d SMs, L2 %.1f MB\n", prop.name, prop.multiProcessorCount,
          prop.l2CacheSize / 1e6);
   // A problem is prepared unless TEXT names another one.
-  const bool namesOne = only && (strstr(only, "groupnorm") ||
-                                 strstr(only, "layernorm") ||
-                                 strstr(only, "softmax"));
+  const bool namesOne =
+      only && (strstr(only, "groupnorm") || strstr(only, "layernorm") ||
+               strstr(only, "softmax"));
   auto wanted = [&](const char *name) {
     return !namesOne || strstr(only, name);
   };
