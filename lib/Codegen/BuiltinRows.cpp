@@ -805,7 +805,11 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
     int64_t ahead;
     unsigned readers, writers;
     bool hold = false;
+    int64_t claimSlots = 0;
   };
+  // Claiming, chunks of 32 KB: six fit a block's shared memory, and the
+  // grid's slots hold several rows' chunks.
+  constexpr int64_t kClaimChunk = 8192;
   std::string comment = describeGroup(group);
   // Measured on an H100 (GroupNorm over 64 rows of 2M): 8 reader warps
   // and 16 writer warps 437 us, 16 and 16 451, 20 and 12 451, 8 and 24
@@ -816,9 +820,9 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
   // against 467 (the readers loading 8, 441; 8 reader warps, 491 and 527;
   // writers loading 8, 591 with 64 registers a thread;
   // bench/results/2026-12-06-h100-held-waves.md).
-  for (auto [ahead, readers, writers, hold] :
+  for (auto [ahead, readers, writers, hold, claimSlots] :
        {Form{1, 256, 512}, Form{2, 512, 512, true}, Form{1, 512, 512},
-        Form{2, 256, 512}}) {
+        Form{2, 256, 512}, Form{1, 256, 512, true, 6}}) {
     WaveSplitRowOptions options;
     options.ahead = ahead;
     options.readers = readers;
@@ -829,11 +833,23 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
       options.holdBudget = kLargestSharedRowBytes;
       options.readUnroll = 16;
     }
+    std::string form = "wave_a" + std::to_string(ahead);
+    if (claimSlots > 0) {
+      // A batch of 8 vectors a reader (32 KB of loads in flight a block,
+      // as wave_a1_r256's), where the held form's 1024 threads afford 4.
+      options.readUnroll = 32;
+      options.claimSlots = claimSlots;
+      options.claimBlocks = kAssumedSms;
+      options.chunks = (length + kClaimChunk - 1) / kClaimChunk;
+      if (options.chunks > claimSlots * kAssumedSms)
+        continue; // fewer slots in the grid than a row's chunks
+      form = "wave_claim_s" + std::to_string(claimSlots);
+    }
     PlanBuilder builder(
         task, group, "builtin",
-        variantName("wave_a" + std::to_string(ahead) +
+        variantName(form +
                         (readers != 512 ? "_r" + std::to_string(readers) : "") +
-                        (hold ? "_held" : "") + "_bs" +
+                        (hold && !claimSlots ? "_held" : "") + "_bs" +
                         std::to_string(readers + writers),
                     tag));
     std::vector<KernelOutput> outputs = returnedOutputs(builder, group);

@@ -84,11 +84,15 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     std::vector<PartialBuffer> &partials) {
   const unsigned readers = options.readers, writers = options.writers;
   const int64_t chunks = options.chunks;
+  const bool claim = options.claimSlots > 0;
   if (readers % 32 || writers % 32 || readers + writers > 1024 ||
       options.ahead < 1 || chunks < 2)
     return llvm::createStringError(
         "a wave split needs whole warps of readers and writers, at most "
         "1024 threads, a lead of a row or more and two chunks or more");
+  if (claim && options.holdBudget <= 0)
+    return llvm::createStringError(
+        "a claiming wave split holds its chunks in shared memory");
   auto plan = planSplitRows(context, outputs, leafOf, numRows, rowLength,
                             readers, chunks, partialName);
   if (!plan)
@@ -99,9 +103,9 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   partials = plan->partials;
 
   // The held slots: each a chunk's 16-byte groups, the one of row r at
-  // r % slots.
+  // r % slots (claiming: the block's n-th claim at n % slots).
   const bool hold = options.holdBudget > 0;
-  const int64_t slots = options.ahead + 1;
+  const int64_t slots = claim ? options.claimSlots : options.ahead + 1;
   int64_t chunkLength = (rowLength + chunks - 1) / chunks;
   if (rowLength % 4 == 0)
     chunkLength = (chunkLength + 3) / 4 * 4;
@@ -178,9 +182,9 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
         leaves.push_back(leaf);
   if (options.l2Budget > 0) {
     // The rows in L2 at once (the one written and those read ahead, f32 or
-    // wider), and every operand that is not a row (all of it, read again
-    // each row).
-    int64_t bytes = (options.ahead + 1) * rowLength * 4;
+    // wider; none where claimed chunks are held on chip), and every operand
+    // that is not a row (all of it, read again each row).
+    int64_t bytes = claim ? 0 : (options.ahead + 1) * rowLength * 4;
     for (const LeafTensor &leaf : leaves) {
       int64_t elements = 1;
       for (int64_t extent : leaf.shape)
@@ -238,6 +242,183 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     code.dedent();
     code.line("}");
   };
+  // The writers' totals of the row's partials.
+  std::vector<std::string> types;
+  for (const PartialBuffer &partial : partials)
+    types.push_back(getCudaStorageType(partial.elementType).str());
+  auto declareSums = [&] {
+    for (auto [k, type] : llvm::enumerate(types))
+      code.line("__shared__ " + type + " kopt_sum" + std::to_string(k) + ";");
+  };
+  auto emitGather = [&] {
+    code.comment("Each reduction's partials combined by a warp, every "
+                 "lane's loads in flight together, in one fixed order: "
+                 "every block gets the same totals, in every run.");
+    unsigned warps = writers / 32;
+    std::string perLane = std::to_string((chunks + 31) / 32);
+    for (auto [k, partial] : llvm::enumerate(partials)) {
+      const ReductionCombiner &combiner = combiners[k];
+      std::string sum = "kopt_sum" + std::to_string(k);
+      code.line("if (kopt_warp == " + std::to_string(k % warps) + "u) {");
+      code.indent();
+      code.line(types[k] + " kopt_acc = " + combiner.identity + ";");
+      code.line("#pragma unroll");
+      code.line("for (unsigned kopt_u = 0; kopt_u < " + perLane +
+                "u; ++kopt_u) {");
+      code.line("  const unsigned q = kopt_lane + 32u * kopt_u;");
+      code.line("  const " + types[k] + " v = __ldcg(" + partial.param +
+                " + row * " + s + "LL + min(q, " + std::to_string(chunks - 1) +
+                "u));");
+      code.line("  kopt_acc = q < " + s + "u ? " +
+                combiner.combine("kopt_acc", "v") + " : kopt_acc;");
+      code.line("}");
+      code.line("for (int o = 16; o > 0; o >>= 1) kopt_acc = " +
+                combiner.combine("kopt_acc",
+                                 "__shfl_xor_sync(0xffffffffu, kopt_acc, o)") +
+                ";");
+      code.line("if (kopt_lane == 0) " + sum + " = kopt_acc;");
+      code.dedent();
+      code.line("}");
+    }
+    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+  };
+  // The claiming form (WaveSplitRowOptions::claimSlots): the readers'
+  // n-th claim goes to slot n % slots, and the writers take the slots in
+  // the same order.
+  auto emitClaimingWaves = [&] {
+    const std::string slotsText = std::to_string(slots) + "LL";
+    const std::string items = std::to_string(numRows * chunks) + "LL";
+    const std::string slotGroups = std::to_string(chunkLength / 4);
+    code.comment("Fewer slots in the grid than a row has chunks, and the "
+                 "rows held could wait for a chunk no slot is free for.");
+    code.line("if ((long long)gridDim.x * " + slotsText + " < " + s +
+              "LL) __trap();");
+    code.line("extern __shared__ float4 kopt_held_raw[];");
+    code.line("KoptVec<float, 4> *const kopt_held = "
+              "reinterpret_cast<KoptVec<float, 4> *>(kopt_held_raw);");
+    code.line("unsigned long long kopt_evict_first;");
+    code.line("asm(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\" "
+              ": \"=l\"(kopt_evict_first));");
+    code.comment("The block's claims the writers have finished and the "
+                 "readers have put in their slots, and the chunk of each "
+                 "slot (past the last, none is left).");
+    code.line("__shared__ volatile long long kopt_written, kopt_read;");
+    code.line("__shared__ long long kopt_item[" + slotsText + "];");
+    code.line("if (threadIdx.x == 0) { kopt_written = 0; kopt_read = 0; }");
+    code.line("__syncthreads();");
+    auto defineItem = [&] {
+      code.line("const long long row = kopt_claim / " + s + "LL, chunk = "
+                "kopt_claim % " + s + "LL;");
+      code.line("const long long chunkStart = chunk * " +
+                std::to_string(chunkLength) + "LL;");
+      code.line("const long long chunkEnd = min(chunkStart + " +
+                std::to_string(chunkLength) + "LL, " +
+                std::to_string(rowLength) + "LL);");
+      code.line("KoptVec<float, 4> *const kopt_slot = kopt_held + (n % " +
+                slotsText + ") * " + slotGroups + "LL;");
+    };
+    code.line("if (threadIdx.x < " + r + "u) {");
+    code.indent();
+    code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x, 0u, 0u);");
+    code.comment("A chunk is claimed only once a slot is free for it: a "
+                 "claim waiting for a slot could be the chunk the rows in "
+                 "every slot wait for. The next claim is made ahead where "
+                 "its slot is free already, so that its round trip overlaps "
+                 "this chunk's loads.");
+    code.line("long long kopt_next = -1;");
+    code.line("for (long long n = 0;; ++n) {");
+    code.indent();
+    code.line("if (threadIdx.x == 0) {");
+    code.indent();
+    code.line("if (kopt_next < 0) {");
+    code.line("  unsigned long long started = 0;");
+    code.line("  while (n - kopt_written >= " + slotsText +
+              ") kopt_trap_when_late(started);");
+    code.line("  kopt_next = (long long)atomicAdd((unsigned long long *)(" +
+              counts + " + " + rows + "), 1ull);");
+    code.line("}");
+    code.line("kopt_item[n % " + slotsText + "] = kopt_next;");
+    code.line("kopt_next = kopt_next < " + items + " && n + 1 - kopt_written "
+              "< " + slotsText + " ? (long long)atomicAdd((unsigned long "
+              "long *)(" + counts + " + " + rows + "), 1ull) : -1;");
+    code.dedent();
+    code.line("}");
+    code.comment("Every reader past the claim, and past the last chunk's "
+                 "reductions, whose shared memory this one reuses.");
+    code.line("asm volatile(\"bar.sync 1, " + r + ";\" ::: \"memory\");");
+    code.line("const long long kopt_claim = kopt_item[n % " + slotsText +
+              "];");
+    code.line("if (kopt_claim < " + items + ") {");
+    code.indent();
+    defineItem();
+    code.line("auto kopt_hold_load4 = [&](const float *p) { return "
+              "kopt_load_policy4(p, kopt_evict_first); };");
+    code.line("auto kopt_hold_put = [&](long long g, const KoptVec<float, 4> "
+              "&v) { kopt_slot[g] = v; };");
+    emitGroupPass(code, read->body, 1, readers);
+    code.comment("The chunk's partials stored (by this thread): counted "
+                 "done, a release.");
+    code.line("if (threadIdx.x == 0)");
+    code.line("  asm volatile(\"red.release.gpu.global.add.u64 [%0], 1;\" "
+              ":: \"l\"(" + counts + " + row) : \"memory\");");
+    code.dedent();
+    code.line("}");
+    code.comment("Every reader's part of the slot in place for the "
+                 "writers (or the end of the claims passed on).");
+    code.line("asm volatile(\"bar.sync 1, " + r + ";\" ::: \"memory\");");
+    code.line("if (threadIdx.x == 0) { __threadfence_block(); kopt_read = n "
+              "+ 1; }");
+    code.line("if (kopt_claim >= " + items + ") break;");
+    code.dedent();
+    code.line("}");
+    code.dedent();
+    code.line("} else {");
+    code.indent();
+    code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x - " + r +
+              "u, 0u, 0u);");
+    code.line("const unsigned kopt_warp = (threadIdx.x - " + r +
+              "u) >> 5, kopt_lane = threadIdx.x & 31u;");
+    declareSums();
+    code.line("long long kopt_summed = -1; // the row whose totals are in");
+    code.line("for (long long n = 0;; ++n) {");
+    code.indent();
+    code.line("if (threadIdx.x == " + r + "u) {");
+    code.line("  unsigned long long started = 0;");
+    code.line("  while (kopt_read <= n) kopt_trap_when_late(started);");
+    code.line("}");
+    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+    code.line("const long long kopt_claim = kopt_item[n % " + slotsText +
+              "];");
+    code.line("if (kopt_claim >= " + items + ") break;");
+    defineItem();
+    code.line("if (row != kopt_summed) {");
+    code.indent();
+    code.comment("Every chunk of the row counted (an acquire).");
+    code.line("if (threadIdx.x == " + r + "u) kopt_wait_count(" + counts +
+              " + row, " + s + "LL);");
+    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+    emitGather();
+    code.line("kopt_summed = row;");
+    code.dedent();
+    code.line("}");
+    for (auto [k, partial] : llvm::enumerate(partials))
+      code.line("const KoptRowTotal<" + types[k] + "> " +
+                total(partial.param) + "{kopt_sum" + std::to_string(k) + "};");
+    code.line("auto kopt_held_get = [&](const float *, long long g) { return "
+              "kopt_slot[g]; };");
+    emitGroupPass(code, write->body, 2, writers);
+    code.comment("Every writer past the slot (and past the totals, which "
+                 "the next row's gather overwrites).");
+    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+    code.line("if (threadIdx.x == " + r + "u) kopt_written = n + 1;");
+    code.dedent();
+    code.line("}");
+    code.dedent();
+    code.line("}");
+  };
+  if (claim) {
+    emitClaimingWaves();
+  } else {
   code.comment("Rows the writers have finished: the readers lead them by " +
                std::to_string(options.ahead) +
                (hold ? " at most, so that a row's slot is free when read."
@@ -310,48 +491,14 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
             "u, 0u, 0u);");
   code.line("const unsigned kopt_warp = (threadIdx.x - " + r +
             "u) >> 5, kopt_lane = threadIdx.x & 31u;");
-  std::vector<std::string> types;
-  for (auto [k, partial] : llvm::enumerate(partials)) {
-    types.push_back(getCudaStorageType(partial.elementType).str());
-    code.line("__shared__ " + types.back() + " kopt_sum" + std::to_string(k) +
-              ";");
-  }
+  declareSums();
   code.line("for (long long row = 0; row < " + rows + "; ++row) {");
   code.indent();
   code.comment("Every chunk of the row counted (an acquire).");
   code.line("if (threadIdx.x == " + r + "u) kopt_wait_count(" + counts +
             " + row, " + s + "LL);");
   code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
-  code.comment("Each reduction's partials combined by a warp, every lane's "
-               "loads in flight together, in one fixed order: every block "
-               "gets the same totals, in every run.");
-  unsigned warps = writers / 32;
-  std::string perLane = std::to_string((chunks + 31) / 32);
-  for (auto [k, partial] : llvm::enumerate(partials)) {
-    const ReductionCombiner &combiner = combiners[k];
-    std::string sum = "kopt_sum" + std::to_string(k);
-    code.line("if (kopt_warp == " + std::to_string(k % warps) + "u) {");
-    code.indent();
-    code.line(types[k] + " kopt_acc = " + combiner.identity + ";");
-    code.line("#pragma unroll");
-    code.line("for (unsigned kopt_u = 0; kopt_u < " + perLane +
-              "u; ++kopt_u) {");
-    code.line("  const unsigned q = kopt_lane + 32u * kopt_u;");
-    code.line("  const " + types[k] + " v = __ldcg(" + partial.param +
-              " + row * " + s + "LL + min(q, " + std::to_string(chunks - 1) +
-              "u));");
-    code.line("  kopt_acc = q < " + s + "u ? " +
-              combiner.combine("kopt_acc", "v") + " : kopt_acc;");
-    code.line("}");
-    code.line("for (int o = 16; o > 0; o >>= 1) kopt_acc = " +
-              combiner.combine("kopt_acc",
-                               "__shfl_xor_sync(0xffffffffu, kopt_acc, o)") +
-              ";");
-    code.line("if (kopt_lane == 0) " + sum + " = kopt_acc;");
-    code.dedent();
-    code.line("}");
-  }
-  code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+  emitGather();
   for (auto [k, partial] : llvm::enumerate(partials))
     code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
               "{kopt_sum" + std::to_string(k) + "};");
@@ -365,22 +512,25 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   code.line("}");
   code.dedent();
   code.line("}");
+  }
   code.dedent();
   code.line("}");
   kernel.code = code.str();
   kernel.cooperative = true;
-  kernel.grid = {s, "1", "1"};
+  kernel.grid = {claim ? std::to_string(options.claimBlocks) : s, "1", "1"};
   kernel.block = {std::to_string(readers + writers), "1", "1"};
   kernel.sharedBytes = holdBytes;
 
+  // Claiming, the last count is the chunks claimed.
+  const int64_t numCounts = claim ? numRows + 1 : numRows;
   GeneratedKernel reset = generateCountsReset(
       (entry + "_reset").str(), comment.str() + " (wave counts reset)", counts,
-      numRows);
+      numCounts);
 
   WaveSplitRowKernels result;
   result.kernels = {std::move(reset), std::move(kernel)};
   result.counts.param = counts;
   result.counts.elementType = ElementType::I64;
-  result.counts.shape = {numRows};
+  result.counts.shape = {numCounts};
   return result;
 }

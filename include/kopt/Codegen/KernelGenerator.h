@@ -170,6 +170,15 @@ struct WaveSplitRowOptions {
   /// carries each byte once, as a copy's. Slots of more than H bytes, and
   /// the kernel is not generated.
   int64_t holdBudget = 0;
+  /// With S > 0 (and a hold budget), no block owns a chunk: the rows are
+  /// cut into `chunks` chunks each, and each block's readers claim the next
+  /// chunk of all (one counter, in row order) whenever one of the block's S
+  /// slots is free, so that a block on a faster SM takes more chunks instead
+  /// of every row waiting for the slowest; the writers write the block's
+  /// slots in the order they were claimed. `ahead` is then unused, and
+  /// the grid is `claimBlocks` blocks (cut by the cooperative launch).
+  int64_t claimSlots = 0;
+  int64_t claimBlocks = 132;
 };
 struct WaveSplitRowKernels {
   std::vector<GeneratedKernel> kernels;
