@@ -781,7 +781,9 @@ void builtins::proposeOnePassTwins(Proposal &proposal, func::FuncOp group,
 /// readers leading by A rows, where A + 1 rows and the operands every row
 /// reads again fit kWaveL2Bytes (not a LayerNorm over rows of 4M with its
 /// 32 MB of weights), R readers (512 unless named) and B - R writers,
-/// `_held` keeping each row's chunk in shared memory between them. On
+/// `_held` keeping each row's chunk in shared memory between them, and
+/// `wave_claim_s<S>_r<R>_bs<B>`, chunks of 32 KB claimed by any block into
+/// one of its S slots (WaveSplitRowOptions::claimSlots). On
 /// an H100 a GroupNorm over 64 rows of 2M took 437 us as
 /// wave_a1_r256_bs768, the two-pass split 546-556 and the best group form
 /// 475-481; the probe this form came from (bench/long_rows/waves.cu), 415

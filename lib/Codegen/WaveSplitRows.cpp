@@ -307,8 +307,10 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     code.line("if (threadIdx.x == 0) { kopt_written = 0; kopt_read = 0; }");
     code.line("__syncthreads();");
     auto defineItem = [&] {
-      code.line("const long long row = kopt_claim / " + s + "LL, chunk = "
-                "kopt_claim % " + s + "LL;");
+      code.line("const long long row = kopt_claim / " + s +
+                "LL, chunk = "
+                "kopt_claim % " +
+                s + "LL;");
       code.line("const long long chunkStart = chunk * " +
                 std::to_string(chunkLength) + "LL;");
       code.line("const long long chunkEnd = min(chunkStart + " +
@@ -319,7 +321,8 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     };
     code.line("if (threadIdx.x < " + r + "u) {");
     code.indent();
-    code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x, 0u, 0u);");
+    code.line(
+        "const uint3 kopt_group_thread = make_uint3(threadIdx.x, 0u, 0u);");
     code.comment("A chunk is claimed only once a slot is free for it: a "
                  "claim waiting for a slot could be the chunk the rows in "
                  "every slot wait for. The next claim is made ahead where "
@@ -338,16 +341,19 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
               counts + " + " + rows + "), 1ull);");
     code.line("}");
     code.line("kopt_item[n % " + slotsText + "] = kopt_next;");
-    code.line("kopt_next = kopt_next < " + items + " && n + 1 - kopt_written "
-              "< " + slotsText + " ? (long long)atomicAdd((unsigned long "
-              "long *)(" + counts + " + " + rows + "), 1ull) : -1;");
+    code.line("kopt_next = kopt_next < " + items +
+              " && n + 1 - kopt_written "
+              "< " +
+              slotsText +
+              " ? (long long)atomicAdd((unsigned long "
+              "long *)(" +
+              counts + " + " + rows + "), 1ull) : -1;");
     code.dedent();
     code.line("}");
     code.comment("Every reader past the claim, and past the last chunk's "
                  "reductions, whose shared memory this one reuses.");
     code.line("asm volatile(\"bar.sync 1, " + r + ";\" ::: \"memory\");");
-    code.line("const long long kopt_claim = kopt_item[n % " + slotsText +
-              "];");
+    code.line("const long long kopt_claim = kopt_item[n % " + slotsText + "];");
     code.line("if (kopt_claim < " + items + ") {");
     code.indent();
     defineItem();
@@ -360,7 +366,8 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
                  "done, a release.");
     code.line("if (threadIdx.x == 0)");
     code.line("  asm volatile(\"red.release.gpu.global.add.u64 [%0], 1;\" "
-              ":: \"l\"(" + counts + " + row) : \"memory\");");
+              ":: \"l\"(" +
+              counts + " + row) : \"memory\");");
     code.dedent();
     code.line("}");
     code.comment("Every reader's part of the slot in place for the "
@@ -387,8 +394,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     code.line("  while (kopt_read <= n) kopt_trap_when_late(started);");
     code.line("}");
     code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
-    code.line("const long long kopt_claim = kopt_item[n % " + slotsText +
-              "];");
+    code.line("const long long kopt_claim = kopt_item[n % " + slotsText + "];");
     code.line("if (kopt_claim >= " + items + ") break;");
     defineItem();
     code.line("if (row != kopt_summed) {");
@@ -402,8 +408,8 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     code.dedent();
     code.line("}");
     for (auto [k, partial] : llvm::enumerate(partials))
-      code.line("const KoptRowTotal<" + types[k] + "> " +
-                total(partial.param) + "{kopt_sum" + std::to_string(k) + "};");
+      code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
+                "{kopt_sum" + std::to_string(k) + "};");
     code.line("auto kopt_held_get = [&](const float *, long long g) { return "
               "kopt_slot[g]; };");
     emitGroupPass(code, write->body, 2, writers);
@@ -419,99 +425,101 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   if (claim) {
     emitClaimingWaves();
   } else {
-  code.comment("Rows the writers have finished: the readers lead them by " +
-               std::to_string(options.ahead) +
-               (hold ? " at most, so that a row's slot is free when read."
-                     : " at most, so that L2 still holds a row when it is "
-                       "written."));
-  code.line("__shared__ volatile long long kopt_written;");
-  const std::string slotGroups = std::to_string(chunkLength / 4);
-  // Where a block takes more chunks than its first (a cut cooperative
-  // grid), the others go through L2 as in the form without slots.
-  auto defineHold = [&](bool reader) {
-    if (!hold)
-      return;
-    code.line("const bool kopt_holding = chunk == (long long)blockIdx.x;");
-    code.line("KoptVec<float, 4> *const kopt_slot = kopt_held + (row % " +
-              std::to_string(slots) + "LL) * " + slotGroups + "LL;");
-    if (reader) {
-      code.line("const unsigned long long kopt_read_policy = kopt_holding ? "
-                "kopt_evict_first : kopt_evict_last;");
-      code.line("auto kopt_hold_load4 = [&](const float *p) { return "
-                "kopt_load_policy4(p, kopt_read_policy); };");
-      code.line("auto kopt_hold_put = [&](long long g, const KoptVec<float, "
-                "4> &v) { if (kopt_holding) kopt_slot[g] = v; };");
-    } else {
-      code.line("auto kopt_held_get = [&](const float *p, long long g) { "
-                "return kopt_holding ? kopt_slot[g] : kopt_load_last4(p); };");
+    code.comment("Rows the writers have finished: the readers lead them by " +
+                 std::to_string(options.ahead) +
+                 (hold ? " at most, so that a row's slot is free when read."
+                       : " at most, so that L2 still holds a row when it is "
+                         "written."));
+    code.line("__shared__ volatile long long kopt_written;");
+    const std::string slotGroups = std::to_string(chunkLength / 4);
+    // Where a block takes more chunks than its first (a cut cooperative
+    // grid), the others go through L2 as in the form without slots.
+    auto defineHold = [&](bool reader) {
+      if (!hold)
+        return;
+      code.line("const bool kopt_holding = chunk == (long long)blockIdx.x;");
+      code.line("KoptVec<float, 4> *const kopt_slot = kopt_held + (row % " +
+                std::to_string(slots) + "LL) * " + slotGroups + "LL;");
+      if (reader) {
+        code.line("const unsigned long long kopt_read_policy = kopt_holding ? "
+                  "kopt_evict_first : kopt_evict_last;");
+        code.line("auto kopt_hold_load4 = [&](const float *p) { return "
+                  "kopt_load_policy4(p, kopt_read_policy); };");
+        code.line("auto kopt_hold_put = [&](long long g, const KoptVec<float, "
+                  "4> &v) { if (kopt_holding) kopt_slot[g] = v; };");
+      } else {
+        code.line(
+            "auto kopt_held_get = [&](const float *p, long long g) { "
+            "return kopt_holding ? kopt_slot[g] : kopt_load_last4(p); };");
+      }
+    };
+    if (hold) {
+      code.comment("Each row's chunk from the readers to the writers.");
+      code.line("extern __shared__ float4 kopt_held_raw[];");
+      code.line("KoptVec<float, 4> *const kopt_held = "
+                "reinterpret_cast<KoptVec<float, 4> *>(kopt_held_raw);");
+      code.line("unsigned long long kopt_evict_first, kopt_evict_last;");
+      code.line("asm(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\" "
+                ": \"=l\"(kopt_evict_first));");
+      code.line("asm(\"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\" "
+                ": \"=l\"(kopt_evict_last));");
     }
-  };
-  if (hold) {
-    code.comment("Each row's chunk from the readers to the writers.");
-    code.line("extern __shared__ float4 kopt_held_raw[];");
-    code.line("KoptVec<float, 4> *const kopt_held = "
-              "reinterpret_cast<KoptVec<float, 4> *>(kopt_held_raw);");
-    code.line("unsigned long long kopt_evict_first, kopt_evict_last;");
-    code.line("asm(\"createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\" "
-              ": \"=l\"(kopt_evict_first));");
-    code.line("asm(\"createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\" "
-              ": \"=l\"(kopt_evict_last));");
-  }
-  code.line("if (threadIdx.x == 0) kopt_written = 0;");
-  code.line("__syncthreads();");
-  code.line("if (threadIdx.x < " + r + "u) {");
-  code.indent();
-  code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x, 0u, 0u);");
-  code.line("for (long long row = 0; row < " + rows + "; ++row) {");
-  code.indent();
-  code.line("if (threadIdx.x == 0) {");
-  code.line("  unsigned long long started = 0;");
-  code.line("  while (row - kopt_written > " + std::to_string(options.ahead) +
-            "LL) kopt_trap_when_late(started);");
-  code.line("}");
-  openChunkLoop();
-  code.comment("Every reader past the row's throttle, and past the last "
-               "chunk's reductions, whose shared memory this one reuses.");
-  code.line("asm volatile(\"bar.sync 1, " + r + ";\" ::: \"memory\");");
-  defineHold(true);
-  emitGroupPass(code, read->body, 1, readers);
-  code.comment("The chunk's partials stored (by this thread): counted done, "
-               "a release.");
-  code.line("if (threadIdx.x == 0)");
-  code.line("  asm volatile(\"red.release.gpu.global.add.u64 [%0], 1;\" :: "
-            "\"l\"(" +
-            counts + " + row) : \"memory\");");
-  closeChunkLoop();
-  code.dedent();
-  code.line("}");
-  code.dedent();
-  code.line("} else {");
-  code.indent();
-  code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x - " + r +
-            "u, 0u, 0u);");
-  code.line("const unsigned kopt_warp = (threadIdx.x - " + r +
-            "u) >> 5, kopt_lane = threadIdx.x & 31u;");
-  declareSums();
-  code.line("for (long long row = 0; row < " + rows + "; ++row) {");
-  code.indent();
-  code.comment("Every chunk of the row counted (an acquire).");
-  code.line("if (threadIdx.x == " + r + "u) kopt_wait_count(" + counts +
-            " + row, " + s + "LL);");
-  code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
-  emitGather();
-  for (auto [k, partial] : llvm::enumerate(partials))
-    code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
-              "{kopt_sum" + std::to_string(k) + "};");
-  openChunkLoop();
-  defineHold(false);
-  emitGroupPass(code, write->body, 2, writers);
-  closeChunkLoop();
-  code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
-  code.line("if (threadIdx.x == " + r + "u) kopt_written = row + 1;");
-  code.dedent();
-  code.line("}");
-  code.dedent();
-  code.line("}");
+    code.line("if (threadIdx.x == 0) kopt_written = 0;");
+    code.line("__syncthreads();");
+    code.line("if (threadIdx.x < " + r + "u) {");
+    code.indent();
+    code.line(
+        "const uint3 kopt_group_thread = make_uint3(threadIdx.x, 0u, 0u);");
+    code.line("for (long long row = 0; row < " + rows + "; ++row) {");
+    code.indent();
+    code.line("if (threadIdx.x == 0) {");
+    code.line("  unsigned long long started = 0;");
+    code.line("  while (row - kopt_written > " + std::to_string(options.ahead) +
+              "LL) kopt_trap_when_late(started);");
+    code.line("}");
+    openChunkLoop();
+    code.comment("Every reader past the row's throttle, and past the last "
+                 "chunk's reductions, whose shared memory this one reuses.");
+    code.line("asm volatile(\"bar.sync 1, " + r + ";\" ::: \"memory\");");
+    defineHold(true);
+    emitGroupPass(code, read->body, 1, readers);
+    code.comment("The chunk's partials stored (by this thread): counted done, "
+                 "a release.");
+    code.line("if (threadIdx.x == 0)");
+    code.line("  asm volatile(\"red.release.gpu.global.add.u64 [%0], 1;\" :: "
+              "\"l\"(" +
+              counts + " + row) : \"memory\");");
+    closeChunkLoop();
+    code.dedent();
+    code.line("}");
+    code.dedent();
+    code.line("} else {");
+    code.indent();
+    code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x - " + r +
+              "u, 0u, 0u);");
+    code.line("const unsigned kopt_warp = (threadIdx.x - " + r +
+              "u) >> 5, kopt_lane = threadIdx.x & 31u;");
+    declareSums();
+    code.line("for (long long row = 0; row < " + rows + "; ++row) {");
+    code.indent();
+    code.comment("Every chunk of the row counted (an acquire).");
+    code.line("if (threadIdx.x == " + r + "u) kopt_wait_count(" + counts +
+              " + row, " + s + "LL);");
+    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+    emitGather();
+    for (auto [k, partial] : llvm::enumerate(partials))
+      code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
+                "{kopt_sum" + std::to_string(k) + "};");
+    openChunkLoop();
+    defineHold(false);
+    emitGroupPass(code, write->body, 2, writers);
+    closeChunkLoop();
+    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+    code.line("if (threadIdx.x == " + r + "u) kopt_written = row + 1;");
+    code.dedent();
+    code.line("}");
+    code.dedent();
+    code.line("}");
   }
   code.dedent();
   code.line("}");
