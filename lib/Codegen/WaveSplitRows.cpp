@@ -182,9 +182,12 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
         leaves.push_back(leaf);
   if (options.l2Budget > 0) {
     // The rows in L2 at once (the one written and those read ahead, f32 or
-    // wider; none where claimed chunks are held on chip), and every operand
-    // that is not a row (all of it, read again each row).
-    int64_t bytes = claim ? 0 : (options.ahead + 1) * rowLength * 4;
+    // wider), and every operand that is not a row (all of it, read again
+    // each row). Claimed chunks wait on chip, not in L2, but the same
+    // budget keeps the claiming form from a LayerNorm over rows of 4M with
+    // 32 MB of weights, where on an H100 it took 384 us against the split's
+    // 294 (bench/results/2026-12-06-h100-claim-rows.md).
+    int64_t bytes = (options.ahead + 1) * rowLength * 4;
     for (const LeafTensor &leaf : leaves) {
       int64_t elements = 1;
       for (int64_t extent : leaf.shape)
