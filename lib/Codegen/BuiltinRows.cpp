@@ -810,7 +810,11 @@ static void proposeWaveSplitRows(Proposal &proposal, func::FuncOp group,
     int64_t claimSlots = 0;
   };
   // Claiming, chunks of 32 KB: six fit a block's shared memory, and the
-  // grid's slots hold several rows' chunks.
+  // grid's slots hold several rows' chunks. In the probe on an H100, 16 KB
+  // chunks in 12 slots took 518 us and 64 KB in 2 took 505, against 428
+  // for 32 KB in 6; the generated form took 493 against wave_a1_r256's 435
+  // (bench/results/2026-12-06-h100-claim-rows.md). It is offered for the
+  // H200, where the fixed-range probe stopped at 73% of the copy.
   constexpr int64_t kClaimChunk = 8192;
   std::string comment = describeGroup(group);
   // Measured on an H100 (GroupNorm over 64 rows of 2M): 8 reader warps
