@@ -231,15 +231,18 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   // A chunk a block on a device that holds the whole grid at once (132
   // SMs); where the cooperative launch cuts it (fewer SMs, a MIG slice)
   // each block takes every gridDim.x-th chunk, so that none is left undone.
-  auto openChunkLoop = [&] {
-    code.line("for (long long chunk = blockIdx.x; chunk < " + s +
-              "LL; chunk += gridDim.x) {");
-    code.indent();
+  auto defineChunkRange = [&] {
     code.line("const long long chunkStart = chunk * " +
               std::to_string(chunkLength) + "LL;");
     code.line("const long long chunkEnd = min(chunkStart + " +
               std::to_string(chunkLength) + "LL, " + std::to_string(rowLength) +
               "LL);");
+  };
+  auto openChunkLoop = [&] {
+    code.line("for (long long chunk = blockIdx.x; chunk < " + s +
+              "LL; chunk += gridDim.x) {");
+    code.indent();
+    defineChunkRange();
   };
   auto closeChunkLoop = [&] {
     code.dedent();
@@ -249,11 +252,33 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   std::vector<std::string> types;
   for (const PartialBuffer &partial : partials)
     types.push_back(getCudaStorageType(partial.elementType).str());
-  auto declareSums = [&] {
+  // The readers' chunk done, once thread 0 has stored its partials.
+  auto emitChunkCounted = [&] {
+    code.comment("The chunk's partials stored (by this thread): counted done, "
+                 "a release.");
+    code.line("if (threadIdx.x == 0)");
+    code.line("  asm volatile(\"red.release.gpu.global.add.u64 [%0], 1;\" :: "
+              "\"l\"(" +
+              counts + " + row) : \"memory\");");
+  };
+  // The writers' group, after the readers' (`threadIdx.x < readers`).
+  auto openWriters = [&] {
+    code.line("} else {");
+    code.indent();
+    code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x - " + r +
+              "u, 0u, 0u);");
+    code.line("const unsigned kopt_warp = (threadIdx.x - " + r +
+              "u) >> 5, kopt_lane = threadIdx.x & 31u;");
     for (auto [k, type] : llvm::enumerate(types))
       code.line("__shared__ " + type + " kopt_sum" + std::to_string(k) + ";");
   };
+  // The writers' wait for every chunk of `row`, then its totals in the
+  // `kopt_sum` slots.
   auto emitGather = [&] {
+    code.comment("Every chunk of the row counted (an acquire).");
+    code.line("if (threadIdx.x == " + r + "u) kopt_wait_count(" + counts +
+              " + row, " + s + "LL);");
+    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
     code.comment("Each reduction's partials combined by a warp, every "
                  "lane's loads in flight together, in one fixed order: "
                  "every block gets the same totals, in every run.");
@@ -285,6 +310,11 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     }
     code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
   };
+  auto defineTotals = [&] {
+    for (auto [k, partial] : llvm::enumerate(partials))
+      code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
+                "{kopt_sum" + std::to_string(k) + "};");
+  };
   // The claiming form (WaveSplitRowOptions::claimSlots): the readers'
   // n-th claim goes to slot n % slots, and the writers take the slots in
   // the same order.
@@ -314,11 +344,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
                 "LL, chunk = "
                 "kopt_claim % " +
                 s + "LL;");
-      code.line("const long long chunkStart = chunk * " +
-                std::to_string(chunkLength) + "LL;");
-      code.line("const long long chunkEnd = min(chunkStart + " +
-                std::to_string(chunkLength) + "LL, " +
-                std::to_string(rowLength) + "LL);");
+      defineChunkRange();
       code.line("KoptVec<float, 4> *const kopt_slot = kopt_held + (n % " +
                 slotsText + ") * " + slotGroups + "LL;");
     };
@@ -365,12 +391,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     code.line("auto kopt_hold_put = [&](long long g, const KoptVec<float, 4> "
               "&v) { kopt_slot[g] = v; };");
     emitGroupPass(code, read->body, 1, readers);
-    code.comment("The chunk's partials stored (by this thread): counted "
-                 "done, a release.");
-    code.line("if (threadIdx.x == 0)");
-    code.line("  asm volatile(\"red.release.gpu.global.add.u64 [%0], 1;\" "
-              ":: \"l\"(" +
-              counts + " + row) : \"memory\");");
+    emitChunkCounted();
     code.dedent();
     code.line("}");
     code.comment("Every reader's part of the slot in place for the "
@@ -382,13 +403,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     code.dedent();
     code.line("}");
     code.dedent();
-    code.line("} else {");
-    code.indent();
-    code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x - " + r +
-              "u, 0u, 0u);");
-    code.line("const unsigned kopt_warp = (threadIdx.x - " + r +
-              "u) >> 5, kopt_lane = threadIdx.x & 31u;");
-    declareSums();
+    openWriters();
     code.line("long long kopt_summed = -1; // the row whose totals are in");
     code.line("for (long long n = 0;; ++n) {");
     code.indent();
@@ -402,17 +417,11 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     defineItem();
     code.line("if (row != kopt_summed) {");
     code.indent();
-    code.comment("Every chunk of the row counted (an acquire).");
-    code.line("if (threadIdx.x == " + r + "u) kopt_wait_count(" + counts +
-              " + row, " + s + "LL);");
-    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
     emitGather();
     code.line("kopt_summed = row;");
     code.dedent();
     code.line("}");
-    for (auto [k, partial] : llvm::enumerate(partials))
-      code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
-                "{kopt_sum" + std::to_string(k) + "};");
+    defineTotals();
     code.line("auto kopt_held_get = [&](const float *, long long g) { return "
               "kopt_slot[g]; };");
     emitGroupPass(code, write->body, 2, writers);
@@ -486,33 +495,16 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     code.line("asm volatile(\"bar.sync 1, " + r + ";\" ::: \"memory\");");
     defineHold(true);
     emitGroupPass(code, read->body, 1, readers);
-    code.comment("The chunk's partials stored (by this thread): counted done, "
-                 "a release.");
-    code.line("if (threadIdx.x == 0)");
-    code.line("  asm volatile(\"red.release.gpu.global.add.u64 [%0], 1;\" :: "
-              "\"l\"(" +
-              counts + " + row) : \"memory\");");
+    emitChunkCounted();
     closeChunkLoop();
     code.dedent();
     code.line("}");
     code.dedent();
-    code.line("} else {");
-    code.indent();
-    code.line("const uint3 kopt_group_thread = make_uint3(threadIdx.x - " + r +
-              "u, 0u, 0u);");
-    code.line("const unsigned kopt_warp = (threadIdx.x - " + r +
-              "u) >> 5, kopt_lane = threadIdx.x & 31u;");
-    declareSums();
+    openWriters();
     code.line("for (long long row = 0; row < " + rows + "; ++row) {");
     code.indent();
-    code.comment("Every chunk of the row counted (an acquire).");
-    code.line("if (threadIdx.x == " + r + "u) kopt_wait_count(" + counts +
-              " + row, " + s + "LL);");
-    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
     emitGather();
-    for (auto [k, partial] : llvm::enumerate(partials))
-      code.line("const KoptRowTotal<" + types[k] + "> " + total(partial.param) +
-                "{kopt_sum" + std::to_string(k) + "};");
+    defineTotals();
     openChunkLoop();
     defineHold(false);
     emitGroupPass(code, write->body, 2, writers);
