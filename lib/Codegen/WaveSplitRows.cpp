@@ -272,6 +272,16 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     for (auto [k, type] : llvm::enumerate(types))
       code.line("__shared__ " + type + " kopt_sum" + std::to_string(k) + ";");
   };
+  // The writers' release of what they wrote (`done` items finished), and
+  // the ends of their loop and their branch.
+  auto closeWriters = [&](const std::string &done) {
+    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
+    code.line("if (threadIdx.x == " + r + "u) kopt_written = " + done + ";");
+    code.dedent();
+    code.line("}");
+    code.dedent();
+    code.line("}");
+  };
   // The writers' wait for every chunk of `row`, then its totals in the
   // `kopt_sum` slots.
   auto emitGather = [&] {
@@ -427,12 +437,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     emitGroupPass(code, write->body, 2, writers);
     code.comment("Every writer past the slot (and past the totals, which "
                  "the next row's gather overwrites).");
-    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
-    code.line("if (threadIdx.x == " + r + "u) kopt_written = n + 1;");
-    code.dedent();
-    code.line("}");
-    code.dedent();
-    code.line("}");
+    closeWriters("n + 1");
   };
   if (claim) {
     emitClaimingWaves();
@@ -509,12 +514,7 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
     defineHold(false);
     emitGroupPass(code, write->body, 2, writers);
     closeChunkLoop();
-    code.line("asm volatile(\"bar.sync 2, " + w + ";\" ::: \"memory\");");
-    code.line("if (threadIdx.x == " + r + "u) kopt_written = row + 1;");
-    code.dedent();
-    code.line("}");
-    code.dedent();
-    code.line("}");
+    closeWriters("row + 1");
   }
   code.dedent();
   code.line("}");
