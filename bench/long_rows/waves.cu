@@ -23,7 +23,9 @@
 // groups, 64 rows of 2M, per-channel weights. Checked against an fp64 host
 // reference on three rows; timed with CUDA events, L2 flushed before each
 // run, median of 20. `./waves TEXT` runs the forms whose name holds TEXT;
-// WAVES_REPS sets the runs timed.
+// WAVES_REPS sets the runs timed; with WAVES_LINES set, each block's range
+// is rounded up to whole 128-byte lines (3976 float4 of a row, not 3972;
+// the last block's 3432), so that every warp's loads start on one.
 //
 // Build: nvcc -O3 -arch=sm_90 -std=c++17 -o waves waves.cu
 // Run:   ./waves
@@ -598,6 +600,11 @@ static void run(const char *name, const void *kernel, int threads, int perSM,
   p.rows = kRows;
   p.row4 = kRow / 4;
   p.range4 = (p.row4 + blocks - 1) / blocks;
+  // WAVES_LINES: ranges rounded up to whole 128-byte lines (8 float4), so
+  // that every block's warps start on one (RowParts.h in the generator).
+  const bool lines = getenv("WAVES_LINES") != nullptr;
+  if (lines)
+    p.range4 = (p.range4 + 7) / 8 * 8;
   p.channel4 = kChannel / 4;
   p.channelsPerGroup = kChannelsPerGroup;
   p.groupsPerSample = kGroupsPerSample;
@@ -630,8 +637,9 @@ static void run(const char *name, const void *kernel, int threads, int perSM,
   CK(cudaMemset(m.y, 0, size_t(kRows) * kRow * 4));
   timeOne(m, 0, launch);
   CK(cudaDeviceSynchronize());
-  printf("%-44s %4d x %4d, %3zu KB: %7.1f us  %5.1f%% of copy", name, blocks,
-         threads, shared >> 10, us, 100 * copyUs / us);
+  printf("%-44s %4d x %4d, %3zu KB%s: %7.1f us  %5.1f%% of copy", name,
+         blocks, threads, shared >> 10, lines ? ", lines" : "", us,
+         100 * copyUs / us);
   if (useStatistics)
     printf("  max rel err %.1e\n", check(m, hx, hw, hb));
   else

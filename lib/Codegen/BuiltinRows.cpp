@@ -301,7 +301,7 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   if (length % 4 != 0)
     return;
   // Equal shares of 16-byte vectors, the last block taking what the others
-  // leave where they do not divide the row.
+  // leave (StagedShare.h, which starts them on lines where that fits).
   auto shareBytes = [&](unsigned blocks) {
     return (length / 4 + blocks - 1) / blocks * 16;
   };
@@ -344,9 +344,11 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
       if (input.empty())
         return;
       KernelOutput output = builder.outputFor(softmax->result);
+      // Two blocks an SM keep to half its shared memory.
       auto kernel = generateClusterSoftmaxKernel(
           builder.entryName("softmax"), comment, input, output.param,
-          softmax->rows, length, options, kSharedRowBytes);
+          softmax->rows, length, options,
+          options.minBlocksPerSM == 2 ? kHalfSmBytes : kSharedRowBytes);
       if (!kernel) {
         addPlan(proposal, builder, task, group, kernel.takeError());
         continue;

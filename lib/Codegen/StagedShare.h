@@ -16,6 +16,8 @@
 #ifndef KOPT_LIB_CODEGEN_STAGEDSHARE_H
 #define KOPT_LIB_CODEGEN_STAGEDSHARE_H
 
+#include "RowParts.h"
+
 #include "kopt/Codegen/CudaEmitter.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -64,9 +66,10 @@ auto absorb = [&](const float4 v) {
 
 /// A block's share of a row in 16-byte vectors: thread threadIdx.x takes
 /// vectors threadIdx.x + i * threads, i < perThread, in `stages` commit
-/// groups of consecutive i. The blocks take equal shares, but for the last
-/// where the row's vectors do not divide among them: it takes what is left
-/// (a cluster of 7 blocks over 393,216 elements). Emits the loops both
+/// groups of consecutive i. The blocks take equal shares, starting on
+/// 128-byte lines where the rows do (RowParts.h), but for the last where
+/// the row's vectors do not divide among them: it takes what is left (a
+/// cluster of 7 blocks over 393,216 elements). Emits the loops both
 /// softmax kernels run over the share.
 class StagedShare {
 public:
@@ -80,7 +83,10 @@ public:
       return llvm::createStringError(
           "a row of %lld is not a whole number of 16-byte vectors",
           static_cast<long long>(length));
-    int64_t vectors = (length / 4 + blocks - 1) / blocks;
+    // On lines where they fit, else as even as they come.
+    int64_t vectors = getLinePartLength(length / 4, blocks, kLineVectors);
+    if (vectors * 16 > maxSharedBytes)
+      vectors = (length / 4 + blocks - 1) / blocks;
     int64_t lastVectors = length / 4 - int64_t(blocks - 1) * vectors;
     if (lastVectors <= 0)
       return llvm::createStringError(

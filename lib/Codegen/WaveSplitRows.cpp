@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RowParts.h"
 #include "SplitRowPasses.h"
 
 #include "kopt/Codegen/CudaEmitter.h"
@@ -106,9 +107,12 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   // r % slots (claiming: the block's n-th claim at n % slots).
   const bool hold = options.holdBudget > 0;
   const int64_t slots = claim ? options.claimSlots : options.ahead + 1;
-  int64_t chunkLength = (rowLength + chunks - 1) / chunks;
-  if (rowLength % 4 == 0)
-    chunkLength = (chunkLength + 3) / 4 * 4;
+  // On lines where the held slots still fit, else as even as they come.
+  const int64_t groups = rowLength % 4 == 0 ? 4 : 1;
+  int64_t chunkLength =
+      getLinePartLength(rowLength, chunks, kLineElements, groups);
+  if (hold && slots * chunkLength * 4 > options.holdBudget)
+    chunkLength = getLinePartLength(rowLength, chunks, 1, groups);
   const int64_t holdBytes = hold ? slots * chunkLength * 4 : 0;
   if (hold && (rowLength % 4 || holdBytes > options.holdBudget))
     return llvm::createStringError(

@@ -155,7 +155,8 @@ TEST(ClusterSoftmax, ClaimingClustersAreCooperativeWithACounter) {
 }
 
 TEST(ClusterSoftmax, LastBlockTakesWhatIsLeft) {
-  // 98,304 vectors over 7 blocks: 14,044 each, the last 14,040.
+  // 98,304 vectors over 7 blocks: 14,044 rounded up to whole 128-byte lines
+  // (8 vectors), 14,048 each, the last 14,016.
   ClusterSoftmaxOptions options;
   options.clusterSize = 7;
   options.blockSize = 512;
@@ -167,14 +168,24 @@ TEST(ClusterSoftmax, LastBlockTakesWhatIsLeft) {
   const GeneratedKernel &rows = kernels->kernels[1];
   EXPECT_EQ(rows.grid[0], "3584");
   EXPECT_EQ(rows.cluster, 7u);
-  EXPECT_EQ(rows.sharedBytes, 14044 * 16);
+  EXPECT_EQ(rows.sharedBytes, 14048 * 16);
   EXPECT_NE(rows.code.find("const long long offset = (long long)rank * "
-                           "56176LL;"),
+                           "56192LL;"),
             std::string::npos);
-  EXPECT_NE(rows.code.find("const int kopt_vectors = rank == 6u ? 14040 : "
-                           "14044;"),
+  EXPECT_NE(rows.code.find("const int kopt_vectors = rank == 6u ? 14016 : "
+                           "14048;"),
             std::string::npos);
   EXPECT_NE(rows.code.find("if (v >= kopt_vectors) break;"), std::string::npos);
+  // Where whole lines would not fit the shared memory, shares as even as
+  // they come: 14,044 each, the last 14,040.
+  kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
+                                           393216, options, 14044 * 16);
+  ASSERT_TRUE(static_cast<bool>(kernels))
+      << llvm::toString(kernels.takeError());
+  EXPECT_EQ(kernels->kernels[1].sharedBytes, 14044 * 16);
+  EXPECT_NE(kernels->kernels[1].code.find(
+                "const int kopt_vectors = rank == 6u ? 14040 : 14044;"),
+            std::string::npos);
   // Equal shares need no count of their own.
   options.clusterSize = 8;
   kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
@@ -237,10 +248,11 @@ TEST(ClusterSoftmax, ClaimingGroupsExchangeThroughGlobalMemory) {
   EXPECT_EQ(rows.cluster, 1u);
   EXPECT_EQ(rows.args, (std::vector<std::string>{"in0", "out0", "groupsync"}));
   EXPECT_EQ(rows.code.find("kopt_cluster"), std::string::npos);
-  // 98,304 vectors over 11 blocks: 8,937 each, the last 8,934.
-  EXPECT_EQ(rows.sharedBytes, 8937 * 16);
-  EXPECT_NE(rows.code.find("const int kopt_vectors = rank == 10u ? 8934 : "
-                           "8937;"),
+  // 98,304 vectors over 11 blocks: 8,937 rounded up to whole 128-byte
+  // lines, 8,944 each, the last 8,864.
+  EXPECT_EQ(rows.sharedBytes, 8944 * 16);
+  EXPECT_NE(rows.code.find("const int kopt_vectors = rank == 10u ? 8864 : "
+                           "8944;"),
             std::string::npos);
   EXPECT_NE(rows.code.find("if (groups == 0) __trap();\n  if (group >= "
                            "groups) return;"),
