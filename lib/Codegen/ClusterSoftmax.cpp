@@ -44,7 +44,8 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
     return llvm::createStringError("%lld rows do not go %lld to a cluster",
                                    static_cast<long long>(rows),
                                    static_cast<long long>(perCluster));
-  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes,
+                                    options.stages);
   if (!staged)
     return staged.takeError();
   int64_t share = staged->getShare();
@@ -168,7 +169,8 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   if (blocks < 2 || blocks > 16)
     return llvm::createStringError(
         "claiming clusters of %u blocks are not supported", blocks);
-  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes,
+                                    options.stages);
   if (!staged)
     return staged.takeError();
   int64_t share = staged->getShare();
