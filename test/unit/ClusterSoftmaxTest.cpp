@@ -297,4 +297,64 @@ TEST(ClusterSoftmax, ClaimingGroupsExchangeThroughGlobalMemory) {
             "a block's 224704 bytes of the row exceed its shared memory");
 }
 
+TEST(ClusterSoftmax, RingGroupsCopyTheNextRowEarly) {
+  // Groups of 11 over rows of 393,216: 8,944 vectors a block, 18 a thread
+  // of 512, in a ring of 28 slots a thread (229,376 bytes of 232,448): the
+  // next row's first 10 vectors a thread go into the 10 free slots as a
+  // row begins, its other 8 into the slots of the row's first 8 as they
+  // are written, in 4 groups of 2.
+  ClusterSoftmaxOptions options;
+  options.clusterSize = 11;
+  options.blockSize = 512;
+  options.keepExponentials = true;
+  options.ring = true;
+  auto kernels = generateGroupClaimingSoftmaxKernels(
+      "k", "softmax", "in0", "out0", 512, 393216, options, 232448);
+  ASSERT_TRUE(static_cast<bool>(kernels))
+      << llvm::toString(kernels.takeError());
+  const GeneratedKernel &rows = kernels->kernels[1];
+  EXPECT_EQ(rows.sharedBytes, 28 * 512 * 16);
+  const std::string &code = rows.code;
+  auto at = [&](llvm::StringRef text) { return code.find(text.str()); };
+  // The first two rows are the group's; the claims start past them.
+  EXPECT_NE(at("long long next = group + groups;"), std::string::npos);
+  EXPECT_NE(at("after = 2 * (long long)groups + (long long)atomicAdd("),
+            std::string::npos);
+  // The early copies go out before the row's first wait, which has the
+  // row's 4 late groups and the next row's early group newer.
+  size_t early = at("int j = kopt_base + 18 + i;");
+  size_t firstWait = at("kopt_copy_wait_newest<5>();");
+  ASSERT_NE(early, std::string::npos);
+  ASSERT_NE(firstWait, std::string::npos);
+  EXPECT_LT(early, firstWait);
+  EXPECT_NE(at("for (int i = 0; i < 10; ++i) {"), std::string::npos);
+  EXPECT_NE(at("kopt_copy_wait_newest<1>();"), std::string::npos);
+  EXPECT_EQ(at("kopt_copy_wait_newest<0>();"), std::string::npos);
+  // The late copies carry the next row's vector i + 10 into the slot of
+  // this row's vector i, only for i below 8.
+  EXPECT_NE(at("kopt_copy_vector_async(kept + slot, following + v + 5120);"),
+            std::string::npos);
+  EXPECT_NE(at("const int v = threadIdx.x + 7 * 512;\n      if (v < "
+               "kopt_vectors) {"),
+            std::string::npos);
+  EXPECT_EQ(code.find("following + v + 5120",
+                      at("const int v = threadIdx.x + 8 * 512;")),
+            std::string::npos);
+  EXPECT_NE(at("kopt_base += 18;\n    if (kopt_base >= 28) kopt_base -= 28;"),
+            std::string::npos);
+  EXPECT_NE(at("row = next;\n    next = after;"), std::string::npos);
+
+  auto errorOfRing = [&](unsigned blocks, bool keep) -> std::string {
+    options.clusterSize = blocks;
+    options.keepExponentials = keep;
+    auto refused = generateGroupClaimingSoftmaxKernels(
+        "k", "softmax", "in0", "out0", 512, 393216, options, 232448);
+    return refused ? "" : llvm::toString(refused.takeError());
+  };
+  EXPECT_EQ(errorOfRing(7, true),
+            "a ring of 28 slots a thread holds no more than a share of 28");
+  EXPECT_EQ(errorOfRing(8, false),
+            "a ring of slots keeps the exponentials: set keepExponentials");
+}
+
 } // namespace
