@@ -393,14 +393,13 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   using ClaimingGenerator = decltype(&generateClaimingSoftmaxKernels);
   auto addClaimingPlan = [&](const std::string &variant, unsigned blocks,
                              bool keep, ClaimingGenerator generate,
-                             unsigned stages = 4, bool ring = false) {
+                             unsigned stages = 4) {
     PlanBuilder builder(task, group, "builtin", variant);
     ClusterSoftmaxOptions options;
     options.clusterSize = blocks;
     options.blockSize = 512;
     options.keepExponentials = keep;
     options.stages = stages;
-    options.ring = ring;
     std::string input = builder.findBuffer(softmax->contiguousInput);
     if (input.empty())
       return false;
@@ -456,16 +455,6 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
                   size, true, generateClaimingSoftmaxKernels, 8);
   addClaimingPlan("softmax_g" + std::to_string(size) + "_claim_ex_s8_bs512",
                   size, true, generateGroupClaimingSoftmaxKernels, 8);
-  // Groups of the clusters' size and larger with their shares in a ring of
-  // slots (`_ring`, RingShare.h): the next row's first vectors in flight
-  // while a row's last land, are folded and exchanged, when a block holding
-  // one row has nothing in flight. For rows of 393,216, groups of 8 have 4
-  // of a thread's 28 slots free for them, groups of 11 10.
-  for (unsigned blocks : sizes)
-    if (blocks >= size)
-      addClaimingPlan(
-          "softmax_g" + std::to_string(blocks) + "_claim_ex_ring_bs512", blocks,
-          true, generateGroupClaimingSoftmaxKernels, 4, true);
 }
 
 /// A block per row, of each size up to twice the row, each reading the row

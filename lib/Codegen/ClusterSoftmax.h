@@ -58,12 +58,6 @@ struct ClusterSoftmaxOptions {
   /// more and smaller groups leave less of a row's work after its last
   /// byte is in.
   unsigned stages = 4;
-  /// Groups only (GroupSoftmax.h), with the exponentials kept: the share in
-  /// a ring of shared-memory slots larger than it (RingShare.h), the next
-  /// row's first vectors copied into the free slots as a row begins, so
-  /// that copies are in flight while the row's last ones land, are folded
-  /// and exchanged.
-  bool ring = false;
 };
 
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of

@@ -8,13 +8,10 @@
 
 #include "GroupSoftmax.h"
 #include "OnlineSoftmax.h"
-#include "RingShare.h"
 #include "SplitRowPasses.h"
 #include "StagedShare.h"
 
 #include "kopt/Codegen/CudaEmitter.h"
-
-#include <optional>
 
 using namespace mlir;
 using namespace mlir::kopt;
@@ -31,31 +28,11 @@ mlir::kopt::generateGroupClaimingSoftmaxKernels(
   if (blocks < 2 || blocks > 32)
     return llvm::createStringError(
         "claiming groups of %u blocks are not supported", blocks);
-  // The share staged in one row's shared memory, or in a ring of slots
-  // (RingShare.h) whose early copies of the next row go out as this row
-  // begins; one of the two is set.
-  std::optional<StagedShare> staged;
-  std::optional<RingShare> ring;
-  int64_t share, sharedBytes;
-  if (options.ring) {
-    if (!options.keepExponentials)
-      return llvm::createStringError(
-          "a ring of slots keeps the exponentials: set keepExponentials");
-    auto created = RingShare::create(blocks, threads, length, maxSharedBytes);
-    if (!created)
-      return created.takeError();
-    ring = *created;
-    share = ring->getShare();
-    sharedBytes = ring->getSharedBytes();
-  } else {
-    auto created = StagedShare::create(blocks, threads, length, maxSharedBytes,
-                                       options.stages);
-    if (!created)
-      return created.takeError();
-    staged = *created;
-    share = staged->getShare();
-    sharedBytes = share * 4;
-  }
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes,
+                                    options.stages);
+  if (!staged)
+    return staged.takeError();
+  int64_t share = staged->getShare();
   std::string t = std::to_string(threads), b = std::to_string(blocks);
   std::string n = std::to_string(rows) + "LL";
   std::string l = std::to_string(length) + "LL";
@@ -76,7 +53,7 @@ mlir::kopt::generateGroupClaimingSoftmaxKernels(
 
   GeneratedKernel kernel;
   kernel.entry = entry.str();
-  kernel.sharedBytes = sharedBytes;
+  kernel.sharedBytes = share * 4;
   kernel.args = {input.str(), output.str(), sync};
   kernel.block = {t, "1", "1"};
   // A cooperative grid, a group per row at most, cut by the runtime to the
@@ -109,59 +86,31 @@ mlir::kopt::generateGroupClaimingSoftmaxKernels(
   code.line("const unsigned rank = blockIdx.x % " + b + "u;");
   code.line("const long long offset = (long long)rank * " +
             std::to_string(share) + "LL;");
-  if (ring)
-    ring->emitDeclarations(code, "rank", blocks);
-  else
-    staged->emitDeclarations(code, "rank", blocks);
+  staged->emitDeclarations(code, "rank", blocks);
   code.line("long long *const arrived = " + sync + " + 1 + group;");
   code.line("long long *const exchange = " + sync + " + " +
             std::to_string(counts) + "LL + (long long)group * " +
             std::to_string(2 * exchange) + "LL;");
-  // With the ring each group knows its next row as a row begins: the first
-  // two rows go one a group each, and each row claims the one after next.
-  code.comment(ring ? "The first two rows go one a group each; the rest are "
-                      "claimed."
-                    : "The first rows go one a group; the rest are claimed.");
+  code.comment("The first rows go one a group; the rest are claimed.");
   code.line("long long row = group;");
-  if (ring)
-    code.line("long long next = group + groups;");
   code.line("{");
   code.line("  const float4 *__restrict__ x = reinterpret_cast<const float4 "
             "*>(" +
             input.str() + " + row * " + l + " + offset);");
   code.indent();
-  if (ring)
-    ring->emitFirstCopies(code, "x");
-  else
-    staged->emitCopies(code, "x");
+  staged->emitCopies(code, "x");
   code.dedent();
   code.line("}");
   code.line("#pragma unroll 1");
   code.line("for (long long step = 0; row < " + n + "; ++step) {");
   code.indent();
-  // The row claimed in this step: the next (issued as this row is
-  // written), or with the ring the one after it.
-  std::string claimed = ring ? "after" : "next";
-  if (ring) {
-    code.comment("The next row's first vectors copied into the slots past "
-                 "this row's before this row is waited for.");
-    code.line("const bool more = next < " + n + ";");
-    code.line("const float4 *__restrict__ following = reinterpret_cast<const "
-              "float4 *>(" +
-              input.str() + " + (more ? next : 0LL) * " + l + " + offset);");
-    ring->emitEarlyCopies(code, "following");
-  }
-  code.comment("The row claimed now, so that its copies can be issued in "
-               "time.");
-  code.line("long long " + claimed + " = 0;");
-  code.line("if (rank == 0 && threadIdx.x == 0) " + claimed + " = " +
-            (ring ? "2 * (long long)groups" : "groups") +
-            " + (long long)atomicAdd(reinterpret_cast<unsigned long long *>(" +
+  code.comment("The next row claimed now, so that its copies can be issued "
+               "as this row is written.");
+  code.line("long long next = 0;");
+  code.line("if (rank == 0 && threadIdx.x == 0) next = groups + "
+            "(long long)atomicAdd(reinterpret_cast<unsigned long long *>(" +
             sync + "), 1ULL);");
-  if (ring)
-    ring->emitStatistics(code);
-  else
-    staged->emitStatistics(code, options.keepExponentials);
+  staged->emitStatistics(code, options.keepExponentials);
   code.lines(getBlockPairMerge());
   code.comment(
       "The block's pair (and the claim) published in this step's exchange, "
@@ -173,7 +122,7 @@ mlir::kopt::generateGroupClaimingSoftmaxKernels(
   code.line("if (threadIdx.x == 0) {");
   code.line("  __stcg(reinterpret_cast<float2 *>(slots) + rank, "
             "make_float2(m, s));");
-  code.line("  if (rank == 0) __stcg(slots + " + b + ", " + claimed + ");");
+  code.line("  if (rank == 0) __stcg(slots + " + b + ", next);");
   code.line("  asm volatile(\"red.release.gpu.global.add.u64 [%0], 1;\" :: "
             "\"l\"(arrived) : \"memory\");");
   code.line("  kopt_wait_count(arrived, (step + 1) * " + b + "LL);");
@@ -202,18 +151,9 @@ mlir::kopt::generateGroupClaimingSoftmaxKernels(
   code.line("__syncthreads();");
   code.line("m = kopt_pair[0];");
   code.line("s = kopt_pair[1];");
-  code.line(claimed + " = kopt_claimed;");
-  if (ring) {
-    code.line("const float inverse = 1.0f / s;");
-    code.line("float4 *__restrict__ y = reinterpret_cast<float4 *>(" +
-              output.str() + " + row * " + l + " + offset);");
-    ring->emitOutputs(code, "following");
-    code.line("row = next;");
-    code.line("next = after;");
-  } else {
-    staged->emitClaimedRowOutputs(code, input, output, rows, length,
-                                  options.keepExponentials);
-  }
+  code.line("next = kopt_claimed;");
+  staged->emitClaimedRowOutputs(code, input, output, rows, length,
+                                options.keepExponentials);
   code.dedent();
   code.line("}");
   code.dedent();
