@@ -392,14 +392,12 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   // input computed in the group, inlined into its readers).
   using ClaimingGenerator = decltype(&generateClaimingSoftmaxKernels);
   auto addClaimingPlan = [&](const std::string &variant, unsigned blocks,
-                             bool keep, ClaimingGenerator generate,
-                             unsigned stages = 4) {
+                             bool keep, ClaimingGenerator generate) {
     PlanBuilder builder(task, group, "builtin", variant);
     ClusterSoftmaxOptions options;
     options.clusterSize = blocks;
     options.blockSize = 512;
     options.keepExponentials = keep;
-    options.stages = stages;
     std::string input = builder.findBuffer(softmax->contiguousInput);
     if (input.empty())
       return false;
@@ -447,14 +445,6 @@ void builtins::proposeClusterSoftmax(Proposal &proposal, func::FuncOp group,
   for (unsigned blocks : sizes)
     addClaimingPlan("softmax_g" + std::to_string(blocks) + "_claim_ex_bs512",
                     blocks, true, generateGroupClaimingSoftmaxKernels);
-  // The clusters' size, clusters and groups, in 8 commit groups instead of
-  // 4 (`_s8`): on the H200, where the SMs set part of the pace, less of
-  // each row's folding is left once its last copy lands.
-  unsigned size = clusters.front();
-  addClaimingPlan("softmax_c" + std::to_string(size) + "_claim_ex_s8_bs512",
-                  size, true, generateClaimingSoftmaxKernels, 8);
-  addClaimingPlan("softmax_g" + std::to_string(size) + "_claim_ex_s8_bs512",
-                  size, true, generateGroupClaimingSoftmaxKernels, 8);
 }
 
 /// A block per row, of each size up to twice the row, each reading the row

@@ -44,8 +44,7 @@ llvm::Expected<GeneratedKernel> mlir::kopt::generateClusterSoftmaxKernel(
     return llvm::createStringError("%lld rows do not go %lld to a cluster",
                                    static_cast<long long>(rows),
                                    static_cast<long long>(perCluster));
-  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes,
-                                    options.stages);
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
   if (!staged)
     return staged.takeError();
   int64_t share = staged->getShare();
@@ -169,8 +168,7 @@ mlir::kopt::generateClaimingSoftmaxKernels(
   if (blocks < 2 || blocks > 16)
     return llvm::createStringError(
         "claiming clusters of %u blocks are not supported", blocks);
-  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes,
-                                    options.stages);
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
   if (!staged)
     return staged.takeError();
   int64_t share = staged->getShare();

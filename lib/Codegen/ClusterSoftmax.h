@@ -53,11 +53,6 @@ struct ClusterSoftmaxOptions {
   /// instructions set part of the H200's pace, and the claiming kernel ran
   /// 2.6% faster there, bench/results/2026-12-05-h200-kept-exponentials.md).
   bool keepExponentials = false;
-  /// Commit groups a block's share is copied in (StagedShare.h), each
-  /// folded as it lands: the last group's fold waits for every copy, so
-  /// more and smaller groups leave less of a row's work after its last
-  /// byte is in.
-  unsigned stages = 4;
 };
 
 /// The kernel `entry` computing the f32 softmax of `rows` contiguous rows of

@@ -28,8 +28,7 @@ mlir::kopt::generateGroupClaimingSoftmaxKernels(
   if (blocks < 2 || blocks > 32)
     return llvm::createStringError(
         "claiming groups of %u blocks are not supported", blocks);
-  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes,
-                                    options.stages);
+  auto staged = StagedShare::create(blocks, threads, length, maxSharedBytes);
   if (!staged)
     return staged.takeError();
   int64_t share = staged->getShare();

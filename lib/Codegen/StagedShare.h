@@ -66,10 +66,10 @@ auto absorb = [&](const float4 v) {
 
 /// A block's share of a row in 16-byte vectors: thread threadIdx.x takes
 /// vectors threadIdx.x + i * threads, i < perThread, in `stages` commit
-/// groups of consecutive i (4 unless asked, at most perThread). The blocks take
-/// equal shares, starting on 128-byte lines where the rows do (RowParts.h), but
-/// for the last where the row's vectors do not divide among them: it takes what
-/// is left (a cluster of 7 blocks over 393,216 elements). Emits the loops both
+/// groups of consecutive i. The blocks take equal shares, starting on
+/// 128-byte lines where the rows do (RowParts.h), but for the last where
+/// the row's vectors do not divide among them: it takes what is left (a
+/// cluster of 7 blocks over 393,216 elements). Emits the loops both
 /// softmax kernels run over the share.
 class StagedShare {
 public:
@@ -78,8 +78,7 @@ public:
   /// the first warp over them) and a block's share fits `maxSharedBytes`.
   static llvm::Expected<StagedShare> create(unsigned blocks, unsigned threads,
                                             int64_t length,
-                                            int64_t maxSharedBytes,
-                                            unsigned stages = 4) {
+                                            int64_t maxSharedBytes) {
     if (length % 4 != 0)
       return llvm::createStringError(
           "a row of %lld is not a whole number of 16-byte vectors",
@@ -103,9 +102,7 @@ public:
       return llvm::createStringError(
           "a block's %lld bytes of the row exceed its shared memory",
           static_cast<long long>(share * 4));
-    if (stages < 1)
-      return llvm::createStringError("a share needs a stage or more");
-    return StagedShare(threads, share, lastVectors, stages);
+    return StagedShare(threads, share, lastVectors);
   }
 
   /// Declares the block's vectors (`kopt_vectors`) where the last block's
@@ -263,11 +260,10 @@ public:
   }
 
 private:
-  StagedShare(unsigned threads, int64_t share, int64_t lastVectors,
-              unsigned stages)
+  StagedShare(unsigned threads, int64_t share, int64_t lastVectors)
       : threads(threads), share(share), vectors(share / 4),
         lastVectors(lastVectors), perThread((vectors + threads - 1) / threads),
-        stages(std::min<int64_t>(stages, perThread)) {}
+        stages(std::min<int64_t>(4, perThread)) {}
 
   int64_t stageStart(int64_t stage) const { return stage * perThread / stages; }
 

@@ -152,24 +152,6 @@ TEST(ClusterSoftmax, ClaimingClustersAreCooperativeWithACounter) {
                       "inverse;"),
             std::string::npos);
   EXPECT_NE(kept.find("e.x *= factor3;"), std::string::npos);
-  EXPECT_NE(kept.find("float kopt_stage_max[4];"), std::string::npos);
-  // In 8 commit groups: 24 vectors a thread, 3 a group, the first waited
-  // for with 7 newer still in flight.
-  options.stages = 8;
-  kernels = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
-                                           393216, options, kShared);
-  ASSERT_TRUE(static_cast<bool>(kernels))
-      << llvm::toString(kernels.takeError());
-  const std::string &staged = kernels->kernels[1].code;
-  EXPECT_NE(staged.find("float kopt_stage_max[8];"), std::string::npos);
-  EXPECT_NE(staged.find("kopt_copy_wait_newest<7>();"), std::string::npos);
-  EXPECT_NE(staged.find("for (int i = 21; i < 24; ++i) {"), std::string::npos);
-  EXPECT_NE(staged.find("e.x *= factor7;"), std::string::npos);
-  options.stages = 0;
-  auto none = generateClaimingSoftmaxKernels("k", "softmax", "in0", "out0", 512,
-                                             393216, options, kShared);
-  ASSERT_FALSE(static_cast<bool>(none));
-  EXPECT_EQ(llvm::toString(none.takeError()), "a share needs a stage or more");
 }
 
 TEST(ClusterSoftmax, LastBlockTakesWhatIsLeft) {
