@@ -84,9 +84,8 @@ public:
           "a row of %lld is not a whole number of 16-byte vectors",
           static_cast<long long>(length));
     // On lines where they fit, else as even as they come.
-    int64_t vectors = getLinePartLength(length / 4, blocks, kLineVectors);
-    if (vectors * 16 > maxSharedBytes)
-      vectors = (length / 4 + blocks - 1) / blocks;
+    int64_t vectors = getLinePartLength(length / 4, blocks, kLineVectors, 1,
+                                        maxSharedBytes / 16);
     int64_t lastVectors = length / 4 - int64_t(blocks - 1) * vectors;
     if (lastVectors <= 0)
       return llvm::createStringError(

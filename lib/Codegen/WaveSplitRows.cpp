@@ -108,11 +108,9 @@ llvm::Expected<WaveSplitRowKernels> mlir::kopt::generateWaveSplitRowKernels(
   const bool hold = options.holdBudget > 0;
   const int64_t slots = claim ? options.claimSlots : options.ahead + 1;
   // On lines where the held slots still fit, else as even as they come.
-  const int64_t groups = rowLength % 4 == 0 ? 4 : 1;
-  int64_t chunkLength =
-      getLinePartLength(rowLength, chunks, kLineElements, groups);
-  if (hold && slots * chunkLength * 4 > options.holdBudget)
-    chunkLength = getLinePartLength(rowLength, chunks, 1, groups);
+  const int64_t chunkLength = getLinePartLength(
+      rowLength, chunks, kLineElements, rowLength % 4 == 0 ? 4 : 1,
+      hold ? options.holdBudget / (slots * 4) : INT64_MAX);
   const int64_t holdBytes = hold ? slots * chunkLength * 4 : 0;
   if (hold && (rowLength % 4 || holdBytes > options.holdBudget))
     return llvm::createStringError(
